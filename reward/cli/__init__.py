@@ -1,0 +1,19 @@
+"""The ``rubricstree`` command line. Each command group lives in its own module and imports
+heavy packages only inside its commands, so ``rubricstree --help`` stays fast."""
+
+from __future__ import annotations
+
+import typer
+
+from reward.cli import healthbench, judge, mcq, tree
+
+app = typer.Typer(no_args_is_help=True, add_completion=False,
+                  help="Rubric rewards for medical language models.")
+app.add_typer(tree.app, name="tree", help="Inspect and validate the rubric tree.")
+app.add_typer(healthbench.app, name="healthbench", help="HealthBench scoring.")
+app.add_typer(mcq.app, name="mcq", help="Multiple-choice rule reward.")
+app.add_typer(judge.app, name="judge", help="Check a judge backend.")
+
+
+def main() -> None:
+    app()

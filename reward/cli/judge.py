@@ -1,0 +1,44 @@
+"""``rubricstree judge check``: grade one example with a judge backend and print the verdict."""
+
+from __future__ import annotations
+
+import json
+from typing import Optional
+
+import typer
+
+app = typer.Typer(no_args_is_help=True)
+
+
+@app.command()
+def check(
+    judge_url: Optional[str] = typer.Option(None, "--judge-url", help="vLLM endpoint(s), comma-separated"),
+    judge_model: Optional[str] = typer.Option(None, "--judge-model", help="in-process model path or name (or the tokenizer for --judge-url)"),
+    served_model: Optional[str] = typer.Option(None, "--served-model", help="model name on the server (default: its first)"),
+    mode: str = typer.Option("choice", "--mode", help="choice or explain"),
+    criterion: str = typer.Option("Advises the user to call emergency services now.", help="criterion to check"),
+    prompt: str = typer.Option("I have crushing chest pain spreading to my left arm and I'm sweating.", help="user message"),
+    response: str = typer.Option("This could be a heart attack. Call emergency services (911) now and chew an aspirin if you are not allergic.", help="response to grade"),
+    as_json: bool = typer.Option(False, "--json"),
+) -> None:
+    """Grade one (prompt, response, criterion) example; exits 1 if the judge call failed."""
+    from reward.judge import JudgeConfig, JudgeItem, Message, make_judge
+
+    judge = make_judge(judge_url=judge_url, judge_model=judge_model, served_model=served_model,
+                       config=JudgeConfig(mode=mode), cache=False)
+    item = JudgeItem(conversation=(Message(role="user", content=prompt),), response=response, criterion=criterion)
+
+    async def run():
+        try:
+            return await judge.grade([item])
+        finally:
+            await judge.aclose()
+
+    import asyncio
+
+    verdict = asyncio.run(run())[0]
+    out = {"met": verdict.met, "p_yes": verdict.p_yes, "explanation": verdict.explanation,
+           "failure": verdict.failure, "mode": verdict.mode, "stats": judge.stats.as_dict()}
+    typer.echo(json.dumps(out) if as_json else "\n".join(f"{k}: {v}" for k, v in out.items()))
+    if not verdict.ok:
+        raise typer.Exit(1)

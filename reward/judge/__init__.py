@@ -1,0 +1,62 @@
+"""The Boolean judge: one interface, an HTTP backend for vLLM servers and an in-process one.
+
+``make_judge`` picks the backend: ``judge_url`` -> :class:`HTTPJudge`, ``judge_model`` alone ->
+:class:`TransformersJudge`. Backends are imported lazily (the in-process one needs torch).
+"""
+
+from __future__ import annotations
+
+from reward.judge.base import Judge
+from reward.judge.cache import VerdictCache, default_cache_dir
+from reward.judge.templates import CHOICE, EXPLAIN, RELEVANCE, URGENCY, Template, load_template
+from reward.judge.types import JudgeConfig, JudgeItem, JudgeStats, Message, Verdict
+
+__all__ = ["CHOICE", "EXPLAIN", "RELEVANCE", "URGENCY", "Judge", "JudgeConfig", "JudgeItem",
+           "JudgeStats", "Message", "Template", "Verdict", "VerdictCache", "default_cache_dir",
+           "load_template", "make_judge"]
+
+
+def make_judge(*, judge_url: str | list[str] | None = None, judge_model: str | None = None,
+               served_model: str | None = None, tokenizer: str | None = None,
+               config: JudgeConfig | None = None, cache: VerdictCache | bool | None = True,
+               **kwargs) -> Judge:
+    """Build a judge.
+
+    Args:
+        judge_url: one URL, a comma-separated list or a list of vLLM endpoints.
+        judge_model: in-process model path/name; with ``judge_url``, the tokenizer source.
+        served_model: the model name the server serves (default: the first one it lists).
+        cache: a :class:`VerdictCache`, True for the default location, False/None for none.
+    """
+    if cache is True:
+        cache = VerdictCache()
+    elif cache is False:
+        cache = None
+    if judge_url:
+        from reward.judge.http import HTTPJudge
+
+        urls = [u.strip() for u in judge_url.split(",")] if isinstance(judge_url, str) else list(judge_url)
+        model = served_model or _first_served_model(urls[0], kwargs.get("api_key_env"))
+        return HTTPJudge(urls, model, tokenizer=tokenizer or judge_model, config=config, cache=cache, **kwargs)
+    if judge_model:
+        from reward.judge.inprocess import TransformersJudge
+
+        return TransformersJudge(judge_model, config=config, cache=cache, **kwargs)
+    raise ValueError("give a judge: --judge-url URL (a vLLM server) or --judge-model PATH (in-process)")
+
+
+def _first_served_model(url: str, api_key_env: str | None) -> str:
+    import os
+
+    import httpx
+
+    from reward.judge.endpoints import normalise_url
+    from reward.judge.http import API_KEY_ENV
+
+    key = os.environ.get(api_key_env or API_KEY_ENV, "")
+    headers = {"Authorization": f"Bearer {key}"} if key else {}
+    try:
+        data = httpx.get(f"{normalise_url(url)}/models", headers=headers, timeout=10).json()
+        return data["data"][0]["id"]
+    except (httpx.HTTPError, KeyError, IndexError, ValueError) as exc:
+        raise ValueError(f"cannot list the models served at {url}: {exc}; pass the served model name") from exc

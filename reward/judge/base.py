@@ -1,0 +1,117 @@
+"""The judge interface and the flow every backend shares.
+
+``Judge.grade(items)`` looks each item up in the durable cache, grades the rest through the
+backend and stores what succeeded. Requests are staged so the server's prefix cache is warm
+before siblings arrive: for each conversation the first item goes alone, then one item of every
+other response of that conversation (with the rest of the first response's items), then the
+rest. Concurrent siblings would otherwise all miss a prefix that the first is still filling.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from typing import Literal
+
+from reward.errors import JudgeError
+from reward.judge.cache import VerdictCache, verdict_key
+from reward.judge.render import PromptRenderer
+from reward.judge.templates import Template, default_template, load_template
+from reward.judge.types import JudgeConfig, JudgeItem, JudgeStats, Verdict
+
+OnFailure = Literal["record", "raise"]
+
+
+class Judge(ABC):
+    """Grades (conversation, response, criterion) items; one verdict per item, in order."""
+
+    def __init__(self, renderer: PromptRenderer, *, model_id: str, config: JudgeConfig | None = None,
+                 cache: VerdictCache | None = None, concurrency: int = 64) -> None:
+        self.renderer = renderer
+        self.model_id = model_id
+        self.config = config or JudgeConfig()
+        self.cache = cache
+        self.concurrency = concurrency
+        self.stats = JudgeStats()
+        if self.config.template_file:
+            self.template = load_template(self.config.template_file, self.config.mode)
+        else:
+            self.template = default_template(self.config.mode)
+
+    # ------------------------------------------------------------------ public API
+    async def grade(self, items: Sequence[JudgeItem], template: Template | None = None, *,
+                    on_failure: OnFailure = "record", use_cache: bool = True) -> list[Verdict]:
+        """Grade ``items``. A failed item gets a verdict with ``failure`` set (never a silent
+        "no"); with ``on_failure="raise"`` the first failure raises :class:`JudgeError`."""
+        template = template or self.template
+        results: list[Verdict | None] = [None] * len(items)
+        keys = [verdict_key(self.model_id, template, it) for it in items] if self.cache and use_cache else []
+        if keys:
+            hits = self.cache.get_many(keys)
+            for i, k in enumerate(keys):
+                if k in hits:
+                    results[i] = hits[k]
+            self.stats.cache_hits += sum(r is not None for r in results)
+        todo = [i for i, r in enumerate(results) if r is None]
+        self.stats.cache_misses += len(todo) if keys else 0
+        if todo:
+            graded = await self._grade_uncached(template, [items[i] for i in todo])
+            for i, v in zip(todo, graded):
+                results[i] = v
+            self.stats.failures += sum(not v.ok for v in graded)
+            if keys:
+                self.cache.put_many((keys[i], results[i]) for i in todo)
+        out = [r for r in results if r is not None]
+        if on_failure == "raise":
+            bad = [(i, v.failure) for i, v in enumerate(out) if not v.ok]
+            if bad:
+                raise JudgeError(f"{len(bad)} of {len(out)} judge items failed; first (item {bad[0][0]}): {bad[0][1]}")
+        return out
+
+    def grade_sync(self, items: Sequence[JudgeItem], template: Template | None = None, **kw) -> list[Verdict]:
+        """Blocking wrapper for scripts; inside a running event loop use ``await grade``."""
+        return asyncio.run(self.grade(items, template, **kw))
+
+    async def aclose(self) -> None:
+        """Release connections (HTTP backend); a no-op elsewhere."""
+
+    # ------------------------------------------------------------------ backend hooks
+    @abstractmethod
+    async def _grade_one(self, template: Template, item: JudgeItem, ids: list[int]) -> Verdict:
+        """Grade one rendered item, with the backend's retries; never raise for a model failure."""
+
+    async def _grade_uncached(self, template: Template, items: list[JudgeItem]) -> list[Verdict]:
+        """Default: staged concurrent single requests (what a prefix-caching server wants)."""
+        ids = [self.renderer.render_ids(template, it) for it in items]
+        out: list[Verdict | None] = [None] * len(items)
+
+        async def run(i: int) -> None:
+            out[i] = await self._grade_one(template, items[i], ids[i])
+
+        async def run_stage(idx: list[int]) -> None:
+            await asyncio.gather(*(run(i) for i in idx))
+
+        async def run_conversation(stages: list[list[int]]) -> None:
+            for stage in stages:
+                if stage:
+                    await run_stage(stage)
+
+        await asyncio.gather(*(run_conversation(s) for s in stage_by_prefix(items)))
+        return [v if v is not None else Verdict.failed("not graded") for v in out]
+
+
+def stage_by_prefix(items: Sequence[JudgeItem]) -> list[list[list[int]]]:
+    """Per conversation, three stages of item indices (see the module docstring)."""
+    convs: dict[tuple, dict[str, list[int]]] = {}
+    for i, it in enumerate(items):
+        convs.setdefault(it.conversation, {}).setdefault(it.response, []).append(i)
+    plans = []
+    for responses in convs.values():
+        groups = list(responses.values())
+        first, others = groups[0], groups[1:]
+        stage1 = first[:1]
+        stage2 = first[1:] + [g[0] for g in others]
+        stage3 = [i for g in others for i in g[1:]]
+        plans.append([stage1, stage2, stage3])
+    return plans

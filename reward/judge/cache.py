@@ -1,0 +1,101 @@
+"""A durable verdict cache in SQLite, shared safely by several processes.
+
+A verdict is keyed by a hash of everything that decides it: the backend's model identity, the
+mode, the template version, the conversation, the response, the criterion and its points. A
+cached verdict costs no judge request, which makes evaluation resumable and re-scoring free.
+SQLite in WAL mode lets trainer workers and evaluation jobs read while one writes; we use the
+standard library's sqlite3 rather than a key-value package because WAL + busy timeout is all
+the concurrency control needed and it adds no dependency.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sqlite3
+import threading
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+from reward.judge.templates import Template
+from reward.judge.types import JudgeItem, Verdict
+
+ENV_DIR = "RUBRICSTREE_CACHE_DIR"
+
+
+def default_cache_dir() -> Path:
+    """``$RUBRICSTREE_CACHE_DIR`` or the user's cache directory (platformdirs)."""
+    env = os.environ.get(ENV_DIR)
+    if env:
+        return Path(env)
+    from platformdirs import user_cache_dir
+
+    return Path(user_cache_dir("rubricstree"))
+
+
+def verdict_key(model_id: str, template: Template, item: JudgeItem) -> str:
+    payload = json.dumps([
+        model_id, template.mode, template.version,
+        [[m.role, m.content] for m in item.conversation], item.response, item.criterion, item.points,
+    ], ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(payload.encode()).hexdigest()
+
+
+class VerdictCache:
+    """Key -> verdict JSON. Only successful verdicts are stored: a failure is retried next time."""
+
+    def __init__(self, path: str | Path | None = None) -> None:
+        path = Path(path) if path is not None else default_cache_dir() / "verdicts.sqlite"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.path = path
+        self._local = threading.local()
+        with self._conn() as con:
+            con.execute("CREATE TABLE IF NOT EXISTS verdicts (key TEXT PRIMARY KEY, verdict TEXT NOT NULL,"
+                        " created REAL DEFAULT (unixepoch('subsec')))")
+            con.execute("CREATE TABLE IF NOT EXISTS kv (namespace TEXT, key TEXT, value TEXT,"
+                        " PRIMARY KEY (namespace, key))")
+
+    def _conn(self) -> sqlite3.Connection:
+        con = getattr(self._local, "con", None)
+        if con is None:
+            con = sqlite3.connect(self.path, timeout=30.0, isolation_level=None)
+            con.execute("PRAGMA journal_mode=WAL")
+            con.execute("PRAGMA synchronous=NORMAL")
+            con.execute("PRAGMA busy_timeout=30000")
+            self._local.con = con
+        return con
+
+    def get_many(self, keys: Sequence[str]) -> dict[str, Verdict]:
+        out: dict[str, Verdict] = {}
+        con = self._conn()
+        for start in range(0, len(keys), 500):  # SQLite caps the number of bound parameters
+            chunk = list(keys[start:start + 500])
+            q = f"SELECT key, verdict FROM verdicts WHERE key IN ({','.join('?' * len(chunk))})"
+            for key, raw in con.execute(q, chunk):
+                out[key] = Verdict.model_validate_json(raw).model_copy(update={"cached": True})
+        return out
+
+    def put_many(self, pairs: Iterable[tuple[str, Verdict]]) -> None:
+        rows = [(k, v.model_copy(update={"cached": False}).model_dump_json()) for k, v in pairs if v.ok]
+        if rows:
+            con = self._conn()
+            con.execute("BEGIN IMMEDIATE")
+            try:
+                con.executemany("INSERT OR REPLACE INTO verdicts (key, verdict) VALUES (?, ?)", rows)
+                con.execute("COMMIT")
+            except BaseException:
+                con.execute("ROLLBACK")
+                raise
+
+    # A small namespaced store for other durable results (routings), so one file holds all.
+    def kv_get(self, namespace: str, key: str) -> str | None:
+        row = self._conn().execute("SELECT value FROM kv WHERE namespace=? AND key=?", (namespace, key)).fetchone()
+        return row[0] if row else None
+
+    def kv_put(self, namespace: str, key: str, value: str) -> None:
+        self._conn().execute("INSERT OR REPLACE INTO kv (namespace, key, value) VALUES (?, ?, ?)",
+                             (namespace, key, value))
+
+    def __len__(self) -> int:
+        return self._conn().execute("SELECT COUNT(*) FROM verdicts").fetchone()[0]

@@ -1,0 +1,213 @@
+"""The judge over HTTP: an async client for OpenAI-compatible servers, written for vLLM.
+
+Prompts go to ``/v1/completions`` as token ids rendered on our side (see ``render.py``), so the
+server sees exactly the ids we built: special-token strings inside a rollout stay plain text,
+and all criteria of a rollout share their prefix ids.
+
+choice mode: ``max_tokens=1``, the answer constrained to the yes/no words with vLLM's
+``structured_outputs`` (``guided_choice`` is ignored by current vLLM), and the logprobs of the
+two answer tokens requested by id (``logprob_token_ids``; older servers fall back to the top
+logprobs). vLLM applies the grammar mask before computing logprobs, so the normalised p_yes is
+the constrained probability of answering yes.
+
+explain mode: a JSON object ``{"explanation", "criteria_met"}`` (constrained by a JSON schema
+when the server supports it), parsed robustly, with a bounded number of attempts.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import random
+
+import httpx
+
+from reward.judge.base import Judge
+from reward.judge.cache import VerdictCache
+from reward.judge.endpoints import EndpointPool
+from reward.judge.parsing import logprobs_by_token_id, p_yes_from_logprobs, parse_explain
+from reward.judge.render import PromptRenderer, load_tokenizer
+from reward.judge.templates import Template
+from reward.judge.types import JudgeConfig, JudgeItem, Verdict
+
+log = logging.getLogger(__name__)
+
+API_KEY_ENV = "RUBRICSTREE_JUDGE_API_KEY"
+EXPLAIN_SCHEMA = {
+    "type": "object",
+    "properties": {"explanation": {"type": "string"}, "criteria_met": {"type": "boolean"}},
+    "required": ["explanation", "criteria_met"],
+}
+
+
+class _Retryable(Exception):
+    def __init__(self, reason: str, *, dead: bool = False) -> None:
+        super().__init__(reason)
+        self.dead = dead
+
+
+class HTTPJudge(Judge):
+    """Judge served by one or more vLLM (or other OpenAI-compatible) endpoints.
+
+    Args:
+        urls: endpoint base URLs (``http://127.0.0.1:8000`` or ``.../v1``).
+        model: the served model name.
+        tokenizer: tokenizer name or path; by default the model's ``root`` reported by the
+            server's ``/v1/models``, else ``model``.
+        api_key_env: environment variable holding the API key (the key is never logged).
+        timeout_s: per-request timeout; max_retries: retries after the first attempt, with
+            exponential backoff and jitter; concurrency: global cap on requests in flight.
+    """
+
+    def __init__(self, urls: list[str] | str, model: str, *, tokenizer=None, config: JudgeConfig | None = None,
+                 cache: VerdictCache | None = None, concurrency: int = 64, timeout_s: float = 60.0,
+                 max_retries: int = 4, backoff_s: float = 0.5, max_backoff_s: float = 8.0,
+                 api_key_env: str = API_KEY_ENV, cooldown_s: float = 10.0) -> None:
+        self.pool = EndpointPool([urls] if isinstance(urls, str) else list(urls), cooldown_s=cooldown_s)
+        self.model = model
+        self.timeout_s, self.max_retries = timeout_s, max_retries
+        self.backoff_s, self.max_backoff_s = backoff_s, max_backoff_s
+        api_key = os.environ.get(api_key_env, "")
+        self._headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        self._client: httpx.AsyncClient | None = None
+        self._sem: asyncio.Semaphore | None = None
+        self._legacy_logprobs = False
+        if tokenizer is None or isinstance(tokenizer, str):
+            tokenizer = load_tokenizer(tokenizer or self._discover_tokenizer())
+        super().__init__(PromptRenderer(tokenizer), model_id=f"http:{model}", config=config,
+                         cache=cache, concurrency=concurrency)
+
+    def __repr__(self) -> str:  # never show the key
+        return f"HTTPJudge(urls={[e.url for e in self.pool.endpoints]}, model={self.model!r})"
+
+    def _discover_tokenizer(self) -> str:
+        for ep in self.pool.endpoints:
+            try:
+                data = httpx.get(f"{ep.url}/models", headers=self._headers, timeout=10).json()
+                for m in data.get("data", []):
+                    if m.get("id") == self.model and m.get("root"):
+                        return m["root"]
+            except (httpx.HTTPError, ValueError):
+                continue
+        return self.model
+
+    # ------------------------------------------------------------------ transport
+    def _ensure_client(self) -> httpx.AsyncClient:
+        if self._client is None:
+            limits = httpx.Limits(max_connections=self.concurrency, max_keepalive_connections=self.concurrency)
+            self._client = httpx.AsyncClient(timeout=self.timeout_s, limits=limits, headers=self._headers)
+            self._sem = asyncio.Semaphore(self.concurrency)
+        return self._client
+
+    async def aclose(self) -> None:
+        if self._client is not None:
+            await self._client.aclose()
+            self._client = None
+
+    async def _post(self, body: dict) -> dict:
+        """One POST with retries across endpoints; raises _Retryable after the last attempt."""
+        client = self._ensure_client()
+        last = "no attempt"
+        avoid = None
+        for attempt in range(self.max_retries + 1):
+            if attempt:
+                self.stats.retries += 1
+                delay = min(self.max_backoff_s, self.backoff_s * 2 ** (attempt - 1))
+                await asyncio.sleep(delay * random.uniform(0.5, 1.5))
+            ep = self.pool.acquire(avoid=avoid)
+            ok = dead = False
+            try:
+                async with self._sem:
+                    resp = await client.post(f"{ep.url}/completions", json=body)
+                self.stats.requests += 1
+                if resp.status_code == 200:
+                    ok = True
+                    self.stats.by_endpoint[ep.url] = self.stats.by_endpoint.get(ep.url, 0) + 1
+                    return resp.json()
+                last = f"HTTP {resp.status_code} from {ep.url}: {resp.text[:300]}"
+                if resp.status_code in (400, 401, 403, 404, 422) and not self._maybe_legacy(resp, body):
+                    raise _Retryable(last)  # a bad request will not get better by retrying
+            except httpx.TimeoutException:
+                last = f"timeout after {self.timeout_s}s at {ep.url}"
+            except (httpx.ConnectError, httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError) as exc:
+                dead = True
+                last = f"{type(exc).__name__} at {ep.url}: {exc}"
+            finally:
+                self.pool.release(ep, ok=ok, dead=dead)
+            avoid = ep.url
+            log.debug("judge attempt %d failed: %s", attempt + 1, last)
+        raise _Retryable(last)
+
+    def _maybe_legacy(self, resp: httpx.Response, body: dict) -> bool:
+        """Servers without ``logprob_token_ids`` reject it: fall back to top logprobs once."""
+        if "logprob_token_ids" in body and "logprob_token_ids" in resp.text:
+            self._legacy_logprobs = True
+            body.pop("logprob_token_ids")
+            body["logprobs"] = 20
+            return True
+        return False
+
+    def _account(self, data: dict) -> None:
+        usage = data.get("usage") or {}
+        self.stats.prompt_tokens += int(usage.get("prompt_tokens") or 0)
+        self.stats.completion_tokens += int(usage.get("completion_tokens") or 0)
+        details = usage.get("prompt_tokens_details") or {}
+        self.stats.cached_tokens += int(details.get("cached_tokens") or 0)
+
+    # ------------------------------------------------------------------ grading
+    def choice_body(self, ids: list[int]) -> dict:
+        r = self.renderer
+        body = {
+            "model": self.model, "prompt": ids, "max_tokens": 1, "temperature": 0.0,
+            "logprobs": 2, "return_tokens_as_token_ids": True,
+            "structured_outputs": {"choice": [r.yes_word, r.no_word]},
+        }
+        if self._legacy_logprobs:
+            body["logprobs"] = 20
+        else:
+            body["logprob_token_ids"] = [r.yes_id, r.no_id]
+        return body
+
+    async def _grade_one(self, template: Template, item: JudgeItem, ids: list[int]) -> Verdict:
+        if template.mode == "choice":
+            return await self._grade_choice(ids)
+        return await self._grade_explain(ids)
+
+    async def _grade_choice(self, ids: list[int]) -> Verdict:
+        try:
+            data = await self._post(self.choice_body(ids))
+        except _Retryable as exc:
+            return Verdict.failed(str(exc))
+        self._account(data)
+        try:
+            top = data["choices"][0]["logprobs"]["top_logprobs"][0]
+        except (KeyError, IndexError, TypeError):
+            return Verdict.failed(f"no logprobs in the judge's answer: {str(data)[:200]}")
+        by_id = logprobs_by_token_id(top)
+        p = p_yes_from_logprobs(by_id.get(self.renderer.yes_id), by_id.get(self.renderer.no_id))
+        if p is None:
+            return Verdict.failed("neither answer token is in the judge's logprobs")
+        return Verdict(met=p >= 0.5, p_yes=p, mode="choice")
+
+    async def _grade_explain(self, ids: list[int]) -> Verdict:
+        cfg = self.config
+        body = {"model": self.model, "prompt": ids, "max_tokens": cfg.max_explain_tokens,
+                "temperature": cfg.temperature, "structured_outputs": {"json": EXPLAIN_SCHEMA}}
+        last = "no attempt"
+        for attempt in range(cfg.explain_attempts):
+            if attempt:
+                self.stats.retries += 1
+            try:
+                data = await self._post(body)
+            except _Retryable as exc:
+                return Verdict.failed(str(exc), mode="explain")
+            self._account(data)
+            text = (data.get("choices") or [{}])[0].get("text", "")
+            parsed = parse_explain(text)
+            if parsed is not None:
+                met, why = parsed
+                return Verdict(met=met, p_yes=1.0 if met else 0.0, explanation=why, mode="explain")
+            last = f"unparseable grader output: {text[:200]!r}"
+            body = {**body, "temperature": max(cfg.temperature, 0.7), "seed": attempt + 1}
+        return Verdict.failed(f"{last} after {cfg.explain_attempts} attempts", mode="explain")

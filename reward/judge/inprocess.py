@@ -1,0 +1,134 @@
+"""The in-process judge: a transformers model in this process (CPU or GPU), no server needed.
+
+It renders the very same token ids as the HTTP backend and returns the same quantities:
+choice mode reads the next-token logits of the two answer tokens (p_yes normalised over them,
+which is what the server's constrained logprobs give), explain mode generates and parses JSON.
+Items are batched by length with left padding; the model runs in a worker thread so the event
+loop stays free.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+
+from reward._optional import require
+from reward.judge.base import Judge
+from reward.judge.cache import VerdictCache
+from reward.judge.parsing import parse_explain
+from reward.judge.render import PromptRenderer, load_tokenizer
+from reward.judge.templates import Template
+from reward.judge.types import JudgeConfig, JudgeItem, Verdict
+
+
+class TransformersJudge(Judge):
+    """Judge running ``model`` (name or path) with transformers.
+
+    Args:
+        model: a model name or local path; the same one a vLLM server would serve.
+        device: ``"cuda"``, ``"cpu"`` or None (CUDA when available).
+        dtype: torch dtype name; default float32 on CPU, bfloat16 on CUDA.
+        batch_size: items per forward pass.
+    """
+
+    def __init__(self, model: str, *, device: str | None = None, dtype: str | None = None,
+                 config: JudgeConfig | None = None, cache: VerdictCache | None = None,
+                 batch_size: int = 16) -> None:
+        torch = require("torch", "the in-process judge")
+        transformers = require("transformers", "the in-process judge")
+        self.device = device or ("cuda" if torch.cuda.is_available() else "cpu")
+        dtype = dtype or ("bfloat16" if self.device.startswith("cuda") else "float32")
+        self.torch_dtype = getattr(torch, dtype)
+        self.model_name = model
+        self.batch_size = batch_size
+        tokenizer = load_tokenizer(model)
+        self.model = transformers.AutoModelForCausalLM.from_pretrained(model, dtype=self.torch_dtype)
+        self.model.to(self.device).eval()
+        self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
+        self._lock = threading.Lock()  # one forward at a time on this model
+        super().__init__(PromptRenderer(tokenizer), model_id=f"hf:{model}:{dtype}", config=config,
+                         cache=cache, concurrency=1)
+
+    async def _grade_one(self, template: Template, item: JudgeItem, ids: list[int]) -> Verdict:
+        return (await self._grade_uncached(template, [item]))[0]
+
+    async def _grade_uncached(self, template: Template, items: list[JudgeItem]) -> list[Verdict]:
+        ids = [self.renderer.render_ids(template, it) for it in items]
+        fn = self._choice_batch if template.mode == "choice" else self._explain_batch
+        return await asyncio.to_thread(self._run_batched, fn, ids)
+
+    def _run_batched(self, fn, ids: list[list[int]]) -> list[Verdict]:
+        order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
+        out: list[Verdict | None] = [None] * len(ids)
+        with self._lock:
+            for start in range(0, len(order), self.batch_size):
+                chunk = order[start:start + self.batch_size]
+                try:
+                    verdicts = fn([ids[i] for i in chunk])
+                except Exception as exc:  # an OOM or a model error fails these items, visibly
+                    verdicts = [Verdict.failed(f"{type(exc).__name__}: {exc}")] * len(chunk)
+                for i, v in zip(chunk, verdicts):
+                    out[i] = v
+        return out  # type: ignore[return-value]
+
+    def _pad(self, batch: list[list[int]]):
+        torch = require("torch", "the in-process judge")
+        width = max(len(x) for x in batch)
+        input_ids = torch.full((len(batch), width), self.pad_id, dtype=torch.long)
+        mask = torch.zeros((len(batch), width), dtype=torch.long)
+        for r, seq in enumerate(batch):
+            input_ids[r, width - len(seq):] = torch.tensor(seq, dtype=torch.long)
+            mask[r, width - len(seq):] = 1
+        return input_ids.to(self.device), mask.to(self.device)
+
+    def _choice_batch(self, batch: list[list[int]]) -> list[Verdict]:
+        torch = require("torch", "the in-process judge")
+        input_ids, mask = self._pad(batch)
+        position_ids = (mask.cumsum(-1) - 1).clamp(min=0)
+        with torch.inference_mode():
+            logits = self.model(input_ids=input_ids, attention_mask=mask, position_ids=position_ids,
+                                logits_to_keep=1).logits[:, -1, :].float()
+        pair = logits[:, [self.renderer.yes_id, self.renderer.no_id]]
+        p_yes = torch.softmax(pair, dim=-1)[:, 0].tolist()
+        self.stats.requests += len(batch)
+        self.stats.prompt_tokens += sum(len(x) for x in batch)
+        self.stats.completion_tokens += len(batch)
+        return [Verdict(met=p >= 0.5, p_yes=p, mode="choice") for p in p_yes]
+
+    def _explain_batch(self, batch: list[list[int]]) -> list[Verdict]:
+        torch = require("torch", "the in-process judge")
+        cfg = self.config
+        out: list[Verdict | None] = [None] * len(batch)
+        pending = list(range(len(batch)))
+        last: dict[int, str] = {}
+        for attempt in range(cfg.explain_attempts):
+            if not pending:
+                break
+            if attempt:
+                self.stats.retries += len(pending)
+            input_ids, mask = self._pad([batch[i] for i in pending])
+            temp = max(cfg.temperature, 0.7) if attempt else cfg.temperature
+            kw = {"do_sample": True, "temperature": temp} if temp > 0 else {"do_sample": False}
+            with torch.inference_mode():
+                gen = self.model.generate(input_ids=input_ids, attention_mask=mask, pad_token_id=self.pad_id,
+                                          max_new_tokens=cfg.max_explain_tokens, **kw)
+            new = gen[:, input_ids.shape[1]:]
+            self.stats.requests += len(pending)
+            self.stats.prompt_tokens += sum(len(batch[i]) for i in pending)
+            still = []
+            for row, i in enumerate(pending):
+                toks = [t for t in new[row].tolist() if t != self.pad_id]
+                self.stats.completion_tokens += len(toks)
+                text = self.renderer.tokenizer.decode(toks, skip_special_tokens=True)
+                parsed = parse_explain(text)
+                if parsed is None:
+                    last[i] = text[:200]
+                    still.append(i)
+                else:
+                    out[i] = Verdict(met=parsed[0], p_yes=1.0 if parsed[0] else 0.0,
+                                     explanation=parsed[1], mode="explain")
+            pending = still
+        for i in pending:
+            out[i] = Verdict.failed(f"unparseable grader output: {last.get(i, '')!r} after "
+                                    f"{cfg.explain_attempts} attempts", mode="explain")
+        return out  # type: ignore[return-value]

@@ -1,0 +1,67 @@
+"""Reading verdicts out of judge outputs: yes/no probabilities and explain-mode JSON."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Mapping
+
+_OBJ = re.compile(r"\{.*?\}", re.DOTALL)
+
+
+def p_yes_from_logprobs(lp_yes: float | None, lp_no: float | None) -> float | None:
+    """Normalise over the two answers: p_yes = e^lp_yes / (e^lp_yes + e^lp_no).
+
+    A missing answer counts as impossible; both missing (or both -inf) gives None.
+    """
+    ly = -math.inf if lp_yes is None else float(lp_yes)
+    ln = -math.inf if lp_no is None else float(lp_no)
+    if ly == -math.inf and ln == -math.inf:
+        return None
+    m = max(ly, ln)
+    ey, en = math.exp(ly - m), math.exp(ln - m)
+    return ey / (ey + en)
+
+
+def logprobs_by_token_id(top: Mapping[str, float]) -> dict[int, float]:
+    """vLLM returns ``{"token_id:123": logprob}`` when asked for token ids; map to ints."""
+    out: dict[int, float] = {}
+    for tok, lp in top.items():
+        if tok.startswith("token_id:"):
+            try:
+                out[int(tok.split(":", 1)[1])] = float(lp)
+            except ValueError:
+                continue
+    return out
+
+
+def parse_explain(text: str) -> tuple[bool, str] | None:
+    """Find the last JSON object with a boolean ``criteria_met``; return (met, explanation).
+
+    Tolerates code fences, prose around the object and ``"true"``/``"false"`` strings; returns
+    None when no usable object is present (the caller retries, then records a failure).
+    """
+    candidates = []
+    stripped = text.strip()
+    if stripped.startswith("```"):
+        stripped = stripped.strip("`")
+        stripped = stripped[4:] if stripped.lower().startswith("json") else stripped
+    candidates.append(stripped)
+    candidates.extend(m.group(0) for m in _OBJ.finditer(text))
+    start, end = text.find("{"), text.rfind("}")
+    if 0 <= start < end:
+        candidates.append(text[start:end + 1])
+    for cand in reversed(candidates):
+        try:
+            obj = json.loads(cand)
+        except (json.JSONDecodeError, ValueError):
+            continue
+        if not isinstance(obj, dict) or "criteria_met" not in obj:
+            continue
+        met = obj["criteria_met"]
+        if isinstance(met, str) and met.strip().lower() in ("true", "false"):
+            met = met.strip().lower() == "true"
+        if isinstance(met, bool):
+            return met, str(obj.get("explanation", ""))
+    return None

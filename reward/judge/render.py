@@ -1,0 +1,105 @@
+"""Turn a template and an item into the exact token ids the judge model sees.
+
+Both backends (vLLM over HTTP and in-process transformers) send these ids, so they grade the
+very same prompt. Rendering to ids on our side is also what makes the prompt safe: trusted
+pieces (the chat template's framing, our instructions) are tokenised with special tokens
+parsed, while untrusted pieces (conversation, response, criterion) are tokenised with special
+tokens split into plain text, so a completion containing ``<|im_end|>`` cannot close its turn.
+Pieces are tokenised separately and concatenated, so every criterion of one rollout shares the
+same prefix ids and hits the server's prefix cache.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+
+from reward.judge.templates import Template
+from reward.judge.types import JudgeItem
+
+# Answer pairs tried in order; the first whose first tokens differ is used. Where a word is
+# several tokens, the first token decides it under the yes/no constraint, so p_yes is read on
+# the first tokens (documented in the README).
+ANSWER_PAIRS = (("yes", "no"), ("Yes", "No"), ("true", "false"), ("Y", "N"))
+
+_SYS, _USR = "\x00RT_SYSTEM\x00", "\x00RT_USER\x00"
+
+
+@dataclass(frozen=True)
+class Framing:
+    """The chat template's text around the system and user messages."""
+
+    before_system: str
+    between: str  # after the system text, before the user text
+    after_user: str  # closes the user turn and opens the assistant's
+    system_supported: bool
+
+
+def chat_framing(tokenizer) -> Framing:
+    """Read the chat template's framing by rendering markers and cutting around them."""
+    kwargs = {"tokenize": False, "add_generation_prompt": True, "enable_thinking": False}
+    if getattr(tokenizer, "chat_template", None) is None:
+        return Framing("System: ", "\n\nUser: ", "\n\nAssistant: ", True)
+    try:
+        text = tokenizer.apply_chat_template(
+            [{"role": "system", "content": _SYS}, {"role": "user", "content": _USR}], **kwargs)
+        a, rest = text.split(_SYS, 1)
+        b, c = rest.split(_USR, 1)
+        return Framing(a, b, c, True)
+    except Exception:  # templates that refuse a system turn: instructions go into the user turn
+        text = tokenizer.apply_chat_template([{"role": "user", "content": _USR}], **kwargs)
+        a, c = text.split(_USR, 1)
+        return Framing(a, "", c, False)
+
+
+class PromptRenderer:
+    """Renders judge prompts to token ids for one tokenizer and knows its answer tokens."""
+
+    def __init__(self, tokenizer) -> None:
+        self.tokenizer = tokenizer
+        self.framing = chat_framing(tokenizer)
+        self.yes_word, self.no_word, self.yes_id, self.no_id = self._answer_tokens()
+        self._trusted = lru_cache(maxsize=4096)(self._encode_trusted)
+
+    def _answer_tokens(self) -> tuple[str, str, int, int]:
+        for yes, no in ANSWER_PAIRS:
+            y = self.tokenizer.encode(yes, add_special_tokens=False)
+            n = self.tokenizer.encode(no, add_special_tokens=False)
+            if y and n and y[0] != n[0]:
+                return yes, no, y[0], n[0]
+        raise ValueError("the judge tokenizer gives no yes/no answer pair with distinct first tokens")
+
+    def _encode_trusted(self, text: str) -> tuple[int, ...]:
+        return tuple(self.tokenizer(text, add_special_tokens=False)["input_ids"])
+
+    def encode_untrusted(self, text: str) -> list[int]:
+        """Tokenise graded text so that special-token strings in it stay plain text."""
+        return self.tokenizer(text, add_special_tokens=False, split_special_tokens=True)["input_ids"]
+
+    def render_ids(self, template: Template, item: JudgeItem) -> list[int]:
+        f = self.framing
+        ids: list[int] = []
+        if f.system_supported:
+            ids += self._trusted(f.before_system) + self._trusted(template.system) + self._trusted(f.between)
+        else:
+            ids += self._trusted(f.before_system) + self._trusted(template.system + "\n\n")
+        for text, trusted in template.pieces(item):
+            ids += self._trusted(text) if trusted else self.encode_untrusted(text)
+        ids += self._trusted(f.after_user)
+        return ids
+
+    def render_text(self, template: Template, item: JudgeItem) -> str:
+        """The prompt as text, for display and debugging only (the ids are what is sent)."""
+        return self.tokenizer.decode(self.render_ids(template, item))
+
+    def prefix_key(self, template: Template, item: JudgeItem) -> tuple:
+        """Items with the same key share every prompt token before the criterion."""
+        return (template.version, item.conversation, item.response)
+
+
+def load_tokenizer(name_or_path: str):
+    """Load a transformers tokenizer (lazily imported: only judge backends need it)."""
+    from reward._optional import require
+
+    transformers = require("transformers", "the judge prompt renderer")
+    return transformers.AutoTokenizer.from_pretrained(name_or_path)

@@ -1,0 +1,95 @@
+"""Records the judge takes and returns: items to grade, verdicts, and cost counters."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+Mode = Literal["choice", "explain"]
+
+
+class Message(BaseModel):
+    """One chat turn."""
+
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+    role: str
+    content: str
+
+
+class JudgeItem(BaseModel):
+    """One (conversation, response, criterion) triple to grade.
+
+    ``points`` is shown to the judge only by templates that ask for it (HealthBench style);
+    the Boolean verdict never depends on its sign: for a negative-points item "met" means the
+    undesirable behaviour is present, as in HealthBench.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    conversation: tuple[Message, ...]
+    response: str
+    criterion: str
+    points: float | None = None
+
+
+class Verdict(BaseModel):
+    """The judge's answer for one item.
+
+    ``met`` is None exactly when ``failure`` is set: a failed call is never a silent "no".
+    ``p_yes`` is the probability of "yes" normalised over yes/no (choice mode) or 1.0/0.0 from
+    the parsed JSON (explain mode).
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    met: bool | None
+    p_yes: float | None = None
+    explanation: str | None = None
+    failure: str | None = None
+    cached: bool = False
+    mode: Mode = "choice"
+
+    @property
+    def ok(self) -> bool:
+        return self.failure is None
+
+    @classmethod
+    def failed(cls, reason: str, mode: Mode = "choice") -> "Verdict":
+        return cls(met=None, p_yes=None, failure=reason, mode=mode)
+
+
+@dataclass
+class JudgeStats:
+    """What the judge computed: the numbers that decide the cost of a rubric reward."""
+
+    requests: int = 0
+    prompt_tokens: int = 0
+    cached_tokens: int = 0
+    completion_tokens: int = 0
+    cache_hits: int = 0
+    cache_misses: int = 0
+    retries: int = 0
+    failures: int = 0
+    by_endpoint: dict[str, int] = field(default_factory=dict)
+
+    def as_dict(self) -> dict[str, int]:
+        return {f.name: getattr(self, f.name) for f in fields(self) if f.name != "by_endpoint"}
+
+    def reset(self) -> None:
+        for f in fields(self):
+            setattr(self, f.name, {} if f.name == "by_endpoint" else 0)
+
+
+class JudgeConfig(BaseModel):
+    """Settings shared by every judge backend."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    mode: Mode = Field("choice", description="choice: one constrained yes/no token; explain: JSON with an explanation")
+    max_explain_tokens: int = Field(512, ge=16, description="decoding budget of explain mode")
+    explain_attempts: int = Field(3, ge=1, le=10, description="parse attempts in explain mode before a failure")
+    template_file: str | None = Field(None, description="a user template file replacing ours (explain mode)")
+    temperature: float = Field(0.0, ge=0.0, description="sampling temperature of explain mode")

@@ -1,0 +1,106 @@
+"""The RubricsTree score of one response: weighted pass rate over the active leaves, with a
+per-node breakdown.
+
+A leaf's judge verdict says whether its criterion is met. Polarity turns that into a pass value
+(positive leaf: pass = met; negative leaf, which describes a failure: pass = 1 - met). The score is
+``sum(w_i * pass_i) / sum(w_i)`` over the active leaves, with the tree's auto-weights ``w_i``;
+each node's score is the same ratio over its active descendant leaves.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from reward.errors import ScoringError
+from reward.tree.graph import RubricTree
+
+
+@dataclass(frozen=True)
+class TreeScore:
+    """Result of :func:`score_tree`.
+
+    Attributes:
+        score: weighted pass rate over the active leaves, in [0, 1].
+        nodes: node id -> ``{"score", "weight", "n_active"}`` for every node with at least one
+            active descendant leaf (active leaves included); ``weight`` is the summed auto-weight
+            of its active descendant leaves.
+        leaves: active leaf id -> pass value in [0, 1] (after polarity).
+    """
+
+    score: float
+    nodes: Mapping[str, Mapping[str, float | int]] = field(default_factory=dict)
+    leaves: Mapping[str, float] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain, JSON-serialisable copy."""
+        return {"score": self.score, "nodes": {k: dict(v) for k, v in self.nodes.items()},
+                "leaves": dict(self.leaves)}
+
+
+def _met_value(leaf_id: str, met: Any) -> float:
+    if isinstance(met, bool):
+        return 1.0 if met else 0.0
+    if isinstance(met, (str, bytes)):  # float("0.5") would pass silently
+        raise ScoringError(f"leaf '{leaf_id}': met must be a boolean or a probability, got {met!r}")
+    try:
+        value = float(met)
+    except (TypeError, ValueError):
+        raise ScoringError(f"leaf '{leaf_id}': met must be a boolean or a probability in [0, 1], "
+                           f"got {met!r}") from None
+    if math.isnan(value) or not 0.0 <= value <= 1.0:
+        raise ScoringError(f"leaf '{leaf_id}': met must be in [0, 1], got {met!r}")
+    return value
+
+
+def score_tree(tree: RubricTree, met: Mapping[str, bool | float]) -> TreeScore:
+    """Score one response from the judge's verdicts on its active leaves.
+
+    Args:
+        tree: the rubric tree (gives polarity, auto-weights and the DAG).
+        met: active leaf id -> "criterion met" as judged, a boolean or a probability in [0, 1].
+            Leaves not in the mapping are inactive and do not count.
+
+    Raises:
+        ScoringError: no active leaf, an unknown id, a non-leaf id, or a met value that is NaN,
+            outside [0, 1] or not a number.
+    """
+    if not met:
+        raise ScoringError("no active leaves: the tree score is undefined")
+    weights = tree.leaf_weights
+    passes: dict[str, float] = {}
+    for leaf_id, m in met.items():
+        if leaf_id not in tree:
+            raise ScoringError(f"'{leaf_id}' is not a node of the tree '{tree.name}'")
+        node = tree[leaf_id]
+        if not node.is_leaf:
+            raise ScoringError(f"'{leaf_id}' is not a leaf (it has children), so it cannot be judged")
+        value = _met_value(leaf_id, m)
+        passes[leaf_id] = value if node.polarity == "positive" else 1.0 - value
+
+    nodes: dict[str, dict[str, float | int]] = {}
+    for nid in tree.topological_order:
+        active = [lid for lid in tree.descendant_leaves[nid] if lid in passes]
+        if not active:
+            continue
+        total = sum(weights[lid] for lid in active)
+        nodes[nid] = {
+            "score": sum(weights[lid] * passes[lid] for lid in active) / total,
+            "weight": total,
+            "n_active": len(active),
+        }
+    # plain dicts (not mapping proxies) so a TreeScore pickles across worker processes
+    return TreeScore(score=float(nodes[tree.root]["score"]), nodes=nodes, leaves=passes)
+
+
+def macro_breakdown(tree: RubricTree, result: TreeScore) -> dict[str, float]:
+    """Scores of the root's children (the macro capabilities) that have an active leaf.
+
+    Args:
+        tree: the tree the result was computed on.
+        result: the output of :func:`score_tree`.
+    """
+    return {cid: float(result.nodes[cid]["score"]) for cid in tree.macro_capabilities
+            if cid in result.nodes}

@@ -1,0 +1,187 @@
+"""The rubric tree as a validated DAG, with tree auto-weights and path queries."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from functools import cached_property
+
+from reward.errors import TaxonomyError
+from reward.tree.schema import Node
+
+
+class RubricTree:
+    """A validated DAG of rubric nodes.
+
+    Invariants checked at construction (each error names the file, the node and the field):
+    unique ids, children that exist, no cycles, every node reachable from the root, leaves
+    without children, internal nodes with at least one child, every leaf has a criterion.
+    """
+
+    def __init__(self, nodes: Iterable[Node], root: str, *, name: str = "taxonomy",
+                 source: str = "<memory>") -> None:
+        self.name, self.source, self.root = name, source, root
+        self.nodes: dict[str, Node] = {}
+        for node in nodes:
+            if node.id in self.nodes:
+                raise TaxonomyError("duplicate node id", file=source, record=node.id, field="id")
+            self.nodes[node.id] = node
+        self._validate()
+
+    # ------------------------------------------------------------------ validation
+    def _err(self, msg: str, node: str | None, field: str | None) -> TaxonomyError:
+        return TaxonomyError(msg, file=self.source, record=node, field=field)
+
+    def _validate(self) -> None:
+        if self.root not in self.nodes:
+            raise self._err(f"root '{self.root}' is not a node", None, "root")
+        for node in self.nodes.values():
+            if node.is_leaf:
+                if node.children:
+                    raise self._err("a leaf (it has a criterion) cannot have children", node.id, "children")
+                if not node.criterion.strip():
+                    raise self._err("leaf criterion is empty", node.id, "criterion")
+            elif not node.children:
+                raise self._err("node has no children and no criterion: every leaf needs a criterion",
+                                node.id, "criterion")
+            seen: set[str] = set()
+            for child in node.children:
+                if child not in self.nodes:
+                    raise self._err(f"child '{child}' is not a node", node.id, "children")
+                if child in seen:
+                    raise self._err(f"child '{child}' is listed twice", node.id, "children")
+                if child == self.root:
+                    raise self._err("the root cannot be a child", node.id, "children")
+                seen.add(child)
+        self._check_acyclic()
+        reachable = self._reachable()
+        for nid in self.nodes:
+            if nid not in reachable:
+                raise self._err("node is not reachable from the root", nid, "id")
+
+    def _check_acyclic(self) -> None:
+        WHITE, GREY, BLACK = 0, 1, 2
+        colour = dict.fromkeys(self.nodes, WHITE)
+        for start in self.nodes:
+            if colour[start] != WHITE:
+                continue
+            stack: list[tuple[str, int]] = [(start, 0)]
+            colour[start] = GREY
+            while stack:
+                nid, i = stack[-1]
+                children = self.nodes[nid].children
+                if i < len(children):
+                    stack[-1] = (nid, i + 1)
+                    child = children[i]
+                    if colour[child] == GREY:
+                        raise self._err(f"cycle: '{child}' is its own ancestor", nid, "children")
+                    if colour[child] == WHITE:
+                        colour[child] = GREY
+                        stack.append((child, 0))
+                else:
+                    colour[nid] = BLACK
+                    stack.pop()
+
+    def _reachable(self) -> set[str]:
+        seen, todo = {self.root}, [self.root]
+        while todo:
+            for child in self.nodes[todo.pop()].children:
+                if child not in seen:
+                    seen.add(child)
+                    todo.append(child)
+        return seen
+
+    # ------------------------------------------------------------------ structure
+    def __getitem__(self, node_id: str) -> Node:
+        return self.nodes[node_id]
+
+    def __contains__(self, node_id: object) -> bool:
+        return node_id in self.nodes
+
+    def children(self, node_id: str) -> list[Node]:
+        return [self.nodes[c] for c in self.nodes[node_id].children]
+
+    @cached_property
+    def parents(self) -> dict[str, tuple[str, ...]]:
+        out: dict[str, list[str]] = {nid: [] for nid in self.nodes}
+        for node in self.nodes.values():
+            for child in node.children:
+                out[child].append(node.id)
+        return {k: tuple(v) for k, v in out.items()}
+
+    @cached_property
+    def topological_order(self) -> list[str]:
+        """Node ids with every parent before its children (Kahn's algorithm)."""
+        indeg = {nid: len(p) for nid, p in self.parents.items()}
+        order, ready = [], [self.root]
+        while ready:
+            nid = ready.pop()
+            order.append(nid)
+            for child in self.nodes[nid].children:
+                indeg[child] -= 1
+                if indeg[child] == 0:
+                    ready.append(child)
+        return order
+
+    @cached_property
+    def leaves(self) -> list[Node]:
+        """Leaves in file order."""
+        return [n for n in self.nodes.values() if n.is_leaf]
+
+    @cached_property
+    def macro_capabilities(self) -> list[str]:
+        return list(self.nodes[self.root].children)
+
+    @cached_property
+    def depth(self) -> int:
+        """Number of edges on the longest root-to-leaf path."""
+        d = {self.root: 0}
+        for nid in self.topological_order:
+            for child in self.nodes[nid].children:
+                d[child] = max(d.get(child, 0), d[nid] + 1)
+        return max(d.values())
+
+    @cached_property
+    def weights(self) -> dict[str, float]:
+        """Auto-weights of every node: the root has 1 and each node splits its weight equally
+        among its children; a node with several parents receives a share from each, so the
+        leaf weights are the sum over root-to-leaf paths of the product of 1/out-degree and
+        they add up to 1."""
+        w = dict.fromkeys(self.nodes, 0.0)
+        w[self.root] = 1.0
+        for nid in self.topological_order:
+            children = self.nodes[nid].children
+            for child in children:
+                w[child] += w[nid] / len(children)
+        return w
+
+    @cached_property
+    def leaf_weights(self) -> dict[str, float]:
+        return {leaf.id: self.weights[leaf.id] for leaf in self.leaves}
+
+    @cached_property
+    def descendant_leaves(self) -> dict[str, frozenset[str]]:
+        """For every node, the ids of the leaves beneath it (a leaf's set is itself)."""
+        out: dict[str, frozenset[str]] = {}
+        for nid in reversed(self.topological_order):
+            node = self.nodes[nid]
+            out[nid] = frozenset([nid]) if node.is_leaf else frozenset().union(
+                *(out[c] for c in node.children))
+        return out
+
+    def ancestors(self, node_id: str) -> set[str]:
+        seen, todo = set(), list(self.parents[node_id])
+        while todo:
+            nid = todo.pop()
+            if nid not in seen:
+                seen.add(nid)
+                todo.extend(self.parents[nid])
+        return seen
+
+    def stats(self) -> dict:
+        return {
+            "leaves": len(self.leaves),
+            "nodes": len(self.nodes),
+            "depth": self.depth,
+            "macro_capabilities": self.macro_capabilities,
+            "weight_sum": round(sum(self.leaf_weights.values()), 12),
+        }

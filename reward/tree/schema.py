@@ -1,0 +1,63 @@
+"""Pydantic models of one node of the rubric tree, as written in the taxonomy YAML."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+AXES = ("accuracy", "completeness", "context_awareness", "communication_quality", "instruction_following")
+SCENARIOS = ("health_data", "action_plan", "symptoms", "explanation")
+
+
+class LeafTags(BaseModel):
+    """Tags that let a static router or a report select leaves."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    axis: Literal[AXES] | None = Field(None, description="HealthBench axis this leaf measures")
+    scenarios: tuple[Literal[SCENARIOS], ...] = Field((), description="clinical scenarios it applies to")
+    themes: tuple[str, ...] = Field((), description="HealthBench themes, e.g. emergency_referrals")
+
+
+class Node(BaseModel):
+    """A node of the DAG. A node with a ``criterion`` is a leaf: an atomic yes/no check.
+
+    ``polarity`` says how a judge's "met" is read: ``positive`` leaves describe desired behaviour
+    (met = pass); ``negative`` leaves describe a failure, e.g. "recommends a dose above the
+    maximum" (met = fail).
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    id: str = Field(min_length=1)
+    title: str = Field(min_length=1)
+    definition: str = ""
+    children: tuple[str, ...] = ()
+    criterion: str | None = None
+    polarity: Literal["positive", "negative"] = "positive"
+    grounding: str | None = Field(None, description="guideline, textbook or consensus the leaf rests on")
+    tags: LeafTags = LeafTags()
+    always_on: bool = Field(False, description="routers always activate this leaf (safety leaves)")
+
+    @field_validator("id")
+    @classmethod
+    def _id_is_simple(cls, v: str) -> str:
+        if any(c.isspace() for c in v):
+            raise ValueError("must not contain whitespace")
+        return v
+
+    @property
+    def is_leaf(self) -> bool:
+        return self.criterion is not None
+
+
+class TaxonomyFile(BaseModel):
+    """The whole taxonomy file: a root id and a flat list of nodes; edges are the children lists."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    version: int = 1
+    name: str = "taxonomy"
+    root: str
+    nodes: list[dict]  # validated one by one so errors can name the node

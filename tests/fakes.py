@@ -1,0 +1,57 @@
+"""An in-process fake judge for unit tests of logic (routing, scoring, adapters).
+
+It stands in at one seam, ``Judge._grade_one``: everything else (cache, staging, failure
+accounting) is the real code. Verdicts come from a function of the item, so tests can say
+exactly which criteria are met. Wiring is tested against the real vLLM server elsewhere.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from reward.judge.base import Judge
+from reward.judge.templates import Template
+from reward.judge.types import JudgeItem, Verdict
+
+
+class _WordTokenizer:
+    """Just enough of a tokenizer for the renderer: one id per whitespace-separated word."""
+
+    chat_template = None
+    pad_token_id = eos_token_id = 0
+
+    def __init__(self) -> None:
+        self.vocab: dict[str, int] = {"<pad>": 0, "yes": 1, "no": 2}
+
+    def _ids(self, text: str) -> list[int]:
+        return [self.vocab.setdefault(w, len(self.vocab)) for w in text.split()]
+
+    def encode(self, text: str, add_special_tokens: bool = False) -> list[int]:
+        return self._ids(text)
+
+    def __call__(self, text: str, add_special_tokens: bool = False, split_special_tokens: bool = False):
+        return {"input_ids": self._ids(text)}
+
+    def decode(self, ids, skip_special_tokens: bool = False) -> str:
+        inv = {v: k for k, v in self.vocab.items()}
+        return " ".join(inv.get(i, "?") for i in ids)
+
+
+class FakeJudge(Judge):
+    """``decide(template, item)`` returns p_yes in [0, 1], or raises to simulate a failure."""
+
+    def __init__(self, decide: Callable[[Template, JudgeItem], float], **kw) -> None:
+        from reward.judge.render import PromptRenderer
+
+        self.decide = decide
+        self.calls: list[tuple[str, JudgeItem]] = []
+        super().__init__(PromptRenderer(_WordTokenizer()), model_id="fake", **kw)
+
+    async def _grade_one(self, template: Template, item: JudgeItem, ids: list[int]) -> Verdict:
+        self.calls.append((template.name, item))
+        self.stats.requests += 1
+        try:
+            p = float(self.decide(template, item))
+        except Exception as exc:  # the fake's way to simulate a judge failure
+            return Verdict.failed(f"fake failure: {exc}", mode=template.mode)
+        return Verdict(met=p >= 0.5, p_yes=p, mode=template.mode)

@@ -1,0 +1,1 @@
+"""rubricstree training side: data builders, tiny local models, trainer launchers, evaluation."""
