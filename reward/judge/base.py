@@ -46,7 +46,8 @@ class Judge(ABC):
         "no"); with ``on_failure="raise"`` the first failure raises :class:`JudgeError`."""
         template = template or self.template
         results: list[Verdict | None] = [None] * len(items)
-        keys = [verdict_key(self.model_id, template, it) for it in items] if self.cache and use_cache else []
+        use = self.cache is not None and use_cache  # an empty cache is falsy (len 0)
+        keys = [verdict_key(self.model_id, template, it) for it in items] if use else []
         if keys:
             hits = self.cache.get_many(keys)
             for i, k in enumerate(keys):
