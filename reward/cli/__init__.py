@@ -14,6 +14,12 @@ app.add_typer(healthbench.app, name="healthbench", help="HealthBench scoring.")
 app.add_typer(mcq.app, name="mcq", help="Multiple-choice rule reward.")
 app.add_typer(judge.app, name="judge", help="Check a judge backend.")
 
+from reward.cli.demo import demo_command  # noqa: E402  (light: heavy imports are inside)
+from reward.cli.score import score_command  # noqa: E402
+
+app.command("score")(score_command)
+app.command("demo")(demo_command)
+
 
 def main() -> None:
     app()

@@ -1,0 +1,136 @@
+"""Routing cost as GRPO groups grow: judge calls per prompt must stay flat.
+
+The LLM router reads the prompt, not the completions, and RubricReward routes each distinct
+prompt of a batch once, so the routing cost of a batch is (prompts x calls per walk) whatever the
+number of rollouts per prompt. This script checks it: for 1, 2, 4, 8 and 16 rollouts per prompt
+it builds a batch over a few prompts (the bundled demo prompts), routes it through RubricReward
+with a fresh router (no routing cache carried over, no verdict cache), and reports routing judge
+requests and seconds per prompt and the fraction of leaves activated. ``--grade`` also grades the
+batch, to set routing against grading (which does grow with the rollouts).
+
+    python benchmarks/routing_cost.py --judge-url http://127.0.0.1:8000 [--json]
+    python benchmarks/routing_cost.py --judge-model /path/to/model       # in-process judge
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout without installing
+
+from reward.cli.demo import demo_rollouts_path  # noqa: E402
+from reward.judge import make_judge  # noqa: E402
+from reward.router import LLMTreeRouter  # noqa: E402
+from reward.rubric_reward import Rollout, RubricReward, load_rollouts  # noqa: E402
+from reward.tree import load_tree  # noqa: E402
+
+
+def build_batch(prompts: list[Rollout], completions: list[str], per_prompt: int) -> list[Rollout]:
+    """``per_prompt`` rollouts for each prompt, with distinct completions."""
+    out = []
+    for p, base in enumerate(prompts):
+        for k in range(per_prompt):
+            text = f"{completions[(p + k) % len(completions)]} (variant {k})"
+            out.append(base.model_copy(update={"id": f"p{p}-r{k}", "completion": text}))
+    return out
+
+
+async def measure(tree, judge, prompts, completions, sizes, *, grade: bool, router_kw: dict) -> list[dict]:
+    rows = []
+    n_leaves = len(tree.leaves)
+    for n in sizes:
+        batch = build_batch(prompts, completions, n)
+        reward = RubricReward(tree, LLMTreeRouter(tree, judge, **router_kw), judge)  # fresh routing memory
+        judge.stats.reset()
+        t0 = time.perf_counter()
+        routings = await reward.route(batch)
+        route_s = time.perf_counter() - t0
+        route_requests = judge.stats.requests
+        active = [len(r.active) for r in routings.values()]
+        row = {
+            "rollouts_per_prompt": n, "prompts": len(prompts), "rollouts": len(batch),
+            "routing_requests": route_requests,
+            "routing_requests_per_prompt": route_requests / len(prompts),
+            "routing_s": round(route_s, 3), "routing_s_per_prompt": round(route_s / len(prompts), 3),
+            "active_leaves_mean": sum(active) / len(active),
+            "active_fraction": sum(active) / len(active) / n_leaves,
+        }
+        if grade:
+            judge.stats.reset()
+            t0 = time.perf_counter()
+            await reward.score(batch)  # routings are now in memory: this is grading only
+            row.update(grading_requests=judge.stats.requests, grading_s=round(time.perf_counter() - t0, 3))
+        rows.append(row)
+    return rows
+
+
+def print_table(rows: list[dict], grade: bool) -> None:
+    cols = ["rollouts_per_prompt", "rollouts", "routing_requests", "routing_requests_per_prompt",
+            "routing_s", "routing_s_per_prompt", "active_leaves_mean", "active_fraction"]
+    if grade:
+        cols += ["grading_requests", "grading_s"]
+    heads = ["per prompt", "rollouts", "route req", "req/prompt", "route s", "s/prompt", "active", "active frac",
+             "grade req", "grade s"][:len(cols)]
+    width = [max(len(h), 10) for h in heads]
+    print("  ".join(h.rjust(w) for h, w in zip(heads, width)))
+    for r in rows:
+        cells = []
+        for c, w in zip(cols, width):
+            v = r[c]
+            cells.append((f"{v:.3f}" if isinstance(v, float) else str(v)).rjust(w))
+        print("  ".join(cells))
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--judge-url", help="vLLM endpoint(s), comma-separated")
+    ap.add_argument("--judge-model", help="in-process model path (or the tokenizer for --judge-url)")
+    ap.add_argument("--served-model", help="model name on the server")
+    ap.add_argument("--taxonomy", help="taxonomy YAML (default: the packaged one)")
+    ap.add_argument("--prompts", type=int, default=4, help="distinct prompts (from the bundled demo rows)")
+    ap.add_argument("--sizes", default="1,2,4,8,16", help="rollouts per prompt, comma-separated")
+    ap.add_argument("--threshold", type=float, default=0.5)
+    ap.add_argument("--emergency-threshold", type=float, default=0.2)
+    ap.add_argument("--grade", action="store_true", help="also grade the batch")
+    ap.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    args = ap.parse_args(argv)
+
+    tree = load_tree(args.taxonomy)
+    demo = load_rollouts(demo_rollouts_path())
+    prompts = list({r.prompt_key: r for r in demo}.values())[: args.prompts]
+    completions = [r.completion for r in demo]
+    sizes = [int(s) for s in args.sizes.split(",")]
+    # No verdict cache: every size must pay for its own routing, or the flat line would be the cache's.
+    judge = make_judge(judge_url=args.judge_url, judge_model=args.judge_model,
+                       served_model=args.served_model, cache=False)
+
+    async def run():
+        try:
+            return await measure(tree, judge, prompts, completions, sizes, grade=args.grade,
+                                 router_kw={"threshold": args.threshold,
+                                            "emergency_threshold": args.emergency_threshold})
+        finally:
+            await judge.aclose()
+
+    rows = asyncio.run(run())
+    per_prompt = [r["routing_requests_per_prompt"] for r in rows]
+    result = {"judge": judge.model_id, "taxonomy": tree.name, "leaves": len(tree.leaves),
+              "flat": max(per_prompt) == min(per_prompt), "rows": rows}
+    if args.json:
+        print(json.dumps(result))
+    else:
+        print(f"judge {judge.model_id}, taxonomy {tree.name} ({len(tree.leaves)} leaves), "
+              f"{len(prompts)} prompts, thresholds {args.threshold}/{args.emergency_threshold}")
+        print_table(rows, args.grade)
+        print("routing requests per prompt are flat" if result["flat"]
+              else "routing requests per prompt vary (a judge failure or a nondeterministic judge)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,81 @@
+"""``rubricstree demo``: the whole pipeline on this machine, with nothing to download.
+
+It builds the tiny random-weight Qwen3 (cached in ``DIR/tiny-model``), loads the packaged
+taxonomy and our own demo rollouts (``reward/data/demo_rollouts.jsonl``: invented conversations,
+a good and a poor completion each, with HealthBench-style rubric items), routes each prompt with
+the embedding router, grades with the in-process judge on the tiny model, and writes
+``DIR/scores.jsonl`` and ``DIR/report.md``. The judge is random, so the scores mean nothing; every
+step they pass through is the real one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from importlib import resources
+from pathlib import Path
+
+import typer
+
+from reward.errors import RubricsTreeError
+
+DEMO_ROLLOUTS = "demo_rollouts.jsonl"
+NOTE = ("The judge here is a tiny model with random weights, built on this machine: its verdicts, "
+        "and so these scores, are meaningless. The pipeline is the real one (routing, judge prompts, "
+        "caching, scoring, report); point --judge-url at a served judge model for real scores.")
+
+
+def demo_rollouts_path() -> Path:
+    return Path(str(resources.files("reward") / "data" / DEMO_ROLLOUTS))
+
+
+def run_demo(out: Path, *, router: str = "embedding", scoring: str = "soft", progress: bool = True) -> dict:
+    """Build (or reuse) the tiny model, score the demo rollouts into ``out``; return the summary."""
+    from reward._optional import require
+    from reward.cli.score import build_router, run_scoring
+    from reward.judge import VerdictCache, make_judge
+    from reward.rubric_reward import RubricReward, load_rollouts
+    from reward.tree import load_tree
+
+    for module in ("torch", "transformers", "tokenizers"):
+        require(module, "the demo's in-process judge")
+    if router == "embedding":
+        require("sentence_transformers", "the demo's embedding router")
+    out.mkdir(parents=True, exist_ok=True)
+    model_dir = out / "tiny-model"
+    if not (model_dir / "config.json").exists():
+        from training.tiny_model import build_tiny_qwen3
+
+        build_tiny_qwen3(model_dir)
+    rows = load_rollouts(demo_rollouts_path())
+    tree = load_tree()
+    # The demo keeps its cache next to its outputs: a rerun is free and the user's cache is untouched.
+    judge = make_judge(judge_model=str(model_dir), cache=VerdictCache(out / "cache" / "verdicts.sqlite"))
+    rt = build_router(router, tree, judge)
+    reward = RubricReward(tree, rt, judge, scoring=scoring, combine="mean")
+    meta = {"rollouts": f"{DEMO_ROLLOUTS} (bundled, our own invented conversations)",
+            "taxonomy": f"{tree.name} ({len(tree.leaves)} leaves)", "router": router,
+            "judge": f"{judge.model_id} (tiny random-weight Qwen3, in-process)", "scoring": scoring,
+            "combine": "mean (tree score and the rows' rubric points)"}
+    return asyncio.run(run_scoring(rollouts=rows, reward=reward, judge=judge, out=out / "scores.jsonl",
+                                   report=out / "report.md", meta=meta, progress=progress, note=NOTE))
+
+
+def demo_command(
+    out: Path = typer.Option(Path("rubricstree-demo"), "--out", help="output folder"),
+    router: str = typer.Option("embedding", "--router", help="embedding, llm (the tiny judge walks the tree) or static"),
+    as_json: bool = typer.Option(False, "--json", help="print the summary as one JSON line"),
+) -> None:
+    """Score bundled demo rollouts with the tiny local model: the real pipeline, no download."""
+    from reward.cli.score import print_summary
+
+    try:
+        summary = run_demo(out, router=router, progress=not as_json)
+    except RubricsTreeError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from exc
+    if as_json:
+        typer.echo(json.dumps(summary))
+        return
+    print_summary(summary, title="RubricsTree demo (random tiny judge: scores are meaningless)")
+    typer.echo(f"scores: {out / 'scores.jsonl'}\nreport: {out / 'report.md'}")

@@ -1,0 +1,264 @@
+"""``rubricstree score``: score a rollouts file with the routed rubric tree, end to end.
+
+Rows are ``{"id", "prompt": [messages], "completion", "rubrics"?: [...], "context"?}``. Prompts are
+scored concurrently (each one routed once, its rollouts graded in one judge call), and each
+rollout's result is appended to ``--out`` and flushed as soon as its prompt is done, so lines come
+in completion order (each carries its ``id``). ``--out`` is rewritten on every run; resuming is the
+durable cache's job: a rerun sends no judge request for what was graded and routes nothing it
+routed, and ends with the same numbers. The summary (rich table, or one JSON line with ``--json``)
+counts judge requests, cache hits, routings served from the cache and failures.
+
+:func:`run_scoring` is the engine; ``rubricstree demo`` reuses it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, Optional
+
+import typer
+
+from reward.errors import JudgeError, RubricsTreeError
+
+ROUTER_CHOICES = ("llm", "embedding", "static")
+
+
+# ---------------------------------------------------------------------- engine
+async def score_rollouts(reward, rollouts: Sequence, out: Path, *, concurrency: int = 8,
+                         progress: bool = True) -> dict[str, Any]:
+    """Score ``rollouts`` prompt by prompt (``concurrency`` prompts at a time), appending each
+    result to ``out`` as it is produced. Returns ``{rollout id: RolloutScore}``."""
+    from tqdm import tqdm
+
+    from reward.jsonl import append_jsonl
+
+    groups: dict[tuple, list] = {}
+    for r in rollouts:
+        groups.setdefault(r.prompt_key, []).append(r)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text("", encoding="utf-8")
+    results: dict[str, Any] = {}
+    sem = asyncio.Semaphore(max(1, concurrency))
+    bar = tqdm(total=len(groups), unit="prompt", desc="scoring prompts", file=sys.stderr,
+               disable=not progress, dynamic_ncols=True)
+
+    async def one(group: list) -> None:
+        async with sem:
+            scores = await reward.score(group)
+        for s in scores:
+            append_jsonl(out, s)
+            results[s.id] = s
+        bar.update(1)
+
+    tasks = [asyncio.ensure_future(one(g)) for g in groups.values()]
+    try:
+        await asyncio.gather(*tasks)
+    except BaseException:
+        for t in tasks:  # stop the other prompts: the run must fail, not half-finish
+            t.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        raise
+    finally:
+        bar.close()
+    return results
+
+
+def summarise(reward, judge, rollouts: Sequence, results: dict[str, Any], seconds: float) -> dict[str, Any]:
+    """The run's numbers: scores, routing and judge cost."""
+    scored = [results[r.id].score for r in rollouts if r.id in results and results[r.id].score is not None]
+    st = reward.stats
+    prompts = int(st["prompts"])
+    return {
+        "rollouts": len(rollouts),
+        "prompts": prompts,
+        "scored": len(scored),
+        "unscored": len(rollouts) - len(scored),
+        "mean_score": (sum(scored) / len(scored)) if scored else None,
+        "active_leaves_per_prompt": (st["active_leaves"] / prompts) if prompts else 0.0,
+        "judge_items": int(st["judge_items"]),
+        "judge_requests": judge.stats.requests,
+        "cache_hits": judge.stats.cache_hits,
+        "cache_misses": judge.stats.cache_misses,
+        "judge_failures": judge.stats.failures,
+        "prompts_routed": int(st["prompts_routed"]),
+        "routing_from_cache": prompts - int(st["prompts_routed"]),
+        "routing_judge_calls": int(st["routing_judge_calls"]),
+        "routing_failures": int(st["routing_failures"]),
+        "prompt_tokens": judge.stats.prompt_tokens,
+        "cached_tokens": judge.stats.cached_tokens,
+        "seconds": round(seconds, 3),
+    }
+
+
+def _short(text: str, n: int = 160) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= n else text[: n - 1] + "…"
+
+
+def _fmt(x: float | None) -> str:
+    return "—" if x is None else f"{x:.3f}"
+
+
+def write_report(path: Path, rollouts: Sequence, results: dict[str, Any], summary: dict[str, Any],
+                 meta: dict[str, Any], note: str | None = None) -> None:
+    """A readable markdown report: settings, summary, then each prompt with its routing and the
+    scores and feedback of its rollouts (input order)."""
+    lines = ["# RubricsTree scores", ""]
+    if note:
+        lines += [f"> {note}", ""]
+    lines += ["## Settings", ""] + [f"- **{k}**: {v}" for k, v in meta.items()] + [""]
+    lines += ["## Summary", "", "| metric | value |", "|---|---|"]
+    for k, v in summary.items():
+        lines.append(f"| {k} | {_fmt(v) if isinstance(v, float) else v} |")
+    lines.append("")
+    groups: dict[tuple, list] = {}
+    for r in rollouts:
+        groups.setdefault(r.prompt_key, []).append(r)
+    lines += ["## Prompts", ""]
+    for n, group in enumerate(groups.values(), start=1):
+        first = group[0]
+        user = [m.content for m in first.prompt if m.role == "user"] or [first.prompt[-1].content]
+        turns = f" ({len(first.prompt)} turns)" if len(first.prompt) > 1 else ""
+        lines += [f"### {n}. {_short(user[0], 100)}{turns}", ""]
+        res0 = results.get(first.id)
+        if res0 is not None:
+            ro = res0.routing
+            urg = "—" if ro.get("urgency") is None else f"{ro['urgency']:.2f}"
+            thr = "—" if ro.get("threshold") is None else f"{ro['threshold']:.2f}"
+            src = "cache" if ro.get("cached") else "routed now"
+            lines.append(f"Routing ({src}): urgency {urg}, threshold {thr}, {ro.get('n_active')} active leaves"
+                         + (f", {ro['n_failures']} routing failures" if ro.get("n_failures") else "") + ".")
+            titles = [f"{lr.title}{' (always on)' if lr.reason == 'always_on' else ''}" for lr in res0.leaves]
+            if titles:
+                shown = ", ".join(titles[:15]) + (f", … (+{len(titles) - 15})" if len(titles) > 15 else "")
+                lines.append(f"Active: {shown}.")
+            lines.append("")
+        lines += ["| rollout | score | tree | points | completion |", "|---|---|---|---|---|"]
+        for r in group:
+            res = results.get(r.id)
+            if res is None:
+                lines.append(f"| {r.id} | not scored | | | {_short(r.completion, 80)} |")
+                continue
+            lines.append(f"| {r.id} | {_fmt(res.score)} | {_fmt(res.tree_score)} | {_fmt(res.points_score)} "
+                         f"| {_short(r.completion, 80).replace('|', '/')} |")
+        lines.append("")
+        for r in group:
+            res = results.get(r.id)
+            if res is None:
+                continue
+            if res.failures:
+                lines += [f"**{r.id}** unscored:", ""] + [f"- {f}" for f in res.failures[:10]] + [""]
+            if res.feedback:
+                lines += [f"**{r.id}** feedback:", "", res.feedback, ""]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+def print_summary(summary: dict[str, Any], title: str = "RubricsTree scoring") -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=title)
+    table.add_column("metric")
+    table.add_column("value", justify="right")
+    for k, v in summary.items():
+        table.add_row(k, _fmt(v) if isinstance(v, float) else str(v))
+    Console().print(table)
+
+
+async def run_scoring(*, rollouts: Sequence, reward, judge, out: Path, report: Path | None,
+                      meta: dict[str, Any], concurrency: int = 8, progress: bool = True,
+                      note: str | None = None) -> dict[str, Any]:
+    """Score, write ``out`` (and ``report``), close the judge; return the summary."""
+    t0 = time.perf_counter()
+    try:
+        results = await score_rollouts(reward, rollouts, out, concurrency=concurrency, progress=progress)
+    finally:
+        await judge.aclose()
+    summary = summarise(reward, judge, rollouts, results, time.perf_counter() - t0)
+    if report is not None:
+        write_report(report, rollouts, results, summary, meta, note=note)
+    return summary
+
+
+def build_router(name: str, tree, judge, *, threshold: float | None = None,
+                 emergency_threshold: float | None = None):
+    """The router ``name`` with the CLI's overrides (unset ones keep the router's defaults)."""
+    from reward.router import make_router
+
+    if name not in ROUTER_CHOICES:
+        raise typer.BadParameter(f"--router must be one of {', '.join(ROUTER_CHOICES)}, got '{name}'")
+    kw: dict[str, Any] = {}
+    if name != "static":
+        if threshold is not None:
+            kw["threshold"] = threshold
+        if emergency_threshold is not None:
+            kw["emergency_threshold"] = emergency_threshold
+    if name == "llm":
+        kw["judge"] = judge
+    return make_router(name, tree, **kw)
+
+
+# ---------------------------------------------------------------------- command
+def score_command(
+    rollouts: Path = typer.Option(..., "--rollouts", help="rollouts JSONL: id, prompt, completion, rubrics?"),
+    out: Path = typer.Option(..., "--out", help="results JSONL, one line per rollout (rewritten)"),
+    taxonomy: Optional[Path] = typer.Option(None, "--taxonomy", help="taxonomy YAML (default: the packaged one)"),
+    router: str = typer.Option("llm", "--router", help="llm, embedding or static"),
+    judge_url: Optional[str] = typer.Option(None, "--judge-url", help="vLLM endpoint(s), comma-separated"),
+    judge_model: Optional[str] = typer.Option(None, "--judge-model",
+                                              help="in-process model path (or the tokenizer for --judge-url)"),
+    served_model: Optional[str] = typer.Option(None, "--served-model", help="model name on the server"),
+    scoring: str = typer.Option("hard", "--scoring", help="hard (yes/no) or soft (p_yes)"),
+    combine: str = typer.Option("tree", "--combine", help="with row rubrics: tree, points or mean"),
+    on_failure: str = typer.Option("skip", "--on-failure", help="skip (unscored, with reasons) or raise"),
+    threshold: Optional[float] = typer.Option(None, "--threshold", help="router relevance threshold"),
+    emergency_threshold: Optional[float] = typer.Option(None, "--emergency-threshold",
+                                                        help="router threshold for urgent prompts"),
+    report: Optional[Path] = typer.Option(None, "--report", help="write a markdown report here"),
+    concurrency: int = typer.Option(8, "--concurrency", help="prompts scored at once"),
+    cache_dir: Optional[Path] = typer.Option(None, "--cache-dir",
+                                             help="verdict/routing cache folder (default: $RUBRICSTREE_CACHE_DIR or the user cache)"),
+    no_cache: bool = typer.Option(False, "--no-cache", help="no durable cache (routings kept in memory only)"),
+    as_json: bool = typer.Option(False, "--json", help="print the summary as one JSON line"),
+) -> None:
+    """Route each prompt once, grade the active leaves and the row rubrics, write scores.
+
+    Exit status: 0 when the run finished (unscored rollouts are counted, not fatal), 1 when a judge
+    failure stopped it (--on-failure raise), 2 for invalid input or settings.
+    """
+    from reward.judge import VerdictCache, make_judge
+    from reward.rubric_reward import RubricReward, load_rollouts
+    from reward.tree import load_tree
+
+    try:
+        if scoring not in ("hard", "soft"):
+            raise typer.BadParameter(f"--scoring must be hard or soft, got '{scoring}'")
+        rows = load_rollouts(rollouts)
+        tree = load_tree(taxonomy)
+        cache = None if no_cache else VerdictCache(cache_dir / "verdicts.sqlite" if cache_dir else None)
+        judge = make_judge(judge_url=judge_url, judge_model=judge_model, served_model=served_model,
+                           cache=cache if cache is not None else False)
+        rt = build_router(router, tree, judge, threshold=threshold, emergency_threshold=emergency_threshold)
+        reward = RubricReward(tree, rt, judge, scoring=scoring, combine=combine, on_failure=on_failure)
+    except (RubricsTreeError, ValueError) as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from exc
+    meta = {"rollouts": str(rollouts), "taxonomy": f"{tree.name} ({len(tree.leaves)} leaves, {tree.source})",
+            "router": router, "judge": judge.model_id, "scoring": scoring, "combine": combine}
+    try:
+        summary = asyncio.run(run_scoring(rollouts=rows, reward=reward, judge=judge, out=out, report=report,
+                                          meta=meta, concurrency=concurrency, progress=not as_json))
+    except JudgeError as exc:
+        typer.echo(f"error: {exc} (partial results in {out})", err=True)
+        raise typer.Exit(1) from exc
+    if as_json:
+        typer.echo(json.dumps(summary))
+    else:
+        print_summary(summary)
+        typer.echo(f"scores: {out}" + (f"\nreport: {report}" if report else ""))

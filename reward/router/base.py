@@ -1,0 +1,272 @@
+"""The router interface, its result, a registry of routers and the route-once cache.
+
+A router reads a prompt (the conversation so far and optional context such as the user's
+records), never a completion, and returns the tree leaves worth grading for it. Because it does
+not look at completions, one routing serves every rollout of a GRPO group: :class:`CachedRouter`
+keys routings by the prompt, keeps them in memory and in the durable verdict cache's key-value
+store, so a group routes once and a rerun routes nothing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, ClassVar
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from reward.judge.cache import VerdictCache
+from reward.judge.types import Message
+from reward.tree.graph import RubricTree
+
+ROUTING_NAMESPACE = "routing"
+# Bumped when the stored Routing shape or the key recipe changes, so old entries are not reused.
+ROUTING_FORMAT = 1
+
+
+class ActiveLeaf(BaseModel):
+    """One leaf the router switched on for a prompt.
+
+    Attributes:
+        leaf_id: the leaf's node id.
+        relevance: the router's joint relevance for it in [0, 1] (0 for an always-on leaf the
+            walk never reached).
+        weight: the leaf's tree auto-weight (what it counts for in the tree score).
+        reason: ``routed`` (relevance reached the threshold), ``always_on`` (a safety leaf the
+            tree or the caller marks as always active) or ``static`` (a static selection).
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    leaf_id: str
+    relevance: float = Field(ge=0.0, le=1.0)
+    weight: float = Field(ge=0.0)
+    reason: str = "routed"
+
+
+class Routing(BaseModel):
+    """What a router decided for one prompt.
+
+    Attributes:
+        router: the router's registry name.
+        active: the active leaves, in tree file order.
+        threshold: the relevance threshold that was applied (None for a static selection).
+        urgency: the router's estimate that the prompt may need emergency care, in [0, 1]
+            (None when the router does not estimate it).
+        n_judge_calls: judge items the routing asked for (urgency + relevance), whether the
+            judge graded them or its verdict cache answered; 0 for routers without a judge.
+        n_failures: judge items that failed during routing (each treated as relevant).
+        failed_nodes: ids of the nodes whose relevance call failed ("urgency" for that call).
+        expanded: internal nodes the walk expanded, with their joint relevance.
+        cached: True when this routing came from the routing cache instead of being computed.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    router: str
+    active: tuple[ActiveLeaf, ...]
+    threshold: float | None = None
+    urgency: float | None = None
+    n_judge_calls: int = 0
+    n_failures: int = 0
+    failed_nodes: tuple[str, ...] = ()
+    expanded: dict[str, float] = Field(default_factory=dict)
+    cached: bool = False
+
+    @property
+    def leaf_ids(self) -> list[str]:
+        return [a.leaf_id for a in self.active]
+
+    @property
+    def relevance(self) -> dict[str, float]:
+        return {a.leaf_id: a.relevance for a in self.active}
+
+
+Conversation = tuple[Message, ...]
+
+
+def as_conversation(messages: Iterable[Message | dict | Any]) -> Conversation:
+    """Coerce chat turns (our Message, dicts or any object with role/content) to a tuple."""
+    out = []
+    for m in messages:
+        if isinstance(m, Message):
+            out.append(m)
+        elif isinstance(m, dict):
+            out.append(Message(role=m["role"], content=m["content"]))
+        else:
+            out.append(Message(role=m.role, content=m.content))
+    return tuple(out)
+
+
+class Router(ABC):
+    """Chooses the tree leaves to grade for a prompt.
+
+    Subclasses set ``name`` (their registry name) and implement :meth:`route`; :meth:`config`
+    returns everything that changes their decision (it is part of the routing cache key).
+    """
+
+    name: ClassVar[str] = "router"
+
+    def __init__(self, tree: RubricTree) -> None:
+        self.tree = tree
+
+    @abstractmethod
+    async def route(self, conversation: Conversation, context: str | None = None) -> Routing:
+        """Route one prompt.
+
+        Args:
+            conversation: the chat turns before the completion.
+            context: extra text the completion may draw on (the user's records, device data).
+        """
+
+    def route_sync(self, conversation: Sequence[Message | dict], context: str | None = None) -> Routing:
+        """Blocking wrapper for scripts; inside a running event loop use ``await route``."""
+        return asyncio.run(self.route(as_conversation(conversation), context))
+
+    def config(self) -> dict[str, Any]:
+        """The settings that decide this router's output (part of the cache key)."""
+        return {}
+
+    # ------------------------------------------------------------------ shared helpers
+    def always_on_ids(self, extra: Iterable[str] = ()) -> list[str]:
+        """Leaves marked ``always_on`` in the tree, plus ``extra`` ids, in tree file order."""
+        extra = set(extra)
+        unknown = [i for i in extra if i not in self.tree or not self.tree[i].is_leaf]
+        if unknown:
+            raise ValueError(f"always-on ids that are not leaves of '{self.tree.name}': {sorted(unknown)}")
+        return [leaf.id for leaf in self.tree.leaves if leaf.always_on or leaf.id in extra]
+
+    def _active(self, relevance: dict[str, float], routed: Iterable[str], always_on: Iterable[str],
+                reason: str = "routed") -> tuple[ActiveLeaf, ...]:
+        """Active leaves in tree file order: ``routed`` ids first get ``reason``, the rest of
+        ``always_on`` get ``always_on``."""
+        routed, always_on = set(routed), set(always_on)
+        weights = self.tree.leaf_weights
+        out = []
+        for leaf in self.tree.leaves:
+            if leaf.id in routed or leaf.id in always_on:
+                out.append(ActiveLeaf(leaf_id=leaf.id, relevance=min(1.0, max(0.0, relevance.get(leaf.id, 0.0))),
+                                      weight=weights[leaf.id],
+                                      reason=reason if leaf.id in routed else "always_on"))
+        return tuple(out)
+
+
+# ---------------------------------------------------------------------- registry
+ROUTERS: dict[str, type[Router]] = {}
+
+
+def register_router(name: str) -> Callable[[type[Router]], type[Router]]:
+    """Class decorator adding a router to :data:`ROUTERS` under ``name``; a name is taken once."""
+
+    def deco(cls: type[Router]) -> type[Router]:
+        if name in ROUTERS:
+            raise ValueError(f"a router named '{name}' is already registered ({ROUTERS[name].__qualname__})")
+        cls.name = name
+        ROUTERS[name] = cls
+        return cls
+
+    return deco
+
+
+def make_router(name: str, tree: RubricTree, **kwargs: Any) -> Router:
+    """Build a registered router by name (``llm``, ``embedding``, ``static``)."""
+    import reward.router  # noqa: F401  (registers the built-in routers)
+
+    if name not in ROUTERS:
+        raise ValueError(f"unknown router '{name}'; known: {', '.join(sorted(ROUTERS))}")
+    return ROUTERS[name](tree, **kwargs)
+
+
+# ---------------------------------------------------------------------- route-once cache
+def tree_fingerprint(tree: RubricTree) -> str:
+    """Hash of the taxonomy's name, root and every node: editing a node invalidates routings."""
+    payload = json.dumps([tree.name, tree.root, [n.model_dump(mode="json") for n in tree.nodes.values()]],
+                         sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(payload.encode()).hexdigest()
+
+
+def routing_key(router: Router, fingerprint: str, conversation: Conversation, context: str | None) -> str:
+    payload = json.dumps([ROUTING_FORMAT, router.name, router.config(), router.tree.name, fingerprint,
+                          [[m.role, m.content] for m in conversation], context],
+                         sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(payload.encode()).hexdigest()
+
+
+class CachedRouter(Router):
+    """Wraps a router so each distinct prompt is routed once.
+
+    Lookups go memory -> durable store (the :class:`VerdictCache` key-value table, namespace
+    ``routing``) -> the wrapped router. Concurrent requests for the same prompt share one
+    computation. A routing in which a judge call failed is kept in memory (the rest of the group
+    uses it) but not stored durably, so a rerun retries it, as the verdict cache does for failed
+    verdicts.
+
+    Args:
+        inner: the router to wrap.
+        cache: durable store; None keeps routings in memory only.
+
+    Attributes:
+        hits_memory, hits_durable, misses: lookup counters.
+    """
+
+    def __init__(self, inner: Router, cache: VerdictCache | None = None) -> None:
+        super().__init__(inner.tree)
+        self.inner = inner
+        self.name = inner.name  # type: ignore[misc]  (an instance attribute shadows the ClassVar)
+        self.cache = cache
+        self._fingerprint = tree_fingerprint(inner.tree)
+        self._memory: dict[str, Routing] = {}
+        self._inflight: dict[str, asyncio.Future[Routing]] = {}
+        self.hits_memory = self.hits_durable = self.misses = 0
+
+    def config(self) -> dict[str, Any]:
+        return self.inner.config()
+
+    def key(self, conversation: Conversation, context: str | None = None) -> str:
+        return routing_key(self.inner, self._fingerprint, as_conversation(conversation), context)
+
+    @property
+    def stats(self) -> dict[str, int]:
+        return {"routing_hits_memory": self.hits_memory, "routing_hits_durable": self.hits_durable,
+                "routing_misses": self.misses}
+
+    async def route(self, conversation: Conversation, context: str | None = None) -> Routing:
+        conversation = as_conversation(conversation)
+        key = self.key(conversation, context)
+        if key in self._memory:
+            self.hits_memory += 1
+            return self._memory[key].model_copy(update={"cached": True})
+        if key in self._inflight:  # the same prompt is being routed right now: share it
+            self.hits_memory += 1
+            routing = await asyncio.shield(self._inflight[key])
+            return routing.model_copy(update={"cached": True})
+        if self.cache is not None:
+            raw = self.cache.kv_get(ROUTING_NAMESPACE, key)
+            if raw is not None:
+                self.hits_durable += 1
+                routing = Routing.model_validate_json(raw)
+                self._memory[key] = routing
+                return routing.model_copy(update={"cached": True})
+        self.misses += 1
+        fut: asyncio.Future[Routing] = asyncio.get_running_loop().create_future()
+        self._inflight[key] = fut
+        try:
+            routing = await self.inner.route(conversation, context)
+        except BaseException as exc:
+            if isinstance(exc, asyncio.CancelledError):
+                fut.cancel()
+            else:
+                fut.set_exception(exc)
+                fut.exception()  # mark retrieved: no "never retrieved" warning when nobody waits
+            raise
+        finally:
+            self._inflight.pop(key, None)
+        routing = routing.model_copy(update={"cached": False})
+        fut.set_result(routing)
+        self._memory[key] = routing
+        if self.cache is not None and routing.n_failures == 0:
+            self.cache.kv_put(ROUTING_NAMESPACE, key, routing.model_dump_json())
+        return routing

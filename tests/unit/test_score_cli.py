@@ -1,0 +1,30 @@
+"""``rubricstree score`` input checks that need no judge: bad rows and settings exit 2 and say
+where the problem is."""
+
+from __future__ import annotations
+
+import json
+
+from typer.testing import CliRunner
+
+from reward.cli import app
+
+runner = CliRunner()
+
+
+def test_bad_rollouts_exit_2_naming_line_and_field(tmp_path):
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(json.dumps({"id": "x", "prompt": [], "completion": "c"}) + "\n")
+    result = runner.invoke(app, ["score", "--rollouts", str(bad), "--judge-url", "http://127.0.0.1:9",
+                                 "--out", str(tmp_path / "o.jsonl")])
+    assert result.exit_code == 2
+    assert str(bad) in result.output and "line 1 (id x)" in result.output and "'prompt'" in result.output
+
+
+def test_bad_settings_exit_2(tmp_path):
+    rows = tmp_path / "r.jsonl"
+    rows.write_text(json.dumps({"id": "x", "prompt": [{"role": "user", "content": "hi"}], "completion": "c"}) + "\n")
+    base = ["score", "--rollouts", str(rows), "--out", str(tmp_path / "o.jsonl")]
+    assert runner.invoke(app, base + ["--scoring", "fuzzy", "--judge-url", "http://127.0.0.1:9"]).exit_code == 2
+    result = runner.invoke(app, base)  # no judge at all
+    assert result.exit_code == 2 and "--judge-url" in result.output
