@@ -1,0 +1,229 @@
+"""``rubricstree eval``: evaluate checkpoints on HealthBench and on multiple-choice sets, and
+compare evaluation folders. Every evaluation is resumable: rerun the same command after a crash.
+
+The work is done in ``training.eval``; this module only parses options (imports stay inside the
+commands so ``rubricstree --help`` stays fast).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from reward.errors import RubricsTreeError
+
+app = typer.Typer(no_args_is_help=True)
+
+
+def _fail(exc: Exception) -> typer.Exit:
+    typer.echo(f"error: {exc}", err=True)
+    return typer.Exit(2)
+
+
+def _console():
+    import sys
+
+    from rich.console import Console
+
+    # piped into a log, rich would fold tables to 80 columns; a log has room
+    return Console(width=None if sys.stdout.isatty() else 160)
+
+
+def _logging() -> None:
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+
+
+def _generation(max_new_tokens: int, temperature: float, top_p: float, seed: int, thinking: Optional[bool]):
+    from training.eval.generate import GenerationSettings
+
+    return GenerationSettings(max_new_tokens=max_new_tokens, temperature=temperature, top_p=top_p,
+                              seed=seed, thinking=thinking)
+
+
+def _print_healthbench(m: dict) -> None:
+    from rich.table import Table
+
+    console = _console()
+    if m["score"] is None:
+        console.print(f"[bold red]no example could be scored[/] ({m['n_unscored']} unscored)")
+        return
+    table = Table(title=f"HealthBench: {m['model']} ({m['grading']['mode']} grading, judge {m['grading']['judge_model']})")
+    for col, just in (("metric", "left"), ("score", "right"), ("bootstrap std", "right"), ("n", "right")):
+        table.add_column(col, justify=just, overflow="fold")
+    table.add_row("[bold]overall[/]", f"{m['score']:.4f}", f"{m['bootstrap_std']:.4f}", str(m["n_samples"]))
+    if m.get("length_adjusted"):
+        la = m["length_adjusted"]
+        table.add_row(f"length-adjusted (p={la['p']})", f"{la['score']:.4f}", f"{la['bootstrap_std']:.4f}",
+                      str(la["n_samples"]))
+    for tag, v in m["tags"].items():
+        if tag.startswith(("theme:", "axis:")):
+            table.add_row(tag, f"{v['score']:.4f}", f"{v['bootstrap_std']:.4f}", str(v["n_samples"]))
+    console.print(table)
+    if m["n_unscored"]:
+        console.print(f"[yellow]{m['n_unscored']} example(s) unscored[/] (excluded; rerun to retry): "
+                      + ", ".join(u["prompt_id"] for u in m["unscored"][:5]))
+
+
+@app.command()
+def healthbench(
+    model: str = typer.Option(..., "--model", help="checkpoint path or name; with --generate-url, the served model name"),
+    data: str = typer.Option(..., "--data", help="HealthBench JSONL: a path, an http(s) URL, or full|hard|consensus "
+                                                 "(official files; a known file name must have its published SHA-256)"),
+    out: Path = typer.Option(..., "--out", help="output folder; rerunning the same command resumes"),
+    generate_url: Optional[str] = typer.Option(None, "--generate-url", help="OpenAI-compatible server serving the "
+                                               "checkpoint (vLLM); default: generate in-process with transformers"),
+    judge_url: Optional[str] = typer.Option(None, "--judge-url", help="judge vLLM endpoint(s), comma-separated"),
+    judge_model: Optional[str] = typer.Option(None, "--judge-model", help="in-process judge model (or, with "
+                                              "--judge-url, the judge's tokenizer)"),
+    served_judge: Optional[str] = typer.Option(None, "--served-judge", help="judge model name on the server "
+                                               "(default: the first it lists)"),
+    grading: str = typer.Option("explain", "--grading", help="explain: JSON verdict with an explanation "
+                                "(official-comparable); choice: one yes/no token (fast)"),
+    system_prompt: str = typer.Option("none", "--system-prompt", help="ours | none | FILE (the official setting is none)"),
+    grader_template: Optional[Path] = typer.Option(None, "--grader-template", help="your grader template file "
+                                                   "(placeholders {{conversation}}, {{response}}, {{rubric_item}}, ...)"),
+    length_adjust: bool = typer.Option(False, "--length-adjust", help="also report the length-adjusted score "
+                                       "(coefficient of the detected variant, hard when unknown)"),
+    limit: Optional[int] = typer.Option(None, "--limit", help="evaluate the first N rows only"),
+    max_new_tokens: int = typer.Option(2048, "--max-new-tokens", help="response length budget in tokens"),
+    temperature: float = typer.Option(0.0, "--temperature", help="0 = greedy"),
+    top_p: float = typer.Option(1.0, "--top-p"),
+    seed: int = typer.Option(0, "--seed", help="sampling and bootstrap seed"),
+    thinking: Optional[bool] = typer.Option(None, "--thinking/--no-thinking", help="chat template enable_thinking "
+                                            "(default: the template's own default)"),
+    judge_max_tokens: int = typer.Option(512, "--judge-max-tokens", help="explain-mode verdict budget"),
+    concurrency: int = typer.Option(32, "--concurrency", help="generation requests in flight (server)"),
+    judge_concurrency: int = typer.Option(64, "--judge-concurrency", help="judge requests in flight (server)"),
+    batch_size: int = typer.Option(8, "--batch-size", help="in-process generation batch size"),
+    judge_passes: int = typer.Option(2, "--judge-passes", help="grading passes per run; later passes retry "
+                                     "items whose judge call failed"),
+    cache: bool = typer.Option(True, "--cache/--no-cache", help="share verdicts through the durable verdict cache"),
+    worst: int = typer.Option(10, "--worst", help="lowest-scoring examples shown in the report"),
+    wandb: bool = typer.Option(False, "--wandb", help="log metrics to Weights & Biases (offline without an API key)"),
+    as_json: bool = typer.Option(False, "--json", help="print metrics.json instead of a table"),
+) -> None:
+    """Generate with a checkpoint, grade every rubric item with the judge, score like HealthBench.
+
+    Writes OUT/generations.jsonl and OUT/verdicts.jsonl as results arrive, then OUT/metrics.json,
+    OUT/report.md, OUT/report.html and plots. Examples whose generation or grading failed are
+    reported as unscored (excluded and counted); rerun the command to retry them.
+    """
+    from pydantic import ValidationError
+
+    _logging()
+    try:
+        from training.eval.healthbench import HealthBenchEvalConfig, run_healthbench
+
+        if grading not in ("explain", "choice"):
+            raise RubricsTreeError(f"--grading must be explain or choice, got '{grading}'")
+        if not judge_url and not judge_model:
+            raise RubricsTreeError("give a judge: --judge-url URL (a vLLM server) or --judge-model PATH (in-process)")
+        cfg = HealthBenchEvalConfig(
+            model=model, data=data, out=out, generate_url=generate_url, judge_url=judge_url, judge_model=judge_model,
+            served_judge=served_judge, grading=grading, system_prompt=system_prompt,
+            grader_template=str(grader_template) if grader_template else None, length_adjust=length_adjust,
+            limit=limit, generation=_generation(max_new_tokens, temperature, top_p, seed, thinking),
+            judge_max_tokens=judge_max_tokens, concurrency=concurrency, judge_concurrency=judge_concurrency,
+            batch_size=batch_size, judge_passes=judge_passes, use_cache=cache, seed=seed, worst=worst, wandb=wandb)
+        metrics = run_healthbench(cfg)
+    except (RubricsTreeError, ValidationError, FileNotFoundError, ValueError) as exc:
+        raise _fail(exc) from exc
+    if as_json:
+        typer.echo(json.dumps(metrics, indent=2))
+    else:
+        _print_healthbench(metrics)
+        typer.echo(f"report: {out / 'report.html'}")
+
+
+@app.command()
+def mcq(
+    model: str = typer.Option(..., "--model", help="checkpoint path or name; with --generate-url, the served model name"),
+    data: Path = typer.Option(..., "--data", help="multiple-choice JSONL (MedQA, MedBullets or MedXpertQA)"),
+    out: Path = typer.Option(..., "--out", help="output folder; rerunning the same command resumes"),
+    fmt: Optional[str] = typer.Option(None, "--format", help="medqa | medbullets | medxpertqa (default: detected)"),
+    generate_url: Optional[str] = typer.Option(None, "--generate-url", help="OpenAI-compatible server (vLLM)"),
+    system_prompt: str = typer.Option("none", "--system-prompt", help="ours | none | FILE"),
+    limit: Optional[int] = typer.Option(None, "--limit", help="evaluate the first N rows only"),
+    max_new_tokens: int = typer.Option(1024, "--max-new-tokens"),
+    temperature: float = typer.Option(0.0, "--temperature", help="0 = greedy"),
+    top_p: float = typer.Option(1.0, "--top-p"),
+    seed: int = typer.Option(0, "--seed"),
+    thinking: Optional[bool] = typer.Option(None, "--thinking/--no-thinking"),
+    concurrency: int = typer.Option(32, "--concurrency"),
+    batch_size: int = typer.Option(8, "--batch-size"),
+    wandb: bool = typer.Option(False, "--wandb"),
+    as_json: bool = typer.Option(False, "--json", help="print metrics.json"),
+) -> None:
+    """Accuracy on a multiple-choice set with the MCQ rule extraction, format failures counted,
+    and a per-category breakdown where the data has categories."""
+    from pydantic import ValidationError
+
+    _logging()
+    try:
+        from training.eval.mcq import MCQEvalConfig, run_mcq
+
+        cfg = MCQEvalConfig(model=model, data=data, out=out, format=fmt, generate_url=generate_url,
+                            system_prompt=system_prompt, limit=limit,
+                            generation=_generation(max_new_tokens, temperature, top_p, seed, thinking),
+                            concurrency=concurrency, batch_size=batch_size, wandb=wandb)
+        m = run_mcq(cfg)
+    except (RubricsTreeError, ValidationError, FileNotFoundError, ValueError) as exc:
+        raise _fail(exc) from exc
+    if as_json:
+        typer.echo(json.dumps(m, indent=2))
+        return
+    acc = "n/a" if m["accuracy"] is None else f"{m['accuracy']:.4f}"
+    typer.echo(f"accuracy: {acc} ({m['correct']}/{m['n_scored']} correct); format failures: "
+               f"{m['format_failures']}; unscored: {m['n_unscored']}")
+    for field, values in m["categories"].items():
+        for value, v in values.items():
+            typer.echo(f"  {field}={value}: {v['accuracy']:.4f} (n={v['n']})")
+    typer.echo(f"report: {out / 'report.html'}")
+
+
+@app.command()
+def compare(
+    dirs: list[Path] = typer.Argument(..., help="evaluation folders; the first is the baseline"),
+    out: Path = typer.Option(Path("compare.png"), "--out", help="plot file (PNG)"),
+    as_json: bool = typer.Option(False, "--json", help="print the comparison as JSON"),
+    length_adjusted: bool = typer.Option(False, "--length-adjusted", help="compare length-adjusted HealthBench scores"),
+    resamples: int = typer.Option(1000, "--resamples", help="paired bootstrap resamples"),
+    seed: int = typer.Option(0, "--seed", help="paired bootstrap seed"),
+) -> None:
+    """A table across checkpoints and a plot, with a paired bootstrap (per example id) of each
+    folder's difference from the first: mean difference and 95% interval."""
+    from reward._optional import is_available
+    from training.eval.compare import compare_plot, compare_runs
+
+    try:
+        result = compare_runs(dirs, n_resamples=resamples, seed=seed, length_adjusted=length_adjusted)
+    except RubricsTreeError as exc:
+        raise _fail(exc) from exc
+    if is_available("matplotlib"):
+        result["plot"] = str(compare_plot(result, out))
+    if as_json:
+        typer.echo(json.dumps(result, indent=2))
+        return
+    from rich.table import Table
+
+    table = Table(title=f"{result['benchmark']}: difference vs {result['baseline']} "
+                        f"(paired bootstrap, {resamples} resamples)")
+    for col in ("folder", "model", "score", "std", "n", "unscored", "diff vs first", "95% CI", "paired n"):
+        table.add_column(col, justify="left" if col in ("folder", "model") else "right", overflow="fold")
+    for r in result["runs"]:
+        d = r.get("diff")
+        fmt = (lambda x: "n/a" if x is None else f"{x:.4f}")
+        table.add_row(r["dir"], str(r["model"]), fmt(r["score"]), fmt(r["std"]), str(r["n"]), str(r["n_unscored"]),
+                      "baseline" if d is None else (f"{d['mean_diff']:+.4f}" if d["mean_diff"] is not None else "n/a"),
+                      "" if d is None or d["ci95"] is None else f"[{d['ci95'][0]:+.4f}, {d['ci95'][1]:+.4f}]",
+                      "" if d is None else str(d["n_paired"]))
+    console = _console()
+    console.print(table)
+    for w in result["warnings"]:
+        console.print(f"[yellow]warning:[/] {w}")
+    if "plot" in result:
+        typer.echo(f"plot: {result['plot']}")

@@ -1,0 +1,96 @@
+#!/usr/bin/env bash
+# Evaluate one checkpoint on a GPU machine: serve it and the judge with vLLM, run the HealthBench
+# evaluation (and an MCQ one), stop the servers.
+#
+#   scripts/eval_checkpoint.sh CHECKPOINT [--judge MODEL] [--data FILE|URL|hard] [--mcq FILE]
+#       [--out DIR] [--grading explain|choice] [--system-prompt ours|none|FILE] [--limit N]
+#       [--max-new-tokens N] [--policy-url URL] [--judge-url URL] [--policy-port 8100]
+#       [--judge-port 8101] [-- extra options for `rubricstree eval healthbench`]
+#
+# --data defaults to `hard` (the official HealthBench-Hard file, downloaded and hash-checked).
+# --judge (or $JUDGE_MODEL) is the grader model. --policy-url / --judge-url reuse servers that
+# are already running instead of starting them (with --judge-url, --judge is the served name).
+# On one GPU both servers share it: each gets POLICY_GPU_UTIL / JUDGE_GPU_UTIL of its memory
+# (default 0.45 each). Outputs go to DIR/healthbench and DIR/mcq (default DIR:
+# runs/eval/<checkpoint name>). Rerunning the same command resumes both evaluations. Servers
+# started here are stopped on exit, by their PIDs.
+set -euo pipefail
+
+usage() { sed -n 2,16p "$0"; }
+[ $# -ge 1 ] || { usage >&2; exit 2; }
+case "$1" in -h|--help) usage; exit 0 ;; esac
+CKPT=$1; shift
+JUDGE=${JUDGE_MODEL:-} DATA=hard MCQ="" OUT="" GRADING=explain SYSTEM_PROMPT=none LIMIT="" MAX_NEW=2048
+POLICY_URL="" JUDGE_URL="" POLICY_PORT=8100 JUDGE_PORT=8101
+EXTRA=()
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --judge) JUDGE=$2; shift 2 ;;
+    --data) DATA=$2; shift 2 ;;
+    --mcq) MCQ=$2; shift 2 ;;
+    --out) OUT=$2; shift 2 ;;
+    --grading) GRADING=$2; shift 2 ;;
+    --system-prompt) SYSTEM_PROMPT=$2; shift 2 ;;
+    --limit) LIMIT=$2; shift 2 ;;
+    --max-new-tokens) MAX_NEW=$2; shift 2 ;;
+    --policy-url) POLICY_URL=$2; shift 2 ;;
+    --judge-url) JUDGE_URL=$2; shift 2 ;;
+    --policy-port) POLICY_PORT=$2; shift 2 ;;
+    --judge-port) JUDGE_PORT=$2; shift 2 ;;
+    --) shift; EXTRA=("$@"); break ;;
+    -h|--help) usage; exit 0 ;;
+    *) echo "eval_checkpoint.sh: unknown argument $1" >&2; exit 2 ;;
+  esac
+done
+[ -n "$JUDGE" ] || [ -n "$JUDGE_URL" ] || { echo "eval_checkpoint.sh: give --judge MODEL (or \$JUDGE_MODEL, or --judge-url)" >&2; exit 2; }
+
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+RT=${RUBRICSTREE_BIN:-$ROOT/.venv/bin/rubricstree}
+[ -x "$RT" ] || RT=rubricstree
+OUT=${OUT:-runs/eval/$(basename "$CKPT")}
+mkdir -p "$OUT/logs"
+GPU=0
+if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then GPU=1; fi
+
+STARTED=()
+stop() {
+  for pidf in "${STARTED[@]}"; do
+    if [ -f "$pidf" ]; then kill "$(cat "$pidf")" 2>/dev/null || true; rm -f "$pidf"; fi
+  done
+}
+trap stop EXIT
+
+# Served names are the model names themselves: the judge's name is part of every verdict's
+# cache key, so two judges must never share an alias like "judge".
+if [ -z "$POLICY_URL" ]; then
+  echo "starting the policy server for $CKPT" >&2
+  STARTED+=("$OUT/logs/policy.pid")
+  extra=(); [ "$GPU" = 1 ] && extra=(-- --gpu-memory-utilization "${POLICY_GPU_UTIL:-0.45}")
+  POLICY_URL=$("$ROOT/scripts/serve_judge.sh" --model "$CKPT" --served-name "$CKPT" --port "$POLICY_PORT" \
+    --pid-file "$OUT/logs/policy.pid" --log "$OUT/logs/policy-server.log" "${extra[@]}")
+fi
+POLICY_NAME=$CKPT  # with --policy-url, a served name or the path the server reports as its root
+if [ -z "$JUDGE_URL" ]; then
+  echo "starting the judge server for $JUDGE" >&2
+  STARTED+=("$OUT/logs/judge.pid")
+  extra=(); [ "$GPU" = 1 ] && extra=(-- --gpu-memory-utilization "${JUDGE_GPU_UTIL:-0.45}")
+  JUDGE_URL=$("$ROOT/scripts/serve_judge.sh" --model "$JUDGE" --served-name "$JUDGE" --port "$JUDGE_PORT" \
+    --pid-file "$OUT/logs/judge.pid" --log "$OUT/logs/judge-server.log" "${extra[@]}")
+fi
+
+HB=("$RT" eval healthbench --model "$POLICY_NAME" --generate-url "$POLICY_URL" --judge-url "$JUDGE_URL"
+    --data "$DATA" --grading "$GRADING" --system-prompt "$SYSTEM_PROMPT" --max-new-tokens "$MAX_NEW"
+    --length-adjust --out "$OUT/healthbench")
+[ -n "$JUDGE" ] && HB+=(--served-judge "$JUDGE")
+[ -n "$LIMIT" ] && HB+=(--limit "$LIMIT")
+echo "+ ${HB[*]} ${EXTRA[*]}" >&2
+"${HB[@]}" "${EXTRA[@]}"
+
+if [ -n "$MCQ" ]; then
+  M=("$RT" eval mcq --model "$POLICY_NAME" --generate-url "$POLICY_URL" --data "$MCQ"
+     --system-prompt "$SYSTEM_PROMPT" --out "$OUT/mcq")
+  [ -n "$LIMIT" ] && M+=(--limit "$LIMIT")
+  echo "+ ${M[*]}" >&2
+  "${M[@]}"
+fi
+echo "done: $OUT/healthbench/report.html${MCQ:+ and $OUT/mcq/report.html}" >&2

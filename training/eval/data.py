@@ -1,0 +1,131 @@
+"""Locate a HealthBench file, check it against the published hashes, and name its variant.
+
+``--data`` may be a local path, an http(s) URL (downloaded once into the cache folder) or a
+variant name (``full``, ``hard``, ``consensus``: the official URL). When the file's name is one
+of the published names, its SHA-256 must be the published one: a score on a modified file must
+not be reported as a HealthBench score. The variant decides the length-adjustment coefficient.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import urlparse
+
+from reward.errors import InputError
+from reward.healthbench.variants import LENGTH_ADJUST, VARIANTS, sha256_file
+
+log = logging.getLogger(__name__)
+
+DEFAULT_VARIANT = "hard"  # the length-adjustment coefficient used when nothing identifies the file
+
+
+@dataclass(frozen=True)
+class HealthBenchData:
+    """A resolved data file.
+
+    Attributes:
+        path: the local file.
+        source: what the user gave (path, URL or variant name).
+        sha256: the file's SHA-256.
+        variant: ``full``/``hard``/``consensus``/``professional``, or None when unknown.
+        variant_source: how the variant was found: ``sha256``, ``format``, ``file name`` or None.
+    """
+
+    path: Path
+    source: str
+    sha256: str
+    variant: str | None
+    variant_source: str | None
+
+    @property
+    def length_adjust_variant(self) -> str:
+        return self.variant if self.variant in LENGTH_ADJUST else DEFAULT_VARIANT
+
+
+def _by_file_name(name: str):
+    return next((v for v in VARIANTS.values() if v.file_name == name), None)
+
+
+def _download(url: str, cache_dir: Path) -> Path:
+    import httpx
+
+    name = Path(urlparse(url).path).name or "healthbench.jsonl"
+    dest = cache_dir / "healthbench" / name
+    if dest.exists():
+        return dest
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    part = dest.with_name(dest.name + f".part{os.getpid()}")
+    log.info("downloading %s to %s", url, dest)
+    try:
+        with httpx.stream("GET", url, follow_redirects=True, timeout=60) as resp:
+            if resp.status_code != 200:
+                raise InputError(f"download failed: HTTP {resp.status_code}", file=url)
+            with part.open("wb") as fh:
+                for chunk in resp.iter_bytes(1 << 20):
+                    fh.write(chunk)
+    except httpx.HTTPError as exc:
+        part.unlink(missing_ok=True)
+        raise InputError(f"download failed: {exc}", file=url) from exc
+    known = _by_file_name(name)
+    if known is not None and sha256_file(part) != known.sha256:
+        part.unlink(missing_ok=True)
+        raise InputError(f"the downloaded file's SHA-256 is not the published one of HealthBench "
+                         f"{known.name} ({known.sha256})", file=url)
+    os.replace(part, dest)  # atomic: a concurrent or interrupted download never leaves half a file
+    return dest
+
+
+def _is_professional(path: Path) -> bool:
+    with path.open(encoding="utf-8") as fh:
+        for line in fh:
+            if line.strip():
+                try:
+                    obj = json.loads(line)
+                except json.JSONDecodeError:
+                    return False  # load_healthbench will report it with its line number
+                return isinstance(obj, dict) and "rubric_items" in obj
+    return False
+
+
+def resolve_healthbench(data: str, cache_dir: str | Path | None = None) -> HealthBenchData:
+    """Turn ``--data`` into a verified local file.
+
+    Args:
+        data: a local path, an http(s) URL, or a variant name (``full``, ``hard``, ``consensus``).
+        cache_dir: where downloads go (default: the verdict cache folder, ``$RUBRICSTREE_CACHE_DIR``).
+
+    Raises:
+        InputError: the file is missing, a download failed, or a file named like a published
+            variant does not have its published SHA-256 (the error names the file).
+    """
+    from reward.judge.cache import default_cache_dir
+
+    cache = Path(cache_dir) if cache_dir is not None else default_cache_dir()
+    if data in VARIANTS:
+        path = _download(VARIANTS[data].url, cache)
+    elif urlparse(data).scheme in ("http", "https"):
+        path = _download(data, cache)
+    else:
+        path = Path(data)
+        if not path.is_file():
+            raise InputError("data file not found", file=data)
+    digest = sha256_file(path)
+    named = _by_file_name(path.name)
+    if named is not None and digest != named.sha256:
+        raise InputError(f"SHA-256 {digest} is not the published one of HealthBench {named.name} "
+                         f"({named.sha256}): the file is modified or truncated", file=str(path))
+    by_hash = next((v.name for v in VARIANTS.values() if v.sha256 == digest), None)
+    if by_hash is not None:
+        variant, how = by_hash, "sha256"
+    elif _is_professional(path):
+        variant, how = "professional", "format"
+    else:
+        # a subset or a local copy: a variant word in the name is a hint, never a verification
+        stem = path.name.lower()
+        guess = next((v for v in ("consensus", "hard", "professional") if v in stem), None)
+        variant, how = (guess, "file name") if guess else (None, None)
+    return HealthBenchData(path=path, source=data, sha256=digest, variant=variant, variant_source=how)

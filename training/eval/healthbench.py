@@ -1,0 +1,457 @@
+"""HealthBench evaluation of a checkpoint: generate -> grade every rubric item -> score -> report.
+
+One call of :func:`run_healthbench` does the whole evaluation and can be repeated: it reads what
+the output folder already holds and does only what is missing.
+
+- ``generations.jsonl``: one line per response, appended as soon as it exists.
+- ``verdicts.jsonl``: one line per graded rubric item (``prompt_id``, ``rubric_index``,
+  ``criteria_met``, ...), appended as soon as its batch returns; the format
+  ``rubricstree healthbench score --verdicts`` reads. Only successful verdicts are written.
+- ``generation_failures.jsonl`` / ``judge_failures.jsonl``: failures, for the record; a failed
+  item is tried again by the next run, and one that still fails leaves its example unscored
+  (excluded from the score and counted), never scored as "not met".
+- ``config.json``: the settings that decide generations and verdicts; a resume must match them.
+- ``metrics.json``, ``example_scores.jsonl``, ``report.md``/``report.html`` and plots: derived,
+  rewritten at the end of every run, identical for an interrupted-and-resumed run and an
+  uninterrupted one (timings and judge counters go to ``runs.jsonl`` instead).
+
+Scoring is the exact HealthBench scoring of :mod:`reward.healthbench.scoring`: per example
+achieved/possible (unclipped), mean per tag and overall, clipped after averaging, bootstrap std.
+Examples are scored in data-file order so the bootstrap sees the same sequence on every run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from reward.errors import InputError
+from reward.healthbench.schema import HealthBenchRow, load_healthbench
+from reward.healthbench.scoring import example_score, length_adjusted, score_healthbench
+from reward.healthbench.variants import LENGTH_ADJUST
+from training.eval.data import HealthBenchData, resolve_healthbench
+from training.eval.generate import GenerationSettings, GenOutput, GenRequest, make_generator
+from training.eval.store import CrashHook, JsonlLog, check_settings, model_identity
+from training.system_prompt import apply_system_prompt, system_prompt_id
+
+
+
+class HealthBenchEvalConfig(BaseModel):
+    """Everything ``rubricstree eval healthbench`` takes (see its ``--help`` for each option)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    model: str = Field(description="checkpoint path or name; with generate_url, the served model name")
+    data: str = Field(description="HealthBench file: local path, http(s) URL, or full/hard/consensus")
+    out: Path = Field(description="output folder; rerunning with the same one resumes")
+    generate_url: str | None = None
+    judge_url: str | None = None
+    judge_model: str | None = None
+    served_judge: str | None = None
+    grading: Literal["explain", "choice"] = "explain"
+    grader_template: str | None = None
+    system_prompt: str = "none"
+    length_adjust: bool = False
+    limit: int | None = Field(None, ge=1)
+    generation: GenerationSettings = GenerationSettings()
+    judge_max_tokens: int = Field(512, ge=16, description="decoding budget of explain-mode verdicts")
+    concurrency: int = Field(32, ge=1, description="generation requests in flight (server)")
+    batch_size: int = Field(8, ge=1, description="in-process generation batch size")
+    judge_concurrency: int = Field(64, ge=1, description="judge requests in flight (server)")
+    judge_passes: int = Field(2, ge=1, description="grading passes per run: later ones retry failed items")
+    use_cache: bool = Field(True, description="also use the durable verdict cache across folders")
+    n_bootstrap: int = Field(1000, ge=1)
+    seed: int = 0
+    worst: int = Field(10, ge=0, description="worst examples shown in the report")
+    wandb: bool = False
+
+
+@dataclass
+class ExampleResult:
+    """One scored example, for the report."""
+
+    row: HealthBenchRow
+    response: str
+    met: list[bool]
+    score: float
+    score_adjusted: float | None
+
+
+# ---------------------------------------------------------------------------------------------
+# settings and records
+# ---------------------------------------------------------------------------------------------
+
+
+def _template(cfg: HealthBenchEvalConfig):
+    from reward.judge.templates import default_template, load_template
+
+    return load_template(cfg.grader_template, cfg.grading) if cfg.grader_template else default_template(cfg.grading)
+
+
+def _judge_identity(cfg: HealthBenchEvalConfig, judge) -> dict[str, str]:
+    """Who grades, without loading the judge (a finished run re-scores without it)."""
+    if judge is not None:
+        return {"backend": type(judge).__name__, "model": judge.model_id}
+    if cfg.judge_url:
+        from reward.judge import _first_served_model
+
+        served = cfg.served_judge or _first_served_model(cfg.judge_url.split(",")[0].strip(), None)
+        return {"backend": "http", "model": served}
+    if cfg.judge_model:
+        return {"backend": "inprocess", "model": model_identity(cfg.judge_model)}
+    raise InputError("give a judge: --judge-url URL (a vLLM server) or --judge-model PATH (in-process)")
+
+
+def run_settings(cfg: HealthBenchEvalConfig, data: HealthBenchData, judge=None, generator=None) -> dict[str, Any]:
+    """The settings that decide generations and verdicts (``config.json``)."""
+    template = _template(cfg)
+    gen_backend = getattr(generator, "backend", None) or ("http" if cfg.generate_url else "inprocess")
+    return {
+        "benchmark": "healthbench",
+        "model": model_identity(cfg.model),
+        "generate_backend": gen_backend,
+        "data_sha256": data.sha256,
+        "system_prompt": system_prompt_id(cfg.system_prompt),
+        "generation": cfg.generation.model_dump(),
+        "judge": _judge_identity(cfg, judge),
+        "grading": {"mode": cfg.grading, "template": template.name, "template_version": template.version,
+                    "max_explain_tokens": cfg.judge_max_tokens if cfg.grading == "explain" else None},
+    }
+
+
+def _load_generations(log_: JsonlLog, wanted: set[str]) -> dict[str, dict[str, Any]]:
+    out: dict[str, dict[str, Any]] = {}
+    for i, rec in enumerate(log_.load(), start=1):
+        pid, resp = rec.get("prompt_id"), rec.get("response")
+        if not isinstance(pid, str) or not isinstance(resp, str):
+            raise InputError("a generation needs a string prompt_id and response", file=str(log_.path), record=f"line {i}")
+        if pid in wanted:
+            out.setdefault(pid, rec)  # the first one written is the one that was graded
+    return out
+
+
+def _load_verdicts(log_: JsonlLog, n_items: dict[str, int]) -> dict[tuple[str, int], dict[str, Any]]:
+    out: dict[tuple[str, int], dict[str, Any]] = {}
+    for i, rec in enumerate(log_.load(), start=1):
+        pid, idx, met = rec.get("prompt_id"), rec.get("rubric_index"), rec.get("criteria_met")
+        if not isinstance(pid, str) or not isinstance(idx, int) or not isinstance(met, bool):
+            raise InputError("a verdict needs prompt_id, an integer rubric_index and a boolean criteria_met",
+                             file=str(log_.path), record=f"line {i}")
+        if pid in n_items and 0 <= idx < n_items[pid]:
+            out.setdefault((pid, idx), rec)
+    return out
+
+
+def _check_rows(rows: Sequence[HealthBenchRow], src: str) -> None:
+    for row in rows:
+        if not any(item.points > 0 for item in row.rubrics):
+            raise InputError("no rubric item has positive points: the example cannot be scored",
+                             file=src, record=f"prompt_id {row.prompt_id}", field="rubrics")
+
+
+# ---------------------------------------------------------------------------------------------
+# generation and grading
+# ---------------------------------------------------------------------------------------------
+
+
+def _generate(cfg: HealthBenchEvalConfig, rows: Sequence[HealthBenchRow], out: Path, generator,
+              crash: CrashHook, run: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """Generate the missing responses; returns the new records and failures (by prompt id)."""
+    gens, fails = JsonlLog(out / "generations.jsonl"), JsonlLog(out / "generation_failures.jsonl")
+    new: dict[str, dict[str, Any]] = {}
+    failures: dict[str, str] = {}
+    requests = [GenRequest(row.prompt_id, apply_system_prompt(row.prompt, cfg.system_prompt)) for row in rows]
+
+    def on_done(key: str, output: GenOutput) -> None:
+        crash.guard()
+        if output.ok:
+            rec = {"prompt_id": key, "response": output.text, "finish_reason": output.finish_reason,
+                   "completion_tokens": output.completion_tokens}
+            if output.reasoning:
+                rec["reasoning"] = output.reasoning
+            gens.append(rec)
+            new[key] = rec
+        else:
+            fails.append({"prompt_id": key, "error": output.error, "time": _now()})
+            failures[key] = output.error or "unknown error"
+        crash.tick("generations")
+
+    own = generator is None
+    if own:
+        generator = make_generator(cfg.model, cfg.generation, generate_url=cfg.generate_url,
+                                   concurrency=cfg.concurrency, batch_size=cfg.batch_size)
+    try:
+        generator.generate(requests, on_done, desc="generate")
+    finally:
+        gens.close()
+        fails.close()
+        if own:
+            generator.close()
+    run["generated"] = len(new)
+    run["generation_failures"] = len(failures)
+    run["_generation_errors"] = failures
+    return new
+
+
+def _make_judge(cfg: HealthBenchEvalConfig):
+    from reward.judge import JudgeConfig, make_judge
+
+    config = JudgeConfig(mode=cfg.grading, template_file=cfg.grader_template,
+                         max_explain_tokens=cfg.judge_max_tokens)
+    kwargs: dict[str, Any] = {"concurrency": cfg.judge_concurrency} if cfg.judge_url else {}
+    return make_judge(judge_url=cfg.judge_url, judge_model=cfg.judge_model, served_model=cfg.served_judge,
+                      config=config, cache=cfg.use_cache, **kwargs)
+
+
+def _chunks(todo: list[tuple[HealthBenchRow, str, list[int]]], judge) -> list[list[tuple[HealthBenchRow, str, list[int]]]]:
+    """Server judges take one example per call, many calls in flight (each example's items share
+    a prefix); an in-process judge gets several examples per call, so its batches fill up."""
+    if getattr(judge, "concurrency", 1) > 1:
+        return [[t] for t in todo]
+    size = 4 * getattr(judge, "batch_size", 16)
+    out: list[list] = []
+    cur: list = []
+    n = 0
+    for t in todo:
+        if cur and n + len(t[2]) > size:
+            out.append(cur)
+            cur, n = [], 0
+        cur.append(t)
+        n += len(t[2])
+    if cur:
+        out.append(cur)
+    return out
+
+
+async def _grade(judge, todo: list[tuple[HealthBenchRow, str, list[int]]], out: Path, crash: CrashHook,
+                 run: dict[str, Any]) -> None:
+    from reward.judge import JudgeItem, Message
+    from tqdm.auto import tqdm
+
+    verdicts, fails = JsonlLog(out / "verdicts.jsonl"), JsonlLog(out / "judge_failures.jsonl")
+    failures: dict[tuple[str, int], str] = {}
+    chunks = _chunks(todo, judge)
+    in_flight = asyncio.Semaphore(16 if getattr(judge, "concurrency", 1) > 1 else 1)
+    bar = tqdm(total=sum(len(t[2]) for t in todo), desc="grade", unit="item", disable=None, dynamic_ncols=True)
+    run.setdefault("graded_items", 0)
+
+    async def grade_chunk(chunk) -> None:
+        items, where = [], []
+        for row, response, indices in chunk:
+            # the grader sees the row's conversation, not our system prompt (as the reference does)
+            conv = tuple(Message(role=m.role, content=m.content) for m in row.prompt)
+            for i in indices:
+                r = row.rubrics[i]
+                items.append(JudgeItem(conversation=conv, response=response, criterion=r.criterion, points=r.points))
+                where.append((row.prompt_id, i))
+        async with in_flight:
+            result = await judge.grade(items)
+        for (pid, i), v in zip(where, result):
+            crash.guard()
+            if v.ok:
+                rec = {"prompt_id": pid, "rubric_index": i, "criteria_met": bool(v.met), "p_yes": v.p_yes}
+                if v.explanation:
+                    rec["explanation"] = v.explanation
+                verdicts.append(rec)
+                run["graded_items"] += 1
+                crash.tick("verdicts")
+            else:
+                fails.append({"prompt_id": pid, "rubric_index": i, "failure": v.failure, "time": _now()})
+                failures[(pid, i)] = v.failure or "unknown failure"
+        bar.update(len(items))
+
+    tasks = [asyncio.ensure_future(grade_chunk(c)) for c in chunks]
+    try:
+        await asyncio.gather(*tasks)
+    except BaseException:
+        for t in tasks:
+            t.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        raise
+    finally:
+        bar.close()
+        verdicts.close()
+        fails.close()
+        run["judge_failures"] = len(failures)
+        run["_judge_errors"] = failures
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+# ---------------------------------------------------------------------------------------------
+# scoring
+# ---------------------------------------------------------------------------------------------
+
+
+def _score(cfg: HealthBenchEvalConfig, data: HealthBenchData, rows: Sequence[HealthBenchRow],
+           gens: dict[str, dict[str, Any]], verdicts: dict[tuple[str, int], dict[str, Any]],
+           run: dict[str, Any], settings: dict[str, Any], rows_in_file: int
+           ) -> tuple[dict[str, Any], list[ExampleResult]]:
+    gen_errors = run.get("_generation_errors", {})
+    judge_errors: dict[tuple[str, int], str] = run.get("_judge_errors", {})
+    scored: list[HealthBenchRow] = []
+    results: list[ExampleResult] = []
+    unscored: list[dict[str, str]] = []
+    p = LENGTH_ADJUST[data.length_adjust_variant] if cfg.length_adjust else None
+    for row in rows:
+        pid = row.prompt_id
+        if pid not in gens:
+            unscored.append({"prompt_id": pid, "reason": f"no response: {gen_errors.get(pid, 'not generated')}"})
+            continue
+        missing = [i for i in range(len(row.rubrics)) if (pid, i) not in verdicts]
+        if missing:
+            why = judge_errors.get((pid, missing[0]), "not graded")
+            unscored.append({"prompt_id": pid, "reason": f"{len(missing)} of {len(row.rubrics)} rubric items "
+                                                         f"without a verdict; first (item {missing[0]}): {why}"})
+            continue
+        met = [verdicts[(pid, i)]["criteria_met"] for i in range(len(row.rubrics))]
+        response = gens[pid]["response"]
+        value = example_score([r.points for r in row.rubrics], met)
+        adjusted = length_adjusted(value, response, p) if p is not None else None
+        scored.append(row)
+        results.append(ExampleResult(row, response, met, value, adjusted))
+
+    metrics: dict[str, Any] = {
+        "benchmark": "healthbench",
+        "model": cfg.model,
+        "generate_backend": settings["generate_backend"],
+        "data": {"source": cfg.data, "file": data.path.name, "sha256": data.sha256, "variant": data.variant,
+                 "variant_source": data.variant_source, "rows_in_file": rows_in_file, "limit": cfg.limit},
+        "system_prompt": settings["system_prompt"],
+        "generation": settings["generation"],
+        "grading": {**settings["grading"], "judge_backend": settings["judge"]["backend"],
+                    "judge_model": settings["judge"]["model"]},
+        "n_rows": len(rows), "n_scored": len(scored), "n_unscored": len(unscored), "unscored": unscored,
+        "score": None, "bootstrap_std": None, "n_samples": 0, "tags": {},
+        "length_adjusted": None,
+        "n_bootstrap": cfg.n_bootstrap, "bootstrap_seed": cfg.seed,
+    }
+    if scored:
+        verdict_map = {r.row.prompt_id: r.met for r in results}
+        responses = {r.row.prompt_id: r.response for r in results}
+        metrics.update(score_healthbench(scored, verdict_map, n_bootstrap=cfg.n_bootstrap, seed=cfg.seed))
+        if p is not None:
+            adj = score_healthbench(scored, verdict_map, responses, p, n_bootstrap=cfg.n_bootstrap, seed=cfg.seed)
+            metrics["length_adjusted"] = {"p": p, "variant": data.length_adjust_variant, **adj}
+        chars = [len(r.response) for r in results]
+        finish: dict[str, int] = {}
+        for r in results:
+            reason = str(gens[r.row.prompt_id].get("finish_reason"))
+            finish[reason] = finish.get(reason, 0) + 1
+        metrics["responses"] = {"mean_chars": sum(chars) / len(chars), "finish_reasons": dict(sorted(finish.items()))}
+    return metrics, results
+
+
+# ---------------------------------------------------------------------------------------------
+# the run
+# ---------------------------------------------------------------------------------------------
+
+
+def run_healthbench(cfg: HealthBenchEvalConfig, *, generator=None, judge=None) -> dict[str, Any]:
+    """Evaluate ``cfg.model`` on HealthBench, resuming from whatever ``cfg.out`` holds.
+
+    Args:
+        cfg: the evaluation settings.
+        generator: an object with ``generate(requests, on_done, desc)`` (and ``backend``) to use
+            instead of building one from ``cfg`` (tests pass fakes here).
+        judge: a :class:`reward.judge.Judge` to use instead of building one from ``cfg``.
+
+    Returns:
+        The metrics also written to ``cfg.out / "metrics.json"``.
+
+    Raises:
+        InputError: bad data, a data file whose published hash does not match, or an output
+            folder holding a run with other settings.
+    """
+    t0 = time.time()
+    out = Path(cfg.out)
+    out.mkdir(parents=True, exist_ok=True)
+    data = resolve_healthbench(cfg.data)
+    all_rows = load_healthbench(data.path)
+    rows = all_rows[:cfg.limit] if cfg.limit else all_rows
+    _check_rows(rows, str(data.path))
+    settings = run_settings(cfg, data, judge, generator)
+    check_settings(out / "config.json", settings)
+    crash = CrashHook()
+    run: dict[str, Any] = {"started": _now(), "argv": sys.argv[1:], "generated": 0, "graded_items": 0}
+    try:
+        metrics = _run_steps(cfg, data, all_rows, rows, settings, out, generator, judge, crash, run)
+    except BaseException as exc:
+        # the crashed run is on record too, with what it did (judge requests included)
+        run.update(finished=_now(), wall_s=round(time.time() - t0, 2), error=f"{type(exc).__name__}: {exc}")
+        JsonlLog(out / "runs.jsonl").append({k: v for k, v in run.items() if not k.startswith("_")})
+        raise
+    run.update(finished=_now(), wall_s=round(time.time() - t0, 2), n_scored=metrics["n_scored"],
+               n_unscored=metrics["n_unscored"])
+    JsonlLog(out / "runs.jsonl").append({k: v for k, v in run.items() if not k.startswith("_")})
+    if cfg.wandb:
+        from training.eval.tracking import log_to_wandb
+
+        log_to_wandb(metrics, out)
+    return metrics
+
+
+def _run_steps(cfg: HealthBenchEvalConfig, data: HealthBenchData, all_rows: list[HealthBenchRow],
+               rows: list[HealthBenchRow], settings: dict[str, Any], out: Path, generator, judge,
+               crash: CrashHook, run: dict[str, Any]) -> dict[str, Any]:
+    n_items = {row.prompt_id: len(row.rubrics) for row in rows}
+    gens = _load_generations(JsonlLog(out / "generations.jsonl"), set(n_items))
+    run["generations_found"] = len(gens)
+    missing = [row for row in rows if row.prompt_id not in gens]
+    if missing:
+        gens.update(_generate(cfg, missing, out, generator, crash, run))
+
+    verdicts = _load_verdicts(JsonlLog(out / "verdicts.jsonl"), n_items)
+    run["verdicts_found"] = len(verdicts)
+    judge_obj, own = judge, judge is None
+    # a second pass retries what failed in the first (a server restart, a busy replica);
+    # what still fails stays unscored and the next run tries it again
+    for _ in range(cfg.judge_passes):
+        todo = []
+        for row in rows:
+            if row.prompt_id in gens:
+                idx = [i for i in range(len(row.rubrics)) if (row.prompt_id, i) not in verdicts]
+                if idx:
+                    todo.append((row, gens[row.prompt_id]["response"], idx))
+        if not todo:
+            break
+        if judge_obj is None:
+            judge_obj = _make_judge(cfg)
+
+        async def grade_pass(j=judge_obj, todo=todo) -> None:
+            try:
+                await _grade(j, todo, out, crash, run)
+            finally:
+                run["judge_stats"] = j.stats.as_dict()
+                if own:
+                    await j.aclose()  # the HTTP client belongs to this pass's event loop
+
+        asyncio.run(grade_pass())
+        verdicts = _load_verdicts(JsonlLog(out / "verdicts.jsonl"), n_items)
+
+    metrics, results = _score(cfg, data, rows, gens, verdicts, run, settings, len(all_rows))
+    _write_outputs(cfg, out, metrics, results)
+    return metrics
+
+
+def _write_outputs(cfg: HealthBenchEvalConfig, out: Path, metrics: dict[str, Any],
+                   results: list[ExampleResult]) -> None:
+    from training.eval.report import write_healthbench_report
+
+    (out / "metrics.json").write_text(json.dumps(metrics, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    with (out / "example_scores.jsonl").open("w", encoding="utf-8") as fh:
+        for r in results:
+            fh.write(json.dumps({"id": r.row.prompt_id, "score": r.score, "score_length_adjusted": r.score_adjusted,
+                                 "response_chars": len(r.response), "example_tags": r.row.example_tags}) + "\n")
+    write_healthbench_report(out, metrics, results, worst=cfg.worst)

@@ -1,0 +1,343 @@
+"""Reports of an evaluation folder: ``report.md``, a self-contained ``report.html`` and PNG plots.
+
+The plots (matplotlib, Agg backend, no display needed) are written beside the reports and
+embedded into the HTML as base64, so the HTML alone can be mailed or attached to a ticket:
+
+- ``theme_scores.png`` / ``axis_scores.png``: score per theme and per axis, bootstrap std as
+  error bars, n in the labels;
+- ``score_distribution.png``: histogram of per-example (unclipped) scores;
+- for MCQ, ``category_accuracy.png``.
+
+The worst examples are listed with their failed rubric items: positive items not met ("missed")
+and negative items met ("triggered"), with points. Without matplotlib the reports are written
+without plots and say so.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import logging
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from reward._optional import is_available
+
+log = logging.getLogger(__name__)
+
+_CSS = """
+body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222;line-height:1.45}
+h1{margin-bottom:.2em} .headline{font-size:2.6em;font-weight:700;margin:.2em 0} .sub{color:#666}
+table{border-collapse:collapse;margin:1em 0} th,td{border:1px solid #ddd;padding:.3em .7em;text-align:left;vertical-align:top}
+th{background:#f4f4f4} td.num{text-align:right;font-variant-numeric:tabular-nums}
+img{max-width:100%;border:1px solid #eee;margin:.5em 0} .ex{border:1px solid #ddd;border-radius:6px;padding:.8em 1em;margin:1em 0}
+pre{white-space:pre-wrap;background:#f8f8f8;padding:.6em;border-radius:4px;max-height:22em;overflow:auto}
+.miss{color:#a15c00} .trig{color:#b00020} .warn{background:#fff4e5;padding:.5em 1em;border-left:4px solid #f0a000}
+"""
+
+
+def _fmt(x: float | None, digits: int = 4) -> str:
+    return "n/a" if x is None else f"{x:.{digits}f}"
+
+
+def _group(tags: dict[str, dict[str, Any]], prefix: str) -> dict[str, dict[str, Any]]:
+    return {t[len(prefix):]: m for t, m in tags.items() if t.startswith(prefix)}
+
+
+# ---------------------------------------------------------------------------------------------
+# plots
+# ---------------------------------------------------------------------------------------------
+
+
+def _pyplot():
+    import matplotlib
+
+    matplotlib.use("Agg")  # files only: no display on a training node
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def bar_plot(path: Path, values: dict[str, dict[str, Any]], title: str, xlabel: str = "score") -> Path | None:
+    """Horizontal bars of ``{label: {"score", "bootstrap_std", "n_samples"}}`` with error bars."""
+    if not values:
+        return None
+    plt = _pyplot()
+    labels = list(values)
+    scores = [values[k]["score"] for k in labels]
+    errs = [values[k].get("bootstrap_std") or 0.0 for k in labels]
+    fig, ax = plt.subplots(figsize=(8, 0.45 * len(labels) + 1.4))
+    y = range(len(labels))
+    ax.barh(list(y), scores, xerr=errs, color="#4c78a8", ecolor="#333", capsize=3)
+    ax.set_yticks(list(y), [f"{k} (n={values[k].get('n_samples', '?')})" for k in labels])
+    ax.invert_yaxis()
+    ax.set_xlim(0, 1)
+    ax.set_xlabel(xlabel)
+    ax.set_title(title)
+    for i, s in enumerate(scores):
+        ax.text(min(s + 0.01, 0.93), i, f"{s:.3f}", va="center", fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def histogram_plot(path: Path, values: Sequence[float], overall: float | None, title: str) -> Path | None:
+    """Histogram of per-example scores with the (clipped) overall score marked."""
+    if not values:
+        return None
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(8, 3.6))
+    lo = min(-0.1, min(values))
+    ax.hist(values, bins=20, range=(lo, max(1.0, max(values))), color="#72b7b2", edgecolor="#333")
+    if overall is not None:
+        ax.axvline(overall, color="#e45756", linestyle="--", label=f"overall {overall:.3f}")
+        ax.legend()
+    ax.set_xlabel("per-example score (unclipped: negative items can push it below 0)")
+    ax.set_ylabel("examples")
+    from matplotlib.ticker import MaxNLocator
+
+    ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.set_title(title)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def _embed(path: Path) -> str:
+    data = base64.b64encode(path.read_bytes()).decode()
+    return f'<img alt="{html.escape(path.stem)}" src="data:image/png;base64,{data}">'
+
+
+# ---------------------------------------------------------------------------------------------
+# HealthBench
+# ---------------------------------------------------------------------------------------------
+
+
+def _failed_items(result) -> list[tuple[str, float, str]]:
+    """(kind, points, criterion) of the items that cost points, largest first."""
+    out = []
+    for item, met in zip(result.row.rubrics, result.met):
+        if item.points > 0 and not met:
+            out.append(("missed", item.points, item.criterion))
+        elif item.points < 0 and met:
+            out.append(("triggered", item.points, item.criterion))
+    return sorted(out, key=lambda t: -abs(t[1]))
+
+
+def _last_user(row) -> str:
+    users = [m.content for m in row.prompt if m.role == "user"]
+    return users[-1] if users else row.prompt[-1].content
+
+
+def _clip(text: str, n: int) -> str:
+    return text if len(text) <= n else text[:n] + f" ... [{len(text) - n} more characters]"
+
+
+def _settings_rows(m: dict[str, Any]) -> list[tuple[str, str]]:
+    g, d = m["grading"], m["data"]
+    variant = f"{d['variant']} (by {d['variant_source']})" if d.get("variant") else "unknown"
+    gen = m["generation"]
+    decoding = "greedy" if not gen["temperature"] else f"temperature {gen['temperature']}, top_p {gen['top_p']}"
+    return [
+        ("model", f"{m['model']} ({m['generate_backend']})"),
+        ("data", f"{d['file']}: {m['n_rows']} of {d['rows_in_file']} rows; variant {variant}; sha256 {d['sha256'][:16]}"),
+        ("system prompt", f"{m['system_prompt']['mode']}"),
+        ("decoding", f"{decoding}, max_new_tokens {gen['max_new_tokens']}"),
+        ("grading", f"{g['mode']} mode, template {g['template']} (version {g['template_version']})"),
+        ("judge", f"{g['judge_model']} ({g['judge_backend']})"),
+        ("scored", f"{m['n_scored']} of {m['n_rows']} examples ({m['n_unscored']} unscored)"),
+    ]
+
+
+def write_healthbench_report(out: str | Path, metrics: dict[str, Any], results: Sequence, *,
+                             worst: int = 10) -> dict[str, Path]:
+    """Write ``report.md``, ``report.html`` and the plots into ``out``.
+
+    Args:
+        out: the evaluation folder.
+        metrics: what ``metrics.json`` holds.
+        results: per-example results (``training.eval.healthbench.ExampleResult``), data order.
+        worst: how many of the lowest-scoring examples to show with their failed items.
+
+    Returns:
+        The files written, by name.
+    """
+    out = Path(out)
+    tags = metrics.get("tags") or {}
+    themes, axes = _group(tags, "theme:"), _group(tags, "axis:")
+    other = {t: v for t, v in tags.items() if not t.startswith(("theme:", "axis:"))}
+    plots: dict[str, Path] = {}
+    have_mpl = is_available("matplotlib")
+    if have_mpl:
+        for name, fn in (
+            ("theme_scores", lambda p: bar_plot(p, themes, "HealthBench score by theme (error bars: bootstrap std)")),
+            ("axis_scores", lambda p: bar_plot(p, axes, "HealthBench score by axis (error bars: bootstrap std)")),
+            ("score_distribution", lambda p: histogram_plot(p, [r.score for r in results], metrics.get("score"),
+                                                            "Per-example scores")),
+        ):
+            made = fn(out / f"{name}.png")
+            if made is not None:
+                plots[name] = made
+    else:
+        log.warning("matplotlib is not installed: the report has no plots (pip install 'rubricstree[train]')")
+    ordered = sorted(results, key=lambda r: (r.score, r.row.prompt_id))[:worst]
+    files = {"report.md": out / "report.md", "report.html": out / "report.html"}
+    files["report.md"].write_text(_hb_markdown(metrics, themes, axes, other, plots, ordered, have_mpl), encoding="utf-8")
+    files["report.html"].write_text(_hb_html(metrics, themes, axes, other, plots, ordered, have_mpl), encoding="utf-8")
+    return {**files, **{f"{k}.png": v for k, v in plots.items()}}
+
+
+def _md_cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def _md_table(values: dict[str, dict[str, Any]], label: str) -> list[str]:
+    lines = [f"| {label} | score | bootstrap std | n |", "|---|---:|---:|---:|"]
+    for k, v in values.items():
+        lines.append(f"| {_md_cell(k)} | {_fmt(v['score'])} | {_fmt(v['bootstrap_std'])} | {v['n_samples']} |")
+    return lines
+
+
+def _headline(m: dict[str, Any]) -> str:
+    if m.get("score") is None:
+        return "no example could be scored"
+    s = f"{m['score']:.4f} ± {m['bootstrap_std']:.4f} (bootstrap std, n={m['n_samples']})"
+    la = m.get("length_adjusted")
+    if la:
+        s += f"; length-adjusted ({la['variant']}, p={la['p']}): {la['score']:.4f} ± {la['bootstrap_std']:.4f}"
+    return s
+
+
+def _hb_markdown(m, themes, axes, other, plots, worst, have_mpl) -> str:
+    L = [f"# HealthBench evaluation: {m['model']}", "", f"**Overall score: {_headline(m)}**", "",
+         "Score = mean over examples of achieved/possible points, clipped to [0, 1] after averaging "
+         "(the official HealthBench scoring).", "", "| setting | value |", "|---|---|"]
+    L += [f"| {k} | {_md_cell(v)} |" for k, v in _settings_rows(m)]
+    if not have_mpl:
+        L += ["", "_matplotlib is not installed: no plots._"]
+    for title, label, values, plot in (("Themes", "theme", themes, "theme_scores"), ("Axes", "axis", axes, "axis_scores")):
+        L += ["", f"## {title}", ""] + (_md_table(values, label) if values else ["(none)"])
+        if plot in plots:
+            L += ["", f"![{title}]({plots[plot].name})"]
+    if "score_distribution" in plots:
+        L += ["", "## Score distribution", "", f"![distribution]({plots['score_distribution'].name})"]
+    if other:
+        L += ["", "## Other tags", ""] + _md_table(other, "tag")
+    if m["unscored"]:
+        L += ["", f"## Unscored examples ({m['n_unscored']})", "",
+              "Excluded from every score above; a rerun with the same command retries them.", ""]
+        L += [f"- `{u['prompt_id']}`: {u['reason']}" for u in m["unscored"]]
+    if worst:
+        L += ["", f"## The {len(worst)} lowest-scoring examples", ""]
+        for r in worst:
+            theme = ", ".join(t for t in r.row.example_tags if t.startswith("theme:"))
+            L += [f"### `{r.row.prompt_id}`: {r.score:.3f} {f'({theme})' if theme else ''}", "",
+                  "**Last user message**", ""] + [f"> {ln}" for ln in _clip(_last_user(r.row), 600).splitlines()]
+            L += ["", "**Response**", ""] + [f"> {ln}" for ln in (_clip(r.response, 1200) or "(empty)").splitlines()]
+            failed = _failed_items(r)
+            L += ["", "**Failed items**" if failed else "**No failed items**", ""]
+            L += [f"- {kind} ({pts:+g}): {_md_cell(crit)}" for kind, pts, crit in failed]
+            L.append("")
+    return "\n".join(L) + "\n"
+
+
+def _html_table(values: dict[str, dict[str, Any]], label: str) -> str:
+    rows = "".join(f"<tr><td>{html.escape(k)}</td><td class=num>{_fmt(v['score'])}</td>"
+                   f"<td class=num>{_fmt(v['bootstrap_std'])}</td><td class=num>{v['n_samples']}</td></tr>"
+                   for k, v in values.items())
+    return (f"<table><tr><th>{html.escape(label)}</th><th>score</th><th>bootstrap std</th><th>n</th></tr>"
+            f"{rows}</table>")
+
+
+def _hb_html(m, themes, axes, other, plots, worst, have_mpl) -> str:
+    e = html.escape
+    score = "n/a" if m.get("score") is None else f"{m['score']:.4f}"
+    parts = [f"<!doctype html><html><head><meta charset=utf-8><title>HealthBench: {e(m['model'])}</title>"
+             f"<style>{_CSS}</style></head><body>",
+             f"<h1>HealthBench evaluation</h1><div class=sub>{e(m['model'])}</div>",
+             f"<div class=headline>{score}</div><div>{e(_headline(m))}</div>",
+             "<p class=sub>Mean over examples of achieved/possible points, clipped to [0, 1] after averaging "
+             "(the official HealthBench scoring).</p>",
+             "<table>" + "".join(f"<tr><th>{e(k)}</th><td>{e(v)}</td></tr>" for k, v in _settings_rows(m)) + "</table>"]
+    if not have_mpl:
+        parts.append("<p class=warn>matplotlib is not installed: no plots.</p>")
+    for title, label, values, plot in (("Themes", "theme", themes, "theme_scores"), ("Axes", "axis", axes, "axis_scores")):
+        parts.append(f"<h2>{title}</h2>")
+        parts.append(_html_table(values, label) if values else "<p>(none)</p>")
+        if plot in plots:
+            parts.append(_embed(plots[plot]))
+    if "score_distribution" in plots:
+        parts.append("<h2>Score distribution</h2>" + _embed(plots["score_distribution"]))
+    if other:
+        parts.append("<h2>Other tags</h2>" + _html_table(other, "tag"))
+    if m["unscored"]:
+        parts.append(f"<h2>Unscored examples ({m['n_unscored']})</h2><p class=warn>Excluded from every score "
+                     "above; a rerun with the same command retries them.</p><ul>"
+                     + "".join(f"<li><code>{e(u['prompt_id'])}</code>: {e(u['reason'])}</li>" for u in m["unscored"])
+                     + "</ul>")
+    if worst:
+        parts.append(f"<h2>The {len(worst)} lowest-scoring examples</h2>")
+        for r in worst:
+            theme = ", ".join(t for t in r.row.example_tags if t.startswith("theme:"))
+            items = "".join(f"<li class={'miss' if k == 'missed' else 'trig'}>{k} ({p:+g}): {e(c)}</li>"
+                            for k, p, c in _failed_items(r)) or "<li>none</li>"
+            parts.append(f"<div class=ex><h3><code>{e(r.row.prompt_id)}</code>: {r.score:.3f} "
+                         f"<span class=sub>{e(theme)}</span></h3>"
+                         f"<b>Last user message</b><pre>{e(_clip(_last_user(r.row), 600))}</pre>"
+                         f"<b>Response</b><pre>{e(_clip(r.response, 1200) or '(empty)')}</pre>"
+                         f"<b>Failed items</b><ul>{items}</ul></div>")
+    parts.append("</body></html>")
+    return "\n".join(parts)
+
+
+# ---------------------------------------------------------------------------------------------
+# MCQ
+# ---------------------------------------------------------------------------------------------
+
+
+def write_mcq_report(out: str | Path, metrics: dict[str, Any]) -> dict[str, Path]:
+    """Write ``report.md`` and ``report.html`` (and ``category_accuracy.png``) for an MCQ run.
+
+    Args:
+        out: the evaluation folder.
+        metrics: what the MCQ ``metrics.json`` holds.
+    """
+    out = Path(out)
+    plots: dict[str, Path] = {}
+    cats = metrics.get("categories") or {}
+    if is_available("matplotlib") and cats:
+        flat = {f"{field}={value}": {"score": v["accuracy"], "bootstrap_std": v.get("std_error"), "n_samples": v["n"]}
+                for field, values in cats.items() for value, v in values.items()}
+        made = bar_plot(out / "category_accuracy.png", flat, "Accuracy by category (error bars: standard error)",
+                        xlabel="accuracy")
+        if made:
+            plots["category_accuracy"] = made
+    acc = "n/a" if metrics.get("accuracy") is None else f"{metrics['accuracy']:.4f}"
+    head = (f"accuracy {acc} ({metrics['correct']}/{metrics['n_scored']} correct); format failures "
+            f"{metrics['format_failures']}; unscored {metrics['n_unscored']}")
+    md = [f"# MCQ evaluation: {metrics['model']}", "", f"**{head}**", "",
+          f"data: {metrics['data']['file']} ({metrics['data']['format']}), system prompt "
+          f"{metrics['system_prompt']['mode']}", ""]
+    body = []
+    for field, values in cats.items():
+        md += [f"## By {field}", "", "| value | accuracy | n | format failures |", "|---|---:|---:|---:|"]
+        md += [f"| {_md_cell(k)} | {_fmt(v['accuracy'])} | {v['n']} | {v['format_failures']} |" for k, v in values.items()]
+        md.append("")
+        rows = "".join(f"<tr><td>{html.escape(k)}</td><td class=num>{_fmt(v['accuracy'])}</td>"
+                       f"<td class=num>{v['n']}</td><td class=num>{v['format_failures']}</td></tr>" for k, v in values.items())
+        body.append(f"<h2>By {html.escape(field)}</h2><table><tr><th>value</th><th>accuracy</th><th>n</th>"
+                    f"<th>format failures</th></tr>{rows}</table>")
+    if plots:
+        md.append(f"![categories]({plots['category_accuracy'].name})")
+        body.append(_embed(plots["category_accuracy"]))
+    (out / "report.md").write_text("\n".join(md) + "\n", encoding="utf-8")
+    (out / "report.html").write_text(
+        f"<!doctype html><html><head><meta charset=utf-8><title>MCQ: {html.escape(metrics['model'])}</title>"
+        f"<style>{_CSS}</style></head><body><h1>MCQ evaluation</h1><div class=sub>{html.escape(metrics['model'])}</div>"
+        f"<div class=headline>{acc}</div><div>{html.escape(head)}</div>{''.join(body)}</body></html>\n",
+        encoding="utf-8")
+    return {"report.md": out / "report.md", "report.html": out / "report.html",
+            **{f"{k}.png": v for k, v in plots.items()}}
