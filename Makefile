@@ -16,7 +16,7 @@ $(VENV)/.installed: pyproject.toml
 	test -x $(VENV)/bin/python || $(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/pip install -q --upgrade pip
 	$(VENV)/bin/python -c "import torch" 2>/dev/null || $(VENV)/bin/pip install -q "$(TORCH_SPEC)"
-	$(VENV)/bin/pip install -q -e ".[train,dev]"
+	$(VENV)/bin/pip install -q -e ".[train,verl,dev]"
 	touch $@
 
 judge-env: $(JUDGE_VENV)/.installed

@@ -11,7 +11,7 @@ from collections.abc import Callable
 
 from reward.judge.base import Judge
 from reward.judge.templates import Template
-from reward.judge.types import JudgeItem, Verdict
+from reward.judge.types import JSONResult, JudgeItem, Verdict
 
 
 class _WordTokenizer:
@@ -38,12 +38,17 @@ class _WordTokenizer:
 
 
 class FakeJudge(Judge):
-    """``decide(template, item)`` returns p_yes in [0, 1], or raises to simulate a failure."""
+    """``decide(template, item)`` returns p_yes in [0, 1], or raises to simulate a failure.
 
-    def __init__(self, decide: Callable[[Template, JudgeItem], float], **kw) -> None:
+    ``generate(template, item)`` (optional) answers ``generate_json``: it returns the parsed
+    object, or raises to simulate a failure."""
+
+    def __init__(self, decide: Callable[[Template, JudgeItem], float], *,
+                 generate: Callable[[Template, JudgeItem], dict] | None = None, **kw) -> None:
         from reward.judge.render import PromptRenderer
 
         self.decide = decide
+        self.generate = generate
         self.calls: list[tuple[str, JudgeItem]] = []
         super().__init__(PromptRenderer(_WordTokenizer()), model_id="fake", **kw)
 
@@ -55,3 +60,17 @@ class FakeJudge(Judge):
         except Exception as exc:  # the fake's way to simulate a judge failure
             return Verdict.failed(f"fake failure: {exc}", mode=template.mode)
         return Verdict(met=p >= 0.5, p_yes=p, mode=template.mode)
+
+    async def _generate_json_one(self, template: Template, item: JudgeItem, ids: list[int], *, constraint: dict,
+                                 required: tuple[str, ...], max_tokens: int, attempts: int) -> JSONResult:
+        self.calls.append((template.name, item))
+        self.stats.requests += 1
+        if self.generate is None:
+            return JSONResult.failed("this fake judge does not generate")
+        try:
+            obj = self.generate(template, item)
+        except Exception as exc:  # the fake's way to simulate a judge failure
+            return JSONResult.failed(f"fake failure: {exc}")
+        if not isinstance(obj, dict) or any(k not in obj for k in required):
+            return JSONResult.failed(f"unparseable JSON: {obj!r}")
+        return JSONResult(value=obj)

@@ -13,6 +13,8 @@ app.add_typer(tree.app, name="tree", help="Inspect and validate the rubric tree.
 app.add_typer(healthbench.app, name="healthbench", help="HealthBench scoring.")
 app.add_typer(mcq.app, name="mcq", help="Multiple-choice rule reward.")
 app.add_typer(judge.app, name="judge", help="Check a judge backend.")
+from reward.cli import train as train_cli  # noqa: E402
+app.add_typer(train_cli.app, name="train", help="Difficulty filtering and TRL training runs (GSPO stages).")
 from reward.cli import eval as eval_cli  # noqa: E402  (the module name shadows a builtin)
 app.add_typer(eval_cli.app, name="eval", help="Evaluate checkpoints (HealthBench, MCQ) and compare runs.")
 

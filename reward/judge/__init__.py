@@ -9,9 +9,9 @@ from __future__ import annotations
 from reward.judge.base import Judge
 from reward.judge.cache import VerdictCache, default_cache_dir
 from reward.judge.templates import CHOICE, EXPLAIN, RELEVANCE, URGENCY, Template, load_template
-from reward.judge.types import JudgeConfig, JudgeItem, JudgeStats, Message, Verdict
+from reward.judge.types import JSONResult, JudgeConfig, JudgeItem, JudgeStats, Message, Verdict
 
-__all__ = ["CHOICE", "EXPLAIN", "RELEVANCE", "URGENCY", "Judge", "JudgeConfig", "JudgeItem",
+__all__ = ["CHOICE", "EXPLAIN", "JSONResult", "RELEVANCE", "URGENCY", "Judge", "JudgeConfig", "JudgeItem",
            "JudgeStats", "Message", "Template", "Verdict", "VerdictCache", "default_cache_dir",
            "load_template", "make_judge"]
 

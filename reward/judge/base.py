@@ -10,6 +10,8 @@ rest. Concurrent siblings would otherwise all miss a prefix that the first is st
 from __future__ import annotations
 
 import asyncio
+import hashlib
+import json
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from typing import Literal
@@ -18,9 +20,10 @@ from reward.errors import JudgeError
 from reward.judge.cache import VerdictCache, verdict_key
 from reward.judge.render import PromptRenderer
 from reward.judge.templates import Template, default_template, load_template
-from reward.judge.types import JudgeConfig, JudgeItem, JudgeStats, Verdict
+from reward.judge.types import JSONResult, JudgeConfig, JudgeItem, JudgeStats, Verdict
 
 OnFailure = Literal["record", "raise"]
+JSON_NAMESPACE = "json"  # JSON generations live in the cache's key-value store, apart from verdicts
 
 
 class Judge(ABC):
@@ -70,6 +73,54 @@ class Judge(ABC):
                 raise JudgeError(f"{len(bad)} of {len(out)} judge items failed; first (item {bad[0][0]}): {bad[0][1]}")
         return out
 
+    async def generate_json(self, template: Template, items: Sequence[JudgeItem], *, schema: dict,
+                            max_tokens: int = 1024, attempts: int = 3, regex: str | None = None,
+                            on_failure: OnFailure = "record", use_cache: bool = True) -> list[JSONResult]:
+        """Ask the judge for one JSON object per item (e.g. a list of errors), not a yes/no.
+
+        Args:
+            template: the prompt (its ``criterion`` slot may carry extra text, e.g. the key).
+            schema: a JSON schema; the HTTP backend constrains decoding with it, and an object
+                lacking its top-level ``required`` keys counts as unparseable.
+            max_tokens: decoding budget per attempt.
+            attempts: bounded parse attempts per item (later ones sample) before a failure.
+            regex: optional; the HTTP backend then constrains decoding with this regular
+                expression (a whitespace-free rendering of the schema) instead of the schema.
+                vLLM's JSON-schema grammar admits any whitespace between tokens unless the server
+                runs with ``disable_any_whitespace``, and a weak judge can spend its whole budget
+                on blanks; a regex leaves it none. In-process generation is unconstrained.
+
+        Results are cached under their own key (model, template version, schema, item), apart
+        from Boolean verdicts; only successes are stored. A failed item gets a result with
+        ``failure`` set, never an empty object; ``on_failure="raise"`` raises :class:`JudgeError`.
+        """
+        results: list[JSONResult | None] = [None] * len(items)
+        use = self.cache is not None and use_cache
+        constraint = {"regex": regex} if regex else {"json": schema}
+        keys = [json_key(self.model_id, template, constraint, it) for it in items] if use else []
+        for i, k in enumerate(keys):
+            raw = self.cache.kv_get(JSON_NAMESPACE, k)
+            if raw is not None:
+                results[i] = JSONResult.model_validate_json(raw).model_copy(update={"cached": True})
+        self.stats.cache_hits += sum(r is not None for r in results)
+        todo = [i for i, r in enumerate(results) if r is None]
+        self.stats.cache_misses += len(todo) if keys else 0
+        if todo:
+            made = await self._generate_json_uncached(
+                template, [items[i] for i in todo], constraint=constraint,
+                required=tuple(schema.get("required", ())), max_tokens=max_tokens, attempts=max(1, attempts))
+            for i, r in zip(todo, made):
+                results[i] = r
+                if keys and r.ok:
+                    self.cache.kv_put(JSON_NAMESPACE, keys[i], r.model_dump_json())
+            self.stats.failures += sum(not r.ok for r in made)
+        out = [r if r is not None else JSONResult.failed("not generated") for r in results]
+        if on_failure == "raise":
+            bad = [(i, r.failure) for i, r in enumerate(out) if not r.ok]
+            if bad:
+                raise JudgeError(f"{len(bad)} of {len(out)} judge JSON items failed; first (item {bad[0][0]}): {bad[0][1]}")
+        return out
+
     def grade_sync(self, items: Sequence[JudgeItem], template: Template | None = None, **kw) -> list[Verdict]:
         """Blocking wrapper for scripts; inside a running event loop use ``await grade``."""
         return asyncio.run(self.grade(items, template, **kw))
@@ -100,6 +151,39 @@ class Judge(ABC):
 
         await asyncio.gather(*(run_conversation(s) for s in stage_by_prefix(items)))
         return [v if v is not None else Verdict.failed("not graded") for v in out]
+
+    async def _generate_json_one(self, template: Template, item: JudgeItem, ids: list[int], *, constraint: dict,
+                                 required: tuple[str, ...], max_tokens: int, attempts: int) -> JSONResult:
+        """Generate and parse one item, with bounded attempts; never raise for a model failure.
+        Backends that cannot generate keep this default, which fails the item visibly."""
+        return JSONResult.failed(f"{type(self).__name__} cannot generate JSON")
+
+    async def _generate_json_uncached(self, template: Template, items: list[JudgeItem], *, constraint: dict,
+                                      required: tuple[str, ...], max_tokens: int, attempts: int) -> list[JSONResult]:
+        """Default: concurrent single requests, staged like grading so shared prefixes are warm."""
+        ids = [self.renderer.render_ids(template, it) for it in items]
+        out: list[JSONResult | None] = [None] * len(items)
+
+        async def run(i: int) -> None:
+            out[i] = await self._generate_json_one(template, items[i], ids[i], constraint=constraint,
+                                                   required=required, max_tokens=max_tokens, attempts=attempts)
+
+        async def run_conversation(stages: list[list[int]]) -> None:
+            for stage in stages:
+                if stage:
+                    await asyncio.gather(*(run(i) for i in stage))
+
+        await asyncio.gather(*(run_conversation(s) for s in stage_by_prefix(items)))
+        return [r if r is not None else JSONResult.failed("not generated") for r in out]
+
+
+def json_key(model_id: str, template: Template, constraint: dict, item: JudgeItem) -> str:
+    """Cache key of a JSON generation: everything that decides it, including the schema/regex."""
+    payload = json.dumps([
+        "json", model_id, template.version, json.dumps(constraint, sort_keys=True),
+        [[m.role, m.content] for m in item.conversation], item.response, item.criterion, item.points,
+    ], ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(payload.encode()).hexdigest()
 
 
 def stage_by_prefix(items: Sequence[JudgeItem]) -> list[list[list[int]]]:

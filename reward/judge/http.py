@@ -12,6 +12,11 @@ the constrained probability of answering yes.
 
 explain mode: a JSON object ``{"explanation", "criteria_met"}`` (constrained by a JSON schema
 when the server supports it), parsed robustly, with a bounded number of attempts.
+
+JSON generation (``Judge.generate_json``): the caller's schema goes in ``structured_outputs``
+(``{"json": schema}``, or ``{"regex": ...}`` when the caller gives one), through the same
+retrying ``_post``; bounded parse attempts, later ones
+sampled with a seed.
 """
 
 from __future__ import annotations
@@ -26,10 +31,10 @@ import httpx
 from reward.judge.base import Judge
 from reward.judge.cache import VerdictCache
 from reward.judge.endpoints import EndpointPool
-from reward.judge.parsing import logprobs_by_token_id, p_yes_from_logprobs, parse_explain
+from reward.judge.parsing import logprobs_by_token_id, p_yes_from_logprobs, parse_explain, parse_json_object
 from reward.judge.render import PromptRenderer, load_tokenizer
 from reward.judge.templates import Template
-from reward.judge.types import JudgeConfig, JudgeItem, Verdict
+from reward.judge.types import JSONResult, JudgeConfig, JudgeItem, Verdict
 
 log = logging.getLogger(__name__)
 
@@ -211,3 +216,26 @@ class HTTPJudge(Judge):
             last = f"unparseable grader output: {text[:200]!r}"
             body = {**body, "temperature": max(cfg.temperature, 0.7), "seed": attempt + 1}
         return Verdict.failed(f"{last} after {cfg.explain_attempts} attempts", mode="explain")
+
+    async def _generate_json_one(self, template: Template, item: JudgeItem, ids: list[int], *, constraint: dict,
+                                 required: tuple[str, ...], max_tokens: int, attempts: int) -> JSONResult:
+        body = {"model": self.model, "prompt": ids, "max_tokens": max_tokens,
+                "temperature": self.config.temperature, "structured_outputs": dict(constraint)}
+        last, text = "no attempt", None
+        for attempt in range(attempts):
+            if attempt:
+                self.stats.retries += 1
+            try:
+                data = await self._post(body)
+            except _Retryable as exc:
+                return JSONResult.failed(str(exc))
+            self._account(data)
+            choice = (data.get("choices") or [{}])[0]
+            text = choice.get("text", "")
+            obj = parse_json_object(text, required)
+            if obj is not None:
+                return JSONResult(value=obj, text=text)
+            cut = " (cut at max_tokens)" if choice.get("finish_reason") == "length" else ""
+            last = f"unparseable JSON{cut}: {text[:200]!r}"
+            body = {**body, "temperature": max(self.config.temperature, 0.7), "seed": attempt + 1}
+        return JSONResult.failed(f"{last} after {attempts} attempts", text=text)

@@ -3,6 +3,8 @@
 It renders the very same token ids as the HTTP backend and returns the same quantities:
 choice mode reads the next-token logits of the two answer tokens (p_yes normalised over them,
 which is what the server's constrained logprobs give), explain mode generates and parses JSON.
+``generate_json`` generates and parses too (no grammar constraint in process, so a weak model
+may fail more often; attempts are bounded and a failure is recorded, never an empty object).
 Items are batched by length with left padding; the model runs in a worker thread so the event
 loop stays free.
 """
@@ -15,10 +17,10 @@ import threading
 from reward._optional import require
 from reward.judge.base import Judge
 from reward.judge.cache import VerdictCache
-from reward.judge.parsing import parse_explain
+from reward.judge.parsing import parse_explain, parse_json_object
 from reward.judge.render import PromptRenderer, load_tokenizer
 from reward.judge.templates import Template
-from reward.judge.types import JudgeConfig, JudgeItem, Verdict
+from reward.judge.types import JSONResult, JudgeConfig, JudgeItem, Verdict
 
 
 class TransformersJudge(Judge):
@@ -131,4 +133,62 @@ class TransformersJudge(Judge):
         for i in pending:
             out[i] = Verdict.failed(f"unparseable grader output: {last.get(i, '')!r} after "
                                     f"{cfg.explain_attempts} attempts", mode="explain")
+        return out  # type: ignore[return-value]
+
+    async def _generate_json_uncached(self, template: Template, items: list[JudgeItem], *, constraint: dict,
+                                      required: tuple[str, ...], max_tokens: int, attempts: int) -> list[JSONResult]:
+        ids = [self.renderer.render_ids(template, it) for it in items]
+        return await asyncio.to_thread(self._json_all, ids, required, max_tokens, attempts)
+
+    def _json_all(self, ids: list[list[int]], required: tuple[str, ...], max_tokens: int,
+                  attempts: int) -> list[JSONResult]:
+        order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
+        out: list[JSONResult | None] = [None] * len(ids)
+        with self._lock:
+            for start in range(0, len(order), self.batch_size):
+                chunk = order[start:start + self.batch_size]
+                try:
+                    made = self._json_batch([ids[i] for i in chunk], required, max_tokens, attempts)
+                except Exception as exc:  # an OOM or a model error fails these items, visibly
+                    made = [JSONResult.failed(f"{type(exc).__name__}: {exc}")] * len(chunk)
+                for i, r in zip(chunk, made):
+                    out[i] = r
+        return out  # type: ignore[return-value]
+
+    def _json_batch(self, batch: list[list[int]], required: tuple[str, ...], max_tokens: int,
+                    attempts: int) -> list[JSONResult]:
+        torch = require("torch", "the in-process judge")
+        temperature = self.config.temperature
+        out: list[JSONResult | None] = [None] * len(batch)
+        pending = list(range(len(batch)))
+        last: dict[int, str] = {}
+        for attempt in range(attempts):
+            if not pending:
+                break
+            if attempt:
+                self.stats.retries += len(pending)
+            input_ids, mask = self._pad([batch[i] for i in pending])
+            temp = max(temperature, 0.7) if attempt else temperature
+            kw = {"do_sample": True, "temperature": temp} if temp > 0 else {"do_sample": False}
+            with torch.inference_mode():
+                gen = self.model.generate(input_ids=input_ids, attention_mask=mask, pad_token_id=self.pad_id,
+                                          max_new_tokens=max_tokens, **kw)
+            new = gen[:, input_ids.shape[1]:]
+            self.stats.requests += len(pending)
+            self.stats.prompt_tokens += sum(len(batch[i]) for i in pending)
+            still = []
+            for row, i in enumerate(pending):
+                toks = [t for t in new[row].tolist() if t != self.pad_id]
+                self.stats.completion_tokens += len(toks)
+                text = self.renderer.tokenizer.decode(toks, skip_special_tokens=True)
+                obj = parse_json_object(text, required)
+                if obj is None:
+                    last[i] = text
+                    still.append(i)
+                else:
+                    out[i] = JSONResult(value=obj, text=text)
+            pending = still
+        for i in pending:
+            out[i] = JSONResult.failed(f"unparseable JSON: {last.get(i, '')[:200]!r} after {attempts} attempts",
+                                       text=last.get(i))
         return out  # type: ignore[return-value]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 _OBJ = re.compile(r"\{.*?\}", re.DOTALL)
 
@@ -65,3 +65,25 @@ def parse_explain(text: str) -> tuple[bool, str] | None:
         if isinstance(met, bool):
             return met, str(obj.get("explanation", ""))
     return None
+
+
+def parse_json_object(text: str, required: Sequence[str] = ()) -> dict | None:
+    """The last top-level JSON object in ``text`` that has every key in ``required``.
+
+    Tolerates code fences and prose around the object and nested objects inside it (scanned
+    with ``json.JSONDecoder.raw_decode``, not a regular expression). Returns None when there
+    is no such object; the caller retries, then records a failure.
+    """
+    decoder = json.JSONDecoder(strict=False)  # a control character inside a string is not fatal
+    found: list[dict] = []
+    i = text.find("{")
+    while i != -1:
+        try:
+            obj, end = decoder.raw_decode(text, i)
+        except ValueError:
+            i = text.find("{", i + 1)
+            continue
+        if isinstance(obj, dict) and all(k in obj for k in required):
+            found.append(obj)
+        i = text.find("{", end)
+    return found[-1] if found else None

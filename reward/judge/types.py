@@ -93,3 +93,27 @@ class JudgeConfig(BaseModel):
     explain_attempts: int = Field(3, ge=1, le=10, description="parse attempts in explain mode before a failure")
     template_file: str | None = Field(None, description="a user template file replacing ours (explain mode)")
     temperature: float = Field(0.0, ge=0.0, description="sampling temperature of explain mode")
+
+
+class JSONResult(BaseModel):
+    """The judge's answer to a JSON generation request (``Judge.generate_json``).
+
+    ``value`` is the parsed object, None exactly when ``failure`` says why nothing usable came
+    back (transport failure, unparseable text after the allowed attempts): a failure is never
+    an empty object. ``text`` is the raw generated text of the last attempt, for audits.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    value: dict | None = None
+    failure: str | None = None
+    text: str | None = None
+    cached: bool = False
+
+    @property
+    def ok(self) -> bool:
+        return self.failure is None
+
+    @classmethod
+    def failed(cls, reason: str, text: str | None = None) -> "JSONResult":
+        return cls(value=None, failure=reason, text=text)

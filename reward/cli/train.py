@@ -1,0 +1,124 @@
+"""``rubricstree train``: difficulty filtering and TRL training runs (Fathom-Vaidya stages).
+
+``filter`` samples n completions per row with a policy and routes/keeps rows by mean reward;
+``run`` launches a stage from a YAML config (``configs/trl/*.yaml``, ``configs/smoke/*.yaml``).
+Heavy packages (torch, transformers, trl) are imported inside the commands.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from reward.errors import RubricsTreeError
+
+app = typer.Typer(no_args_is_help=True)
+
+
+def _log_to_stderr() -> None:
+    """INFO logs of our packages (filter counts, resume notices) to the current stderr; the
+    handler of an earlier call is replaced, so repeated calls in one process do not stack."""
+    for name in ("training", "reward"):
+        logger = logging.getLogger(name)
+        logger.handlers = [h for h in logger.handlers if not getattr(h, "_rubricstree_cli", False)]
+        handler = logging.StreamHandler(sys.stderr)
+        handler._rubricstree_cli = True  # type: ignore[attr-defined]
+        handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+        logger.addHandler(handler)
+        logger.setLevel(logging.INFO)
+
+
+def _window(text: str, name: str) -> tuple[float, float]:
+    try:
+        lo, hi = (float(x) for x in text.split(","))
+    except ValueError:
+        raise typer.BadParameter(f"{name}: expected LO,HI (e.g. 0.1,0.4), got {text!r}") from None
+    return lo, hi
+
+
+@app.command("filter")
+def filter_command(
+    data: Path = typer.Option(..., "--data", help="rows: MCQ JSONL (question, options, answer_idx) or HealthBench JSONL"),
+    model: str = typer.Option(..., "--model", help="the policy: a model name/path (served name with --generate-url)"),
+    out: Path = typer.Option(..., "--out", help="output folder: scores.jsonl, one JSONL per split, stats.json"),
+    generate_url: Optional[str] = typer.Option(None, "--generate-url", help="sample from this vLLM/OpenAI server"),
+    kind: str = typer.Option("mcq", "--kind", help="mcq (stages 1-2: split rubric/rule) or healthbench (stage 3: keep)"),
+    n: int = typer.Option(8, "--n", min=1, help="completions per row"),
+    temperature: float = typer.Option(1.0, "--temperature", min=0.0),
+    max_new_tokens: int = typer.Option(1024, "--max-new-tokens", min=1),
+    rubric_window: str = typer.Option("0.1,0.4", "--rubric-window", help="[lo, hi] routed to the rubric stage"),
+    rule_window: str = typer.Option("0.4,0.7", "--rule-window", help="(lo, hi] routed to the rule stage"),
+    keep_window: str = typer.Option("0.15,0.7", "--keep-window", help="[lo, hi] kept (healthbench)"),
+    system_prompt: Optional[str] = typer.Option(None, "--system-prompt", help="ours | none | FILE"),
+    limit: Optional[int] = typer.Option(None, "--limit", min=1),
+    judge_url: Optional[str] = typer.Option(None, "--judge-url", help="healthbench: the rubric judge server"),
+    judge_served: Optional[str] = typer.Option(None, "--judge-served-model"),
+    rubric_source: str = typer.Option("rows", "--rubric-source", help="healthbench: rows | tree | both"),
+    as_json: bool = typer.Option(False, "--json", help="print the stats as JSON"),
+) -> None:
+    """Difficulty filtering: route MCQ rows by mean correctness, or keep HealthBench rows in a window."""
+    from training.difficulty import DifficultyConfig, Window, run_filter
+
+    _log_to_stderr()
+    if kind not in ("mcq", "healthbench"):
+        raise typer.BadParameter("--kind must be mcq or healthbench")
+    r, u, k = _window(rubric_window, "--rubric-window"), _window(rule_window, "--rule-window"), \
+        _window(keep_window, "--keep-window")
+    try:
+        cfg = DifficultyConfig(n=n, temperature=temperature, max_new_tokens=max_new_tokens,
+                               mode="split" if kind == "mcq" else "keep",
+                               rubric=Window(lo=r[0], hi=r[1]), rule=Window(lo=u[0], hi=u[1], lo_inclusive=False),
+                               keep=Window(lo=k[0], hi=k[1]))
+        reward_fn = None
+        if kind == "healthbench":
+            if not judge_url:
+                raise typer.BadParameter("--kind healthbench needs --judge-url for the rubric reward")
+            from reward.trl_rewards import JudgeSpec, RubricRewardFunc
+
+            reward_fn = RubricRewardFunc(JudgeSpec(url=judge_url, served_model=judge_served), rubric_source=rubric_source)
+        _, stats = run_filter(data, model=model, out_dir=out, kind=kind, cfg=cfg, generate_url=generate_url,
+                              served_model=model if generate_url else None, reward_fn=reward_fn,
+                              system_prompt=system_prompt, limit=limit)
+    except (RubricsTreeError, ValueError) as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from exc
+    if as_json:
+        typer.echo(stats.model_dump_json())
+        return
+    typer.echo(f"rows: {stats.rows}; " + ", ".join(f"{s}: {c}" for s, c in stats.counts.items()))
+    typer.echo(f"windows: {stats.windows}; results in {out}")
+
+
+@app.command("run")
+def run_command(
+    config: Path = typer.Option(..., "--config", help="a training YAML (configs/trl/*.yaml, configs/smoke/*.yaml)"),
+    set_: list[str] = typer.Option([], "--set", help="override a config key: grpo.max_steps=10 (repeatable)"),
+    dry_run: bool = typer.Option(False, "--dry-run", help="validate and print the config, do not train"),
+) -> None:
+    """Train a stage with TRL (GSPO); resumes from the last checkpoint in output_dir."""
+    from training.trl_launcher import load_config
+
+    _log_to_stderr()
+    try:
+        cfg = load_config(config, set_)
+    except RubricsTreeError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from exc
+    if dry_run:
+        typer.echo(cfg.model_dump_json(indent=2))
+        return
+    from training.trl_launcher import train
+
+    try:
+        result = train(cfg)
+    except RubricsTreeError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from exc
+    typer.echo(json.dumps({"output_dir": result.output_dir, "global_step": result.global_step,
+                           "start_step": result.start_step, "resumed_from": result.resumed_from,
+                           "epochs": result.epochs}))

@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# Launch one Fathom-Vaidya training stage with verl 0.9.1 (python -m verl.trainer.main_ppo).
+#
+#   scripts/train_verl.sh configs/verl/stage1_mcq.yaml [key=value ...]
+#   RUBRICSTREE_JUDGE_URL=http://judge:8000 scripts/train_verl.sh configs/verl/stage3_clinical_rubric.yaml \
+#       actor_rollout_ref.model.path=/ckpt/fv-8b-diag trainer.n_gpus_per_node=8
+#   scripts/train_verl.sh configs/verl/stage2_error_rubric.yaml --cfg job   # print the composed config only
+#
+# CONFIG is a Hydra config on top of verl's ppo_trainer.yaml; extra arguments are Hydra overrides
+# (prefix keys verl does not have with '+'). Training needs a GPU machine: verl's trainer runs a
+# vLLM rollout engine and FSDP workers (install: pip install -e ".[train,verl]" "verl[vllm]==0.9.1").
+# Stages 2 and 3 also need a judge server (scripts/serve_judge.sh) at $RUBRICSTREE_JUDGE_URL.
+# Data: $RUBRICSTREE_VERL_DATA (default ./data/verl) holds stageN_{train,val}.parquet
+# (python -m training.verl_data --help).
+set -euo pipefail
+
+CONFIG=${1:?usage: scripts/train_verl.sh CONFIG.yaml [hydra overrides ...]}
+shift
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+[ -f "$CONFIG" ] || { echo "train_verl: no such config: $CONFIG" >&2; exit 2; }
+CONFIG_DIR=$(cd "$(dirname "$CONFIG")" && pwd)
+CONFIG_NAME=$(basename "$CONFIG" .yaml)
+
+PY=${PYTHON:-$ROOT/.venv/bin/python}
+[ -x "$PY" ] || PY=python3
+"$PY" -c "import verl" 2>/dev/null || { echo "train_verl: verl is not installed for $PY: pip install -e '.[verl]'" >&2; exit 2; }
+
+# absolute, so that every Ray worker finds the files whatever its working directory
+export RUBRICSTREE_VERL_DATA=${RUBRICSTREE_VERL_DATA:-$ROOT/data/verl}
+
+only_print=0
+for a in "$@"; do
+  case "$a" in --cfg|--cfg=*|--help|-h|--info|--info=*) only_print=1 ;; esac
+done
+
+if [ "$only_print" = 0 ]; then
+  if ! command -v nvidia-smi >/dev/null 2>&1 || ! nvidia-smi -L >/dev/null 2>&1; then
+    echo "train_verl: no GPU found. verl's trainer needs GPUs (vLLM rollout + FSDP);" \
+         "use '--cfg job' to check the config here, or set RUBRICSTREE_ALLOW_NO_GPU=1 to try anyway." >&2
+    [ "${RUBRICSTREE_ALLOW_NO_GPU:-0}" = 1 ] || exit 2
+  fi
+  if grep -q 'RUBRICSTREE_JUDGE_URL' "$CONFIG" && [ -z "${RUBRICSTREE_JUDGE_URL:-}" ] \
+     && ! printf '%s\n' "$@" | grep -q 'judge\.url='; then
+    echo "train_verl: $CONFIG_NAME scores with a judge: set RUBRICSTREE_JUDGE_URL (scripts/serve_judge.sh)" \
+         "or pass reward.custom_reward_function.reward_kwargs.judge.url=..." >&2
+    exit 2
+  fi
+fi
+
+cd "$ROOT"
+exec "$PY" -m verl.trainer.main_ppo --config-path "$CONFIG_DIR" --config-name "$CONFIG_NAME" "$@"

@@ -1,0 +1,305 @@
+"""Difficulty filtering: keep the questions a policy sometimes, but not always, gets right.
+
+For each row, sample ``n`` completions (temperature 1.0, n = 8 by default) from the policy,
+score them with the stage's reward and take the mean. Fathom-Vaidya's windows:
+
+* stages 1-2 (MCQ, ``mode="split"``): mean in [0.1, 0.4] -> ``rubric`` (the error-rubric stage),
+  mean in (0.4, 0.7] -> ``rule`` (the rule-reward stage), anything else is dropped;
+* stage 3 (clinical rubrics, ``mode="keep"``): mean in [0.15, 0.7] is kept, the rest dropped.
+
+Windows are configurable (:class:`DifficultyConfig`). A row whose completions were all unscored
+(judge failures) is dropped as ``unscored`` and counted, never treated as 0. Generation goes to
+an OpenAI-compatible server (vLLM) when a URL is given, else runs in process with transformers
+(``num_return_sequences``). Results: ``scores.jsonl`` (every row: mean, rewards, split), one
+JSONL of the original rows per split (``rubric.jsonl``/``rule.jsonl`` or ``keep.jsonl``) and
+``stats.json``; counts are also logged.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import json
+import logging
+import math
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+log = logging.getLogger(__name__)
+
+
+class Window(BaseModel):
+    """An interval of mean rewards; each end inclusive unless said otherwise."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    lo: float
+    hi: float
+    lo_inclusive: bool = True
+    hi_inclusive: bool = True
+
+    @model_validator(mode="after")
+    def _ordered(self) -> "Window":
+        if self.lo > self.hi:
+            raise ValueError(f"window lo {self.lo} is above hi {self.hi}")
+        return self
+
+    def __contains__(self, x: float) -> bool:
+        above = x >= self.lo if self.lo_inclusive else x > self.lo
+        below = x <= self.hi if self.hi_inclusive else x < self.hi
+        return above and below
+
+    def __str__(self) -> str:
+        return f"{'[' if self.lo_inclusive else '('}{self.lo}, {self.hi}{']' if self.hi_inclusive else ')'}"
+
+
+class DifficultyConfig(BaseModel):
+    """How to sample and which windows route or keep a row."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    n: int = Field(8, ge=1, description="completions sampled per row")
+    temperature: float = Field(1.0, ge=0.0)
+    top_p: float = Field(1.0, gt=0.0, le=1.0)
+    max_new_tokens: int = Field(1024, ge=1, description="completion budget per sample")
+    mode: Literal["split", "keep"] = Field("split", description="split: stages 1-2 routing; keep: stage 3 window")
+    rubric: Window = Window(lo=0.1, hi=0.4)
+    rule: Window = Window(lo=0.4, hi=0.7, lo_inclusive=False)
+    keep: Window = Window(lo=0.15, hi=0.7)
+    batch_size: int = Field(8, ge=1, description="prompts per in-process generate call")
+    concurrency: int = Field(32, ge=1, description="requests in flight to a generation server")
+    seed: int | None = 0
+    chat_template_kwargs: dict[str, Any] = Field(default_factory=dict,
+                                                 description="e.g. {enable_thinking: false} for Qwen3")
+
+    def split_of(self, mean: float | None) -> str:
+        if mean is None or math.isnan(mean):
+            return "unscored"
+        if self.mode == "keep":
+            return "keep" if mean in self.keep else "drop"
+        if mean in self.rubric:
+            return "rubric"
+        if mean in self.rule:
+            return "rule"
+        return "drop"
+
+    @property
+    def splits(self) -> tuple[str, ...]:
+        return ("keep",) if self.mode == "keep" else ("rubric", "rule")
+
+
+# ---------------------------------------------------------------------------------- generation
+def generate_with_server(prompts: Sequence[list[dict]], *, url: str, model: str | None, cfg: DifficultyConfig,
+                         timeout_s: float = 600.0) -> list[list[str]]:
+    """``n`` samples per prompt from an OpenAI-compatible ``/v1/chat/completions`` endpoint."""
+    import httpx
+
+    from reward.judge.endpoints import normalise_url
+
+    base = normalise_url(url)
+    if model is None:
+        model = httpx.get(f"{base}/models", timeout=30).json()["data"][0]["id"]
+
+    async def run() -> list[list[str]]:
+        sem = asyncio.Semaphore(cfg.concurrency)
+        async with httpx.AsyncClient(timeout=timeout_s) as client:
+            async def one(i: int, msgs: list[dict]) -> list[str]:
+                body: dict[str, Any] = {"model": model, "messages": msgs, "n": cfg.n, "temperature": cfg.temperature,
+                                        "top_p": cfg.top_p, "max_tokens": cfg.max_new_tokens}
+                if cfg.seed is not None:
+                    body["seed"] = cfg.seed + i
+                if cfg.chat_template_kwargs:
+                    body["chat_template_kwargs"] = cfg.chat_template_kwargs
+                async with sem:
+                    for attempt in range(3):
+                        try:
+                            resp = await client.post(f"{base}/chat/completions", json=body)
+                            resp.raise_for_status()
+                            break
+                        except httpx.HTTPError:
+                            if attempt == 2:
+                                raise
+                            await asyncio.sleep(1.0 + attempt)
+                choices = sorted(resp.json()["choices"], key=lambda c: c.get("index", 0))
+                return [c["message"].get("content") or "" for c in choices]
+
+            return list(await asyncio.gather(*(one(i, list(p)) for i, p in enumerate(prompts))))
+
+    return asyncio.run(run())
+
+
+def generate_in_process(prompts: Sequence[list[dict]], *, model: Any, cfg: DifficultyConfig,
+                        tokenizer: Any = None) -> list[list[str]]:
+    """``n`` samples per prompt with transformers ``generate`` (``num_return_sequences``).
+
+    Args:
+        model: a model name/path or a loaded ``PreTrainedModel`` (e.g. the trainer's policy).
+        tokenizer: required when ``model`` is a loaded model without a name to load one from.
+    """
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    if isinstance(model, (str, Path)):
+        tokenizer = tokenizer or AutoTokenizer.from_pretrained(str(model))
+        model = AutoModelForCausalLM.from_pretrained(str(model))
+    elif tokenizer is None:
+        tokenizer = AutoTokenizer.from_pretrained(model.config._name_or_path)
+    if cfg.seed is not None:
+        torch.manual_seed(cfg.seed)
+    pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
+    was_training = model.training
+    model.eval()
+    out: list[list[str]] = []
+    try:
+        for start in range(0, len(prompts), cfg.batch_size):
+            chunk = prompts[start:start + cfg.batch_size]
+            texts = [tokenizer.apply_chat_template(list(p), tokenize=False, add_generation_prompt=True,
+                                                   **cfg.chat_template_kwargs) for p in chunk]
+            enc = tokenizer(texts, return_tensors="pt", padding=True, padding_side="left",
+                            add_special_tokens=False).to(model.device)
+            kw = ({"do_sample": True, "temperature": cfg.temperature, "top_p": cfg.top_p}
+                  if cfg.temperature > 0 else {"do_sample": False})
+            with torch.inference_mode():
+                gen = model.generate(**enc, max_new_tokens=cfg.max_new_tokens, num_return_sequences=cfg.n,
+                                     pad_token_id=pad, **kw)
+            new = gen[:, enc["input_ids"].shape[1]:]
+            decoded = tokenizer.batch_decode(new, skip_special_tokens=True)
+            out.extend(decoded[i * cfg.n:(i + 1) * cfg.n] for i in range(len(chunk)))
+    finally:
+        model.train(was_training)
+    return out
+
+
+# ---------------------------------------------------------------------------------- scoring
+def score_samples(reward_fn: Callable, dataset, samples: Sequence[Sequence[str]]) -> list[list[float | None]]:
+    """Score every sample with a TRL-style reward function (sync or async), one call per batch.
+
+    ``dataset`` rows give the reward its columns (``answer``, ``options``, ``rubrics``, ...).
+    """
+    from reward.trl_rewards import run_sync
+
+    cols = [c for c in dataset.column_names if c != "prompt"]
+    prompts, completions, kwargs = [], [], {c: [] for c in cols}
+    for row, comps in zip(dataset, samples):
+        for c in comps:
+            prompts.append(row["prompt"])
+            completions.append([{"role": "assistant", "content": c}])
+            for col in cols:
+                kwargs[col].append(row[col])
+    result = reward_fn(prompts=prompts, completions=completions, completion_ids=None, **kwargs)
+    if inspect.isawaitable(result):
+        result = run_sync(result)
+    flat = list(result)
+    out, pos = [], 0
+    for comps in samples:
+        out.append(flat[pos:pos + len(comps)])
+        pos += len(comps)
+    return out
+
+
+class FilterStats(BaseModel):
+    """What the filter did: counts per split, the windows, where the files are."""
+
+    rows: int
+    counts: dict[str, int]
+    windows: dict[str, str]
+    mean_of_means: float | None
+    seconds: float
+    out_dir: str | None = None
+
+
+def filter_rows(raw_rows: Sequence[dict], dataset, samples: Sequence[Sequence[str]], reward_fn: Callable,
+                cfg: DifficultyConfig, out_dir: str | Path | None = None) -> tuple[dict[str, list[dict]], FilterStats]:
+    """Score ``samples`` (per row of ``dataset``), split ``raw_rows`` by their mean reward and
+    write the results under ``out_dir`` when given. Returns ``{split: rows}`` and the stats."""
+    t0 = time.perf_counter()
+    rewards = score_samples(reward_fn, dataset, samples)
+    splits: dict[str, list[dict]] = {s: [] for s in (*cfg.splits, "drop", "unscored")}
+    records = []
+    means = []
+    ids = (dataset["row_id"] if "row_id" in dataset.column_names
+           else dataset["prompt_id"] if "prompt_id" in dataset.column_names else list(range(len(raw_rows))))
+    for i, (raw, rs) in enumerate(zip(raw_rows, rewards)):
+        scored = [float(r) for r in rs if r is not None and not math.isnan(float(r))]
+        mean = sum(scored) / len(scored) if scored else None
+        split = cfg.split_of(mean)
+        splits[split].append(raw)
+        if mean is not None:
+            means.append(mean)
+        records.append({"index": i, "id": ids[i], "mean": mean,
+                        "n_scored": len(scored), "rewards": rs, "split": split})
+    counts = {k: len(v) for k, v in splits.items()}
+    windows = {"keep": str(cfg.keep)} if cfg.mode == "keep" else {"rubric": str(cfg.rubric), "rule": str(cfg.rule)}
+    stats = FilterStats(rows=len(raw_rows), counts=counts, windows=windows,
+                        mean_of_means=sum(means) / len(means) if means else None,
+                        seconds=time.perf_counter() - t0, out_dir=str(out_dir) if out_dir else None)
+    log.info("difficulty filter: %d rows -> %s (windows %s)", len(raw_rows),
+             ", ".join(f"{k} {v}" for k, v in counts.items()), windows)
+    if out_dir is not None:
+        out = Path(out_dir)
+        out.mkdir(parents=True, exist_ok=True)
+        _write_jsonl(out / "scores.jsonl", records)
+        for split in cfg.splits:
+            _write_jsonl(out / f"{split}.jsonl", splits[split])
+        (out / "stats.json").write_text(stats.model_dump_json(indent=2))
+    return splits, stats
+
+
+def _write_jsonl(path: Path, rows: Sequence[dict]) -> None:
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    with tmp.open("w", encoding="utf-8") as f:
+        for r in rows:
+            f.write(json.dumps(r, ensure_ascii=False) + "\n")
+    tmp.replace(path)
+
+
+def read_rows(path: str | Path) -> list[dict]:
+    from reward.jsonl import iter_jsonl
+
+    return [obj for _, obj in iter_jsonl(path)]
+
+
+def run_filter(data: str | Path, *, model: Any, out_dir: str | Path | None, kind: str = "mcq",
+               cfg: DifficultyConfig | None = None, generate_url: str | None = None,
+               served_model: str | None = None, reward_fn: Callable | None = None,
+               system_prompt: str | None = None, limit: int | None = None,
+               tokenizer: Any = None) -> tuple[dict[str, list[dict]], FilterStats]:
+    """Filter a data file end to end: build prompts, sample, score, split, write.
+
+    Args:
+        data: MCQ JSONL (``kind="mcq"``) or HealthBench-format JSONL (``kind="healthbench"``).
+        model: the policy (name/path, or a loaded model with ``tokenizer``); with
+            ``generate_url`` the server's model (``served_model``, default: the first it serves).
+        reward_fn: the stage's reward; default the MCQ rule reward for ``mcq``. Required for
+            ``healthbench`` (e.g. a ``RubricRewardFunc``).
+        cfg: windows and sampling; default ``split`` for MCQ and ``keep`` for HealthBench.
+    """
+    from training.data import build_healthbench_dataset, build_mcq_dataset
+
+    raw = read_rows(data)[:limit] if limit else read_rows(data)
+    if kind == "mcq":
+        dataset = build_mcq_dataset(raw, system_prompt=system_prompt or "none")
+        cfg = cfg or DifficultyConfig(mode="split")
+        if reward_fn is None:
+            from reward.trl_rewards import MCQRuleReward
+
+            reward_fn = MCQRuleReward()
+    elif kind == "healthbench":
+        dataset = build_healthbench_dataset(raw, system_prompt=system_prompt or "ours")
+        cfg = cfg or DifficultyConfig(mode="keep")
+        if reward_fn is None:
+            raise ValueError("the HealthBench filter needs a reward function (e.g. RubricRewardFunc)")
+    else:
+        raise ValueError(f"unknown data kind {kind!r}: use 'mcq' or 'healthbench'")
+    prompts = [row["prompt"] for row in dataset]
+    t0 = time.perf_counter()
+    if generate_url:
+        samples = generate_with_server(prompts, url=generate_url, model=served_model, cfg=cfg)
+    else:
+        samples = generate_in_process(prompts, model=model, cfg=cfg, tokenizer=tokenizer)
+    log.info("difficulty filter: sampled %d x %d completions in %.1fs", len(prompts), cfg.n, time.perf_counter() - t0)
+    return filter_rows(raw, dataset, samples, reward_fn, cfg, out_dir)
