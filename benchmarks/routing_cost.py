@@ -86,6 +86,30 @@ def print_table(rows: list[dict], grade: bool) -> None:
         print("  ".join(cells))
 
 
+def plot(rows: list[dict], path: str) -> None:
+    """Routing (flat) and, with --grade, grading (growing) judge calls per prompt, log-2 x axis."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    x = [r["rollouts_per_prompt"] for r in rows]
+    fig, ax = plt.subplots(figsize=(5.5, 3.6))
+    ax.plot(x, [r["routing_requests_per_prompt"] for r in rows], "o-", label="routing")
+    if "grading_requests" in rows[0]:
+        ax.plot(x, [r["grading_requests"] / r["prompts"] for r in rows], "s--", label="grading")
+    ax.set_xscale("log", base=2)
+    ax.set_xticks(x, [str(v) for v in x])
+    ax.set_xlabel("rollouts per prompt")
+    ax.set_ylabel("judge requests per prompt")
+    frac = rows[-1]["active_fraction"]
+    ax.set_title(f"Routing once per prompt (active leaves: {frac:.1%})")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--judge-url", help="vLLM endpoint(s), comma-separated")
@@ -98,6 +122,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--emergency-threshold", type=float, default=0.2)
     ap.add_argument("--grade", action="store_true", help="also grade the batch")
     ap.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    ap.add_argument("--plot", help="also write a PNG of judge calls per prompt against rollouts per prompt")
     args = ap.parse_args(argv)
 
     tree = load_tree(args.taxonomy)
@@ -121,6 +146,8 @@ def main(argv: list[str] | None = None) -> int:
     per_prompt = [r["routing_requests_per_prompt"] for r in rows]
     result = {"judge": judge.model_id, "taxonomy": tree.name, "leaves": len(tree.leaves),
               "flat": max(per_prompt) == min(per_prompt), "rows": rows}
+    if args.plot:
+        plot(rows, args.plot)
     if args.json:
         print(json.dumps(result))
     else:
