@@ -59,19 +59,21 @@ class TransformersJudge(Judge):
         fn = self._choice_batch if template.mode == "choice" else self._explain_batch
         return await asyncio.to_thread(self._run_batched, fn, ids)
 
-    def _run_batched(self, fn, ids: list[list[int]]) -> list[Verdict]:
+    def _run_batched(self, fn, ids: list[list[int]], failed=Verdict.failed) -> list:
+        """Run ``fn`` over length-sorted batches under the model lock; a batch that raises (an
+        OOM, a model error) fails its items visibly through ``failed(reason)``."""
         order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
-        out: list[Verdict | None] = [None] * len(ids)
+        out: list = [None] * len(ids)
         with self._lock:
             for start in range(0, len(order), self.batch_size):
                 chunk = order[start:start + self.batch_size]
                 try:
-                    verdicts = fn([ids[i] for i in chunk])
-                except Exception as exc:  # an OOM or a model error fails these items, visibly
-                    verdicts = [Verdict.failed(f"{type(exc).__name__}: {exc}")] * len(chunk)
-                for i, v in zip(chunk, verdicts):
-                    out[i] = v
-        return out  # type: ignore[return-value]
+                    results = fn([ids[i] for i in chunk])
+                except Exception as exc:
+                    results = [failed(f"{type(exc).__name__}: {exc}")] * len(chunk)
+                for i, r in zip(chunk, results):
+                    out[i] = r
+        return out
 
     def _pad(self, batch: list[list[int]]):
         torch = require("torch", "the in-process judge")
@@ -97,71 +99,13 @@ class TransformersJudge(Judge):
         self.stats.completion_tokens += len(batch)
         return [Verdict(met=p >= 0.5, p_yes=p, mode="choice") for p in p_yes]
 
-    def _explain_batch(self, batch: list[list[int]]) -> list[Verdict]:
+    def _generate_parsed(self, batch: list[list[int]], *, parse, attempts: int, max_tokens: int,
+                         temperature: float) -> list[tuple[object | None, str]]:
+        """Generate for every prompt until ``parse(text)`` gives a value or the attempts run out
+        (later attempts sample at temperature >= 0.7); returns (value or None, last text) each."""
         torch = require("torch", "the in-process judge")
-        cfg = self.config
-        out: list[Verdict | None] = [None] * len(batch)
+        out: list[tuple[object | None, str]] = [(None, "")] * len(batch)
         pending = list(range(len(batch)))
-        last: dict[int, str] = {}
-        for attempt in range(cfg.explain_attempts):
-            if not pending:
-                break
-            if attempt:
-                self.stats.retries += len(pending)
-            input_ids, mask = self._pad([batch[i] for i in pending])
-            temp = max(cfg.temperature, 0.7) if attempt else cfg.temperature
-            kw = {"do_sample": True, "temperature": temp} if temp > 0 else {"do_sample": False}
-            with torch.inference_mode():
-                gen = self.model.generate(input_ids=input_ids, attention_mask=mask, pad_token_id=self.pad_id,
-                                          max_new_tokens=cfg.max_explain_tokens, **kw)
-            new = gen[:, input_ids.shape[1]:]
-            self.stats.requests += len(pending)
-            self.stats.prompt_tokens += sum(len(batch[i]) for i in pending)
-            still = []
-            for row, i in enumerate(pending):
-                toks = [t for t in new[row].tolist() if t != self.pad_id]
-                self.stats.completion_tokens += len(toks)
-                text = self.renderer.tokenizer.decode(toks, skip_special_tokens=True)
-                parsed = parse_explain(text)
-                if parsed is None:
-                    last[i] = text[:200]
-                    still.append(i)
-                else:
-                    out[i] = Verdict(met=parsed[0], p_yes=1.0 if parsed[0] else 0.0,
-                                     explanation=parsed[1], mode="explain")
-            pending = still
-        for i in pending:
-            out[i] = Verdict.failed(f"unparseable grader output: {last.get(i, '')!r} after "
-                                    f"{cfg.explain_attempts} attempts", mode="explain")
-        return out  # type: ignore[return-value]
-
-    async def _generate_json_uncached(self, template: Template, items: list[JudgeItem], *, constraint: dict,
-                                      required: tuple[str, ...], max_tokens: int, attempts: int) -> list[JSONResult]:
-        ids = [self.renderer.render_ids(template, it) for it in items]
-        return await asyncio.to_thread(self._json_all, ids, required, max_tokens, attempts)
-
-    def _json_all(self, ids: list[list[int]], required: tuple[str, ...], max_tokens: int,
-                  attempts: int) -> list[JSONResult]:
-        order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
-        out: list[JSONResult | None] = [None] * len(ids)
-        with self._lock:
-            for start in range(0, len(order), self.batch_size):
-                chunk = order[start:start + self.batch_size]
-                try:
-                    made = self._json_batch([ids[i] for i in chunk], required, max_tokens, attempts)
-                except Exception as exc:  # an OOM or a model error fails these items, visibly
-                    made = [JSONResult.failed(f"{type(exc).__name__}: {exc}")] * len(chunk)
-                for i, r in zip(chunk, made):
-                    out[i] = r
-        return out  # type: ignore[return-value]
-
-    def _json_batch(self, batch: list[list[int]], required: tuple[str, ...], max_tokens: int,
-                    attempts: int) -> list[JSONResult]:
-        torch = require("torch", "the in-process judge")
-        temperature = self.config.temperature
-        out: list[JSONResult | None] = [None] * len(batch)
-        pending = list(range(len(batch)))
-        last: dict[int, str] = {}
         for attempt in range(attempts):
             if not pending:
                 break
@@ -181,14 +125,31 @@ class TransformersJudge(Judge):
                 toks = [t for t in new[row].tolist() if t != self.pad_id]
                 self.stats.completion_tokens += len(toks)
                 text = self.renderer.tokenizer.decode(toks, skip_special_tokens=True)
-                obj = parse_json_object(text, required)
-                if obj is None:
-                    last[i] = text
+                value = parse(text)
+                out[i] = (value, text)
+                if value is None:
                     still.append(i)
-                else:
-                    out[i] = JSONResult(value=obj, text=text)
             pending = still
-        for i in pending:
-            out[i] = JSONResult.failed(f"unparseable JSON: {last.get(i, '')[:200]!r} after {attempts} attempts",
-                                       text=last.get(i))
-        return out  # type: ignore[return-value]
+        return out
+
+    def _explain_batch(self, batch: list[list[int]]) -> list[Verdict]:
+        cfg = self.config
+        results = self._generate_parsed(batch, parse=parse_explain, attempts=cfg.explain_attempts,
+                                        max_tokens=cfg.max_explain_tokens, temperature=cfg.temperature)
+        return [Verdict(met=v[0], p_yes=1.0 if v[0] else 0.0, explanation=v[1], mode="explain") if v is not None
+                else Verdict.failed(f"unparseable grader output: {text[:200]!r} after {cfg.explain_attempts} attempts",
+                                    mode="explain")
+                for v, text in results]
+
+    async def _generate_json_uncached(self, template: Template, items: list[JudgeItem], *, constraint: dict,
+                                      required: tuple[str, ...], max_tokens: int, attempts: int) -> list[JSONResult]:
+        ids = [self.renderer.render_ids(template, it) for it in items]
+
+        def batch_fn(batch: list[list[int]]) -> list[JSONResult]:
+            results = self._generate_parsed(batch, parse=lambda t: parse_json_object(t, required), attempts=attempts,
+                                            max_tokens=max_tokens, temperature=self.config.temperature)
+            return [JSONResult(value=v, text=text) if v is not None
+                    else JSONResult.failed(f"unparseable JSON: {text[:200]!r} after {attempts} attempts", text=text)
+                    for v, text in results]
+
+        return await asyncio.to_thread(self._run_batched, batch_fn, ids, JSONResult.failed)
