@@ -87,13 +87,14 @@ def build_tiny_qwen3(out_dir: str | Path, *, hidden_size: int = 128, layers: int
         vocab_size=len(tokenizer), hidden_size=hidden_size, intermediate_size=hidden_size * 2,
         num_hidden_layers=layers, num_attention_heads=4, num_key_value_heads=2,
         head_dim=32,  # vLLM's CPU attention supports head sizes >= 32
-        max_position_embeddings=8192, tie_word_embeddings=True,
+        max_position_embeddings=8192, tie_word_embeddings=False,
         bos_token_id=None, eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id,
         torch_dtype="float32",
     )
     model = Qwen3ForCausalLM(config)
-    # Random init gives near-uniform logits; a larger output scale makes verdicts less flat so
-    # tests can tell prompts apart.
+    # A wider input embedding makes hidden states, and so verdicts, differ visibly between
+    # prompts; the output head keeps its small init (untied), so sampling stays diverse enough
+    # for GRPO groups to differ.
     with torch.no_grad():
         model.model.embed_tokens.weight.normal_(0.0, 0.5)
     model.save_pretrained(out, safe_serialization=True)
