@@ -41,7 +41,7 @@ from reward.healthbench.scoring import rl_reward
 from reward.judge.base import Judge
 from reward.judge.types import JudgeItem, Verdict
 from reward.jsonl import iter_jsonl, validation_error
-from reward.router.base import CachedRouter, Conversation, Router, Routing, as_conversation
+from reward.router.base import CachedRouter, Conversation, Router, Routing, as_conversation, tree_fingerprint
 from reward.router.llm import with_context
 from reward.scoring.tree_score import score_tree
 from reward.tree.graph import RubricTree
@@ -209,8 +209,11 @@ class RubricReward:
             raise ValueError(f"combine must be 'tree', 'points' or 'mean', got {combine!r}")
         if on_failure not in ("skip", "raise"):
             raise ValueError(f"on_failure must be 'skip' or 'raise', got {on_failure!r}")
-        if router.tree is not tree and router.tree.name != tree.name:
-            raise ValueError(f"the router routes on '{router.tree.name}', the reward scores on '{tree.name}'")
+        # Compare content, not names: every taxonomy without a ``name`` is called "taxonomy", and a
+        # router on another tree would activate leaves this one lacks or weighs differently.
+        if router.tree is not tree and tree_fingerprint(router.tree) != tree_fingerprint(tree):
+            raise ValueError(f"the router routes on another tree ('{router.tree.name}' from {router.tree.source}) "
+                             f"than the reward scores on ('{tree.name}' from {tree.source})")
         self.tree, self.judge = tree, judge
         self.scoring, self.combine, self.on_failure = scoring, combine, on_failure
         self.feedback_limit = feedback_limit

@@ -21,11 +21,18 @@ def check(
     response: str = typer.Option("This could be a heart attack. Call emergency services (911) now and chew an aspirin if you are not allergic.", help="response to grade"),
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
-    """Grade one (prompt, response, criterion) example; exits 1 if the judge call failed."""
+    """Grade one (prompt, response, criterion) example; exits 1 if the judge call failed, 2 for
+    bad settings (no judge given, an unknown mode, a server that lists no model)."""
+    from reward.errors import RubricsTreeError
     from reward.judge import JudgeConfig, JudgeItem, Message, make_judge
 
-    judge = make_judge(judge_url=judge_url, judge_model=judge_model, served_model=served_model,
-                       config=JudgeConfig(mode=mode), cache=False)
+    try:
+        judge = make_judge(judge_url=judge_url, judge_model=judge_model, served_model=served_model,
+                           config=JudgeConfig(mode=mode), cache=False)
+    # pydantic's ValidationError is a ValueError; OSError: a judge model/tokenizer not found
+    except (RubricsTreeError, ValueError, OSError) as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from exc
     item = JudgeItem(conversation=(Message(role="user", content=prompt),), response=response, criterion=criterion)
 
     async def run():

@@ -246,7 +246,7 @@ def score_command(
                            cache=cache if cache is not None else False)
         rt = build_router(router, tree, judge, threshold=threshold, emergency_threshold=emergency_threshold)
         reward = RubricReward(tree, rt, judge, scoring=scoring, combine=combine, on_failure=on_failure)
-    except (RubricsTreeError, ValueError) as exc:
+    except (RubricsTreeError, ValueError, OSError) as exc:  # OSError: a judge model/tokenizer not found
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from exc
     meta = {"rollouts": str(rollouts), "taxonomy": f"{tree.name} ({len(tree.leaves)} leaves, {tree.source})",
@@ -257,6 +257,9 @@ def score_command(
     except JudgeError as exc:
         typer.echo(f"error: {exc} (partial results in {out})", err=True)
         raise typer.Exit(1) from exc
+    except RubricsTreeError as exc:  # found once running, e.g. the embedding router's missing package
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from exc
     if as_json:
         typer.echo(json.dumps(summary))
     else:

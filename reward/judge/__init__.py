@@ -36,7 +36,7 @@ def make_judge(*, judge_url: str | list[str] | None = None, judge_model: str | N
         from reward.judge.http import HTTPJudge
 
         urls = [u.strip() for u in judge_url.split(",")] if isinstance(judge_url, str) else list(judge_url)
-        model = served_model or _first_served_model(urls[0], kwargs.get("api_key_env"))
+        model = served_model or _first_served_model(urls, kwargs.get("api_key_env"))
         return HTTPJudge(urls, model, tokenizer=tokenizer or judge_model, config=config, cache=cache, **kwargs)
     if judge_model:
         from reward.judge.inprocess import TransformersJudge
@@ -45,7 +45,9 @@ def make_judge(*, judge_url: str | list[str] | None = None, judge_model: str | N
     raise ValueError("give a judge: --judge-url URL (a vLLM server) or --judge-model PATH (in-process)")
 
 
-def _first_served_model(url: str, api_key_env: str | None) -> str:
+def _first_served_model(urls: str | list[str], api_key_env: str | None) -> str:
+    """The first model listed by the first endpoint that answers (a dead replica listed first
+    must not stop a judge that would route around it)."""
     import os
 
     import httpx
@@ -55,8 +57,11 @@ def _first_served_model(url: str, api_key_env: str | None) -> str:
 
     key = os.environ.get(api_key_env or API_KEY_ENV, "")
     headers = {"Authorization": f"Bearer {key}"} if key else {}
-    try:
-        data = httpx.get(f"{normalise_url(url)}/models", headers=headers, timeout=10).json()
-        return data["data"][0]["id"]
-    except (httpx.HTTPError, KeyError, IndexError, ValueError) as exc:
-        raise ValueError(f"cannot list the models served at {url}: {exc}; pass the served model name") from exc
+    errors = []
+    for url in [urls] if isinstance(urls, str) else urls:
+        try:
+            data = httpx.get(f"{normalise_url(url)}/models", headers=headers, timeout=10).json()
+            return data["data"][0]["id"]
+        except (httpx.HTTPError, KeyError, IndexError, TypeError, ValueError) as exc:
+            errors.append(f"{url}: {type(exc).__name__}: {exc}")
+    raise ValueError(f"cannot list the served models ({'; '.join(errors)}); pass the served model name")

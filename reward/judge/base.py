@@ -13,8 +13,8 @@ import asyncio
 import hashlib
 import json
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
-from typing import Literal
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Literal, TypeVar
 
 from reward.errors import JudgeError
 from reward.judge.cache import VerdictCache, verdict_key
@@ -23,6 +23,7 @@ from reward.judge.templates import Template, default_template, load_template
 from reward.judge.types import JSONResult, JudgeConfig, JudgeItem, JudgeStats, Verdict
 
 OnFailure = Literal["record", "raise"]
+T = TypeVar("T")
 JSON_NAMESPACE = "json"  # JSON generations live in the cache's key-value store, apart from verdicts
 
 
@@ -61,12 +62,14 @@ class Judge(ABC):
         self.stats.cache_misses += len(todo) if keys else 0
         if todo:
             graded = await self._grade_uncached(template, [items[i] for i in todo])
+            if len(graded) != len(todo):  # zip would shift every later verdict onto the wrong item
+                raise RuntimeError(f"{type(self).__name__} returned {len(graded)} verdicts for {len(todo)} items")
             for i, v in zip(todo, graded):
                 results[i] = v
             self.stats.failures += sum(not v.ok for v in graded)
             if keys:
                 self.cache.put_many((keys[i], results[i]) for i in todo)
-        out = [r for r in results if r is not None]
+        out = [r if r is not None else Verdict.failed("not graded") for r in results]
         if on_failure == "raise":
             bad = [(i, v.failure) for i, v in enumerate(out) if not v.ok]
             if bad:
@@ -136,20 +139,7 @@ class Judge(ABC):
     async def _grade_uncached(self, template: Template, items: list[JudgeItem]) -> list[Verdict]:
         """Default: staged concurrent single requests (what a prefix-caching server wants)."""
         ids = [self.renderer.render_ids(template, it) for it in items]
-        out: list[Verdict | None] = [None] * len(items)
-
-        async def run(i: int) -> None:
-            out[i] = await self._grade_one(template, items[i], ids[i])
-
-        async def run_stage(idx: list[int]) -> None:
-            await asyncio.gather(*(run(i) for i in idx))
-
-        async def run_conversation(stages: list[list[int]]) -> None:
-            for stage in stages:
-                if stage:
-                    await run_stage(stage)
-
-        await asyncio.gather(*(run_conversation(s) for s in stage_by_prefix(items)))
+        out = await run_staged(items, lambda i: self._grade_one(template, items[i], ids[i]))
         return [v if v is not None else Verdict.failed("not graded") for v in out]
 
     async def _generate_json_one(self, template: Template, item: JudgeItem, ids: list[int], *, constraint: dict,
@@ -162,18 +152,9 @@ class Judge(ABC):
                                       required: tuple[str, ...], max_tokens: int, attempts: int) -> list[JSONResult]:
         """Default: concurrent single requests, staged like grading so shared prefixes are warm."""
         ids = [self.renderer.render_ids(template, it) for it in items]
-        out: list[JSONResult | None] = [None] * len(items)
-
-        async def run(i: int) -> None:
-            out[i] = await self._generate_json_one(template, items[i], ids[i], constraint=constraint,
-                                                   required=required, max_tokens=max_tokens, attempts=attempts)
-
-        async def run_conversation(stages: list[list[int]]) -> None:
-            for stage in stages:
-                if stage:
-                    await asyncio.gather(*(run(i) for i in stage))
-
-        await asyncio.gather(*(run_conversation(s) for s in stage_by_prefix(items)))
+        out = await run_staged(items, lambda i: self._generate_json_one(
+            template, items[i], ids[i], constraint=constraint, required=required, max_tokens=max_tokens,
+            attempts=attempts))
         return [r if r is not None else JSONResult.failed("not generated") for r in out]
 
 
@@ -184,6 +165,23 @@ def json_key(model_id: str, template: Template, constraint: dict, item: JudgeIte
         [[m.role, m.content] for m in item.conversation], item.response, item.criterion, item.points,
     ], ensure_ascii=False, separators=(",", ":"))
     return hashlib.sha256(payload.encode()).hexdigest()
+
+
+async def run_staged(items: Sequence[JudgeItem], one: Callable[[int], Awaitable[T]]) -> list[T | None]:
+    """Await ``one(i)`` for every item index: conversations concurrently, and within each its
+    stages (:func:`stage_by_prefix`) in order, the items of one stage concurrently."""
+    out: list[T | None] = [None] * len(items)
+
+    async def run(i: int) -> None:
+        out[i] = await one(i)
+
+    async def run_conversation(stages: list[list[int]]) -> None:
+        for stage in stages:
+            if stage:
+                await asyncio.gather(*(run(i) for i in stage))
+
+    await asyncio.gather(*(run_conversation(s) for s in stage_by_prefix(items)))
+    return out
 
 
 def stage_by_prefix(items: Sequence[JudgeItem]) -> list[list[list[int]]]:

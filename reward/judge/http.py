@@ -63,52 +63,69 @@ class HTTPJudge(Judge):
         api_key_env: environment variable holding the API key (the key is never logged).
         timeout_s: per-request timeout; max_retries: retries after the first attempt, with
             exponential backoff and jitter; concurrency: global cap on requests in flight.
+        transport: an httpx transport to send requests through (tests, custom networking);
+            default: httpx's own.
     """
 
     def __init__(self, urls: list[str] | str, model: str, *, tokenizer=None, config: JudgeConfig | None = None,
                  cache: VerdictCache | None = None, concurrency: int = 64, timeout_s: float = 60.0,
                  max_retries: int = 4, backoff_s: float = 0.5, max_backoff_s: float = 8.0,
-                 api_key_env: str = API_KEY_ENV, cooldown_s: float = 10.0) -> None:
+                 api_key_env: str = API_KEY_ENV, cooldown_s: float = 10.0,
+                 transport: httpx.AsyncBaseTransport | None = None) -> None:
         self.pool = EndpointPool([urls] if isinstance(urls, str) else list(urls), cooldown_s=cooldown_s)
         self.model = model
         self.timeout_s, self.max_retries = timeout_s, max_retries
         self.backoff_s, self.max_backoff_s = backoff_s, max_backoff_s
         api_key = os.environ.get(api_key_env, "")
         self._headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        self._transport = transport
         self._client: httpx.AsyncClient | None = None
         self._sem: asyncio.Semaphore | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
         self._legacy_logprobs = False
+        # What the server actually serves under this name (vLLM's /v1/models "root": the model
+        # path or hub id). It goes into the verdict cache key, so a different model served under
+        # the same name never reuses old verdicts; an unreachable server leaves it out, which
+        # can only cause cache misses, never a wrong hit.
+        self.served_root = self._discover_root() if transport is None else None
         if tokenizer is None or isinstance(tokenizer, str):
-            tokenizer = load_tokenizer(tokenizer or self._discover_tokenizer())
-        super().__init__(PromptRenderer(tokenizer), model_id=f"http:{model}", config=config,
+            tokenizer = load_tokenizer(tokenizer or self.served_root or self.model)
+        model_id = f"http:{model}" + (f"@{self.served_root}" if self.served_root else "")
+        super().__init__(PromptRenderer(tokenizer), model_id=model_id, config=config,
                          cache=cache, concurrency=concurrency)
 
     def __repr__(self) -> str:  # never show the key
         return f"HTTPJudge(urls={[e.url for e in self.pool.endpoints]}, model={self.model!r})"
 
-    def _discover_tokenizer(self) -> str:
+    def _discover_root(self) -> str | None:
         for ep in self.pool.endpoints:
             try:
                 data = httpx.get(f"{ep.url}/models", headers=self._headers, timeout=10).json()
                 for m in data.get("data", []):
                     if m.get("id") == self.model and m.get("root"):
-                        return m["root"]
-            except (httpx.HTTPError, ValueError):
+                        return str(m["root"])
+            except (httpx.HTTPError, ValueError, AttributeError):
                 continue
-        return self.model
+        return None
 
     # ------------------------------------------------------------------ transport
     def _ensure_client(self) -> httpx.AsyncClient:
-        if self._client is None:
+        # The client's connections and the semaphore belong to the event loop that made them: a
+        # later asyncio.run (grade_sync twice, score_sync, route_sync) gets its own, else its
+        # first request fails with "Event loop is closed".
+        loop = asyncio.get_running_loop()
+        if self._client is None or self._loop is not loop:
             limits = httpx.Limits(max_connections=self.concurrency, max_keepalive_connections=self.concurrency)
-            self._client = httpx.AsyncClient(timeout=self.timeout_s, limits=limits, headers=self._headers)
+            self._client = httpx.AsyncClient(timeout=self.timeout_s, limits=limits, headers=self._headers,
+                                             transport=self._transport)
             self._sem = asyncio.Semaphore(self.concurrency)
+            self._loop = loop
         return self._client
 
     async def aclose(self) -> None:
-        if self._client is not None:
+        if self._client is not None and self._loop is asyncio.get_running_loop():
             await self._client.aclose()
-            self._client = None
+        self._client = self._loop = None
 
     async def _post(self, body: dict) -> dict:
         """One POST with retries across endpoints; raises _Retryable after the last attempt."""
@@ -120,26 +137,34 @@ class HTTPJudge(Judge):
                 self.stats.retries += 1
                 delay = min(self.max_backoff_s, self.backoff_s * 2 ** (attempt - 1))
                 await asyncio.sleep(delay * random.uniform(0.5, 1.5))
-            ep = self.pool.acquire(avoid=avoid)
-            ok = dead = False
-            try:
-                async with self._sem:
+            async with self._sem:
+                # Pick the endpoint once a slot is free, not while queued: a queued request that
+                # counted as outstanding would make least-outstanding balancing round-robin.
+                ep = self.pool.acquire(avoid=avoid)
+                ok = dead = False
+                try:
                     resp = await client.post(f"{ep.url}/completions", json=body)
-                self.stats.requests += 1
-                if resp.status_code == 200:
-                    ok = True
-                    self.stats.by_endpoint[ep.url] = self.stats.by_endpoint.get(ep.url, 0) + 1
-                    return resp.json()
-                last = f"HTTP {resp.status_code} from {ep.url}: {resp.text[:300]}"
-                if resp.status_code in (400, 401, 403, 404, 422) and not self._maybe_legacy(resp, body):
-                    raise _Retryable(last)  # a bad request will not get better by retrying
-            except httpx.TimeoutException:
-                last = f"timeout after {self.timeout_s}s at {ep.url}"
-            except (httpx.ConnectError, httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError) as exc:
-                dead = True
-                last = f"{type(exc).__name__} at {ep.url}: {exc}"
-            finally:
-                self.pool.release(ep, ok=ok, dead=dead)
+                    self.stats.requests += 1
+                    if resp.status_code == 200:
+                        try:
+                            data = resp.json()
+                        except ValueError:
+                            last = f"HTTP 200 from {ep.url} without a JSON body: {resp.text[:200]!r}"
+                        else:
+                            ok = True
+                            self.stats.by_endpoint[ep.url] = self.stats.by_endpoint.get(ep.url, 0) + 1
+                            return data
+                    else:
+                        last = f"HTTP {resp.status_code} from {ep.url}: {resp.text[:300]}"
+                        if resp.status_code in (400, 401, 403, 404, 422) and not self._maybe_legacy(resp, body):
+                            raise _Retryable(last)  # a bad request will not get better by retrying
+                except httpx.TimeoutException:
+                    last = f"timeout after {self.timeout_s}s at {ep.url}"
+                except (httpx.ConnectError, httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError) as exc:
+                    dead = True
+                    last = f"{type(exc).__name__} at {ep.url}: {exc}"
+                finally:
+                    self.pool.release(ep, ok=ok, dead=dead)
             avoid = ep.url
             log.debug("judge attempt %d failed: %s", attempt + 1, last)
         raise _Retryable(last)

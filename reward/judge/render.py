@@ -60,6 +60,11 @@ class PromptRenderer:
         self.framing = chat_framing(tokenizer)
         self.yes_word, self.no_word, self.yes_id, self.no_id = self._answer_tokens()
         self._trusted = lru_cache(maxsize=4096)(self._encode_trusted)
+        # Every criterion of a rollout repeats its conversation and response: tokenise them once,
+        # not once per criterion (16 rollouts x 182 leaves of 1,800-token prompts rendered in
+        # 10.7 s on 2 CPU cores, blocking the event loop; 0.23 s with this cache). Bounded, as
+        # long texts hold many ids.
+        self._untrusted = lru_cache(maxsize=1024)(self._encode_untrusted)
 
     def _answer_tokens(self) -> tuple[str, str, int, int]:
         for yes, no in ANSWER_PAIRS:
@@ -72,9 +77,12 @@ class PromptRenderer:
     def _encode_trusted(self, text: str) -> tuple[int, ...]:
         return tuple(self.tokenizer(text, add_special_tokens=False)["input_ids"])
 
+    def _encode_untrusted(self, text: str) -> tuple[int, ...]:
+        return tuple(self.tokenizer(text, add_special_tokens=False, split_special_tokens=True)["input_ids"])
+
     def encode_untrusted(self, text: str) -> list[int]:
         """Tokenise graded text so that special-token strings in it stay plain text."""
-        return self.tokenizer(text, add_special_tokens=False, split_special_tokens=True)["input_ids"]
+        return list(self._untrusted(text))
 
     def render_ids(self, template: Template, item: JudgeItem) -> list[int]:
         f = self.framing
@@ -84,7 +92,7 @@ class PromptRenderer:
         else:
             ids += self._trusted(f.before_system) + self._trusted(template.system + "\n\n")
         for text, trusted in template.pieces(item):
-            ids += self._trusted(text) if trusted else self.encode_untrusted(text)
+            ids += self._trusted(text) if trusted else self._untrusted(text)
         ids += self._trusted(f.after_user)
         return ids
 

@@ -82,7 +82,10 @@ def score_tree(tree: RubricTree, met: Mapping[str, bool | float]) -> TreeScore:
 
     nodes: dict[str, dict[str, float | int]] = {}
     for nid in tree.topological_order:
-        active = [lid for lid in tree.descendant_leaves[nid] if lid in passes]
+        # in the order of ``met``, not of the frozenset (whose order follows the per-process string
+        # hash): float sums in a fixed order give the same score in every process and on a rerun
+        below = tree.descendant_leaves[nid]
+        active = [lid for lid in passes if lid in below]
         if not active:
             continue
         total = sum(weights[lid] for lid in active)

@@ -195,3 +195,23 @@ def test_judge_check_cli_in_process(tiny_model_dir):
     res = CliRunner().invoke(app, ["judge", "check", "--judge-model", str(tiny_model_dir)])
     assert res.exit_code == 0, res.output
     assert "p_yes: 0." in res.output and "met: " in res.output
+
+
+def test_grade_sync_twice_on_one_judge(judge_url, tiny_model_dir):
+    """Each grade_sync runs its own event loop: the second must not reuse the first loop's pooled
+    connection (it failed with "Event loop is closed")."""
+    judge = make_judge(judge_url=judge_url, tokenizer=str(tiny_model_dir), cache=False)
+    batch = items(uuid.uuid4().hex, 2)
+    first = judge.grade_sync(batch)
+    second = judge.grade_sync(batch)
+    assert all(v.ok for v in first + second)
+    assert [v.p_yes for v in first] == pytest.approx([v.p_yes for v in second], abs=1e-6)
+
+
+def test_cache_identity_includes_what_the_server_serves(judge, judge_url):
+    """Verdicts are keyed by the served model's path, not only its alias: a different model
+    served under the same name must not reuse old verdicts."""
+    models = httpx.get(normalise_url(judge_url) + "/models", timeout=10).json()["data"]
+    root = next(m["root"] for m in models if m["id"] == judge.model)
+    assert judge.served_root == root
+    assert judge.model_id == f"http:{judge.model}@{root}"

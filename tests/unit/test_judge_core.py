@@ -75,8 +75,14 @@ def test_layout_puts_criterion_last_for_prefix_sharing():
 
 
 def test_template_version_changes_with_text():
+    import dataclasses
+
     assert CHOICE.version != EXPLAIN.version
-    assert len({CHOICE.version, CHOICE.version}) == 1
+    # equal content, equal version (a rebuilt template reuses cached verdicts) ...
+    assert dataclasses.replace(CHOICE).version == CHOICE.version
+    # ... and any edit to the wording gives another one (cached verdicts are not reused)
+    assert dataclasses.replace(CHOICE, user=CHOICE.user + " ").version != CHOICE.version
+    assert dataclasses.replace(CHOICE, system=CHOICE.system.replace("yes", "Yes")).version != CHOICE.version
 
 
 def test_user_template_file(tmp_path):
@@ -226,3 +232,51 @@ async def test_cache_hit_costs_no_call_and_failures_are_retried_next_time(tmp_pa
     assert second[0].cached and not second[1].failure and judge.stats.cache_hits == 1
     third = await judge.grade([item(crit="a"), item(crit="flaky")])
     assert all(v.cached for v in third) and calls["n"] == 3
+
+
+async def test_a_backend_that_loses_verdicts_is_an_error_not_a_shift():
+    """One verdict short would shift every later verdict onto the wrong item; it must raise."""
+
+    class Lossy(FakeJudge):
+        async def _grade_uncached(self, template, items):
+            return (await super()._grade_uncached(template, items))[1:]
+
+    with pytest.raises(RuntimeError, match="returned 2 verdicts for 3 items"):
+        await Lossy(lambda t, it: 0.9).grade([item(crit="a"), item(crit="b"), item(crit="c")])
+
+
+def test_judge_check_cli_bad_settings_exit_2_with_a_message():
+    from typer.testing import CliRunner
+
+    from reward.cli import app
+
+    res = CliRunner().invoke(app, ["judge", "check"])  # no judge at all
+    assert res.exit_code == 2 and "--judge-url" in res.output
+    res = CliRunner().invoke(app, ["judge", "check", "--judge-url", "http://127.0.0.1:9",
+                                   "--served-model", "m", "--judge-model", "x", "--mode", "vibes"])
+    assert res.exit_code == 2 and "mode" in res.output
+
+
+def test_rendering_tokenises_a_rollouts_conversation_and_response_once():
+    """The shared prefix of a rollout's criteria is tokenised once, not once per criterion (the
+    hot path: rendering 2,912 long prompts took 10.7 s before)."""
+    from reward.judge.render import PromptRenderer
+    from tests.fakes import _WordTokenizer
+
+    class Counting(_WordTokenizer):
+        def __init__(self):
+            super().__init__()
+            self.texts: list[str] = []
+
+        def __call__(self, text, add_special_tokens=False, split_special_tokens=False):
+            self.texts.append(text)
+            return super().__call__(text, add_special_tokens, split_special_tokens)
+
+    tok = Counting()
+    renderer = PromptRenderer(tok)
+    batch = [item(resp="Call an ambulance now.", crit=f"criterion {k}") for k in range(20)]
+    ids = [renderer.render_ids(CHOICE, it) for it in batch]
+    assert tok.texts.count("Call an ambulance now.") == 1
+    assert tok.texts.count("user: I have chest pain {and} sweating.") == 1
+    assert ids[0] == renderer.render_ids(CHOICE, batch[0])  # same ids from the cache
+    assert renderer.encode_untrusted("Call an ambulance now.") == list(tok._ids("Call an ambulance now."))

@@ -125,17 +125,19 @@ def test_multi_parent_leaf_takes_the_best_path():
 
 
 def test_deeper_better_path_reexpands_without_new_calls():
-    # X is a child of root (weak) and of A (strong): its subtree is reached twice
-    nodes = [Node(id="root", title="root", children=("A", "X")), Node(id="A", title="A", children=("X",)),
+    # X has a weak shallow parent P (joint 0.55) and a strong deeper one Q (1.0 * 0.9 = 0.9).
+    # The walk reaches X first through P (x1 = 0.55 * 0.7 = 0.385, below 0.5), then through Q:
+    # X's joint rises to 0.9 and X is expanded again, so x1 = 0.9 * 0.7 = 0.63 becomes active.
+    nodes = [Node(id="root", title="root", children=("P", "A")), Node(id="P", title="P", children=("X",)),
+             Node(id="A", title="A", children=("Q",)), Node(id="Q", title="Q", children=("X",)),
              Node(id="X", title="X", children=("x1",)), Node(id="x1", title="x1", criterion="c")]
     tree = RubricTree(nodes, root="root")
-    judge = _judge({"A": 1.0, "X": 0.45, "x1": 1.0})
-    # via root: X = 0.45 (< 0.5, not expanded); via A: 1.0 * 0.45 = 0.45 too: not active
-    assert LLMTreeRouter(tree, judge).route_sync(CONV).leaf_ids == []
-    judge = _judge({"A": 1.0, "X": 0.6, "x1": 0.9})
-    r = LLMTreeRouter(tree, judge).route_sync(CONV)
-    assert r.relevance["x1"] == pytest.approx(0.54)
-    assert _asked(judge).count("x1") == 1
+    judge = _judge({"P": 0.55, "A": 1.0, "Q": 0.9, "X": 1.0, "x1": 0.7})
+    r = LLMTreeRouter(tree, judge, threshold=0.5).route_sync(CONV)
+    assert r.leaf_ids == ["x1"]
+    assert r.relevance["x1"] == pytest.approx(0.63)
+    assert r.expanded["X"] == pytest.approx(0.9)
+    assert sorted(_asked(judge)) == ["A", "P", "Q", "X", "x1"]  # each node asked once
 
 
 def test_routing_failures_count_as_relevant():

@@ -234,3 +234,12 @@ def test_bad_settings_are_refused():
         _reward(keyword_judge(), combine="max")
     with pytest.raises(ValueError, match="on_failure"):
         _reward(keyword_judge(), on_failure="zero")
+
+
+def test_router_and_reward_must_share_the_tree():
+    """Same name, other content: the router would activate leaves the reward cannot score."""
+    other = RubricTree([Node(id="root", title="root", children=("x",)),
+                        Node(id="x", title="x", criterion="does x")], root="root", name="chest")
+    with pytest.raises(ValueError, match="another tree"):
+        RubricReward(_tree(), StaticRouter(other), keyword_judge())
+    RubricReward(_tree(), StaticRouter(_tree()), keyword_judge())  # equal content, another object: fine

@@ -91,3 +91,18 @@ def test_result_is_frozen_and_picklable(tree):
 def test_errors(tree, met, match):
     with pytest.raises(ScoringError, match=match):
         score_tree(tree, met)
+
+
+def test_score_is_bit_identical_across_processes():
+    """Sums run in a fixed order: a rerun (another process, another string-hash seed) gives the
+    very same float, so resumed runs and cached rewards agree exactly."""
+    import os
+    import subprocess
+    import sys
+
+    code = ("import random; from reward.tree import load_tree; from reward.scoring import score_tree; "
+            "t = load_tree(); r = random.Random(0); "
+            "print(repr(score_tree(t, {l.id: r.random() for l in t.leaves}).score))")
+    outs = {subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                           env={**os.environ, "PYTHONHASHSEED": str(seed)}).stdout for seed in range(1, 6)}
+    assert len(outs) == 1, outs
