@@ -30,14 +30,15 @@ import asyncio
 import threading
 import weakref
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from reward.mcq import grade_mcq
 
-__all__ = ["ErrorRubricReward", "JudgeSpec", "MCQRuleReward", "RubricRewardFunc", "completion_text",
-           "prompt_messages", "run_sync"]
+__all__ = ["ErrorRubricReward", "JudgeSpec", "MCQRuleReward", "RowScore", "RubricRewardFunc", "completion_text",
+           "grade_rubric_rows", "prompt_messages", "run_sync"]
 
 JUDGE_COUNTERS = ("requests", "cache_hits", "failures", "retries", "prompt_tokens", "cached_tokens",
                   "completion_tokens")
@@ -427,37 +428,59 @@ class RubricRewardFunc(_JudgeReward):
 
     async def _score_rows(self, shown, completions, rubrics) -> tuple[list[float | None], dict]:
         from reward.errors import JudgeError
-        from reward.healthbench.scoring import rl_reward
-        from reward.judge.types import JudgeItem, Message
 
         if rubrics is None:
             raise ValueError("rubric_source='rows' needs a 'rubrics' column")
-        index: dict[Any, int] = {}
-        plans = []
-        for p, c, rows in zip(shown, completions, rubrics):
-            conv = tuple(Message(**m) for m in prompt_messages(p))
-            text = completion_text(c)
-            plans.append([index.setdefault(JudgeItem(conversation=conv, response=text, criterion=r["criterion"],
-                                                     points=float(r["points"])), len(index)) for r in rows or []])
-        verdicts = await self.judge.grade(list(index), on_failure="record") if index else []
-        scores: list[float | None] = []
-        per_rollout = []
-        for rows, plan in zip(rubrics, plans):
-            vs = [verdicts[i] for i in plan]
-            if not rows or any(not v.ok for v in vs) or not any(float(r["points"]) > 0 for r in rows):
-                scores.append(None)
-                per_rollout.append(None)
-                continue
-            met = [float(v.p_yes) if self.scoring == "soft" and v.p_yes is not None else bool(v.met) for v in vs]
-            scores.append(rl_reward([float(r["points"]) for r in rows], met))
-            per_rollout.append(met)
+        graded = await grade_rubric_rows(
+            self.judge, [(prompt_messages(p), completion_text(c), rows or [])
+                         for p, c, rows in zip(shown, completions, rubrics)], soft=self.scoring == "soft")
+        scores = [g.score for g in graded]
         if self.on_failure == "raise" and any(s is None for s in scores):
-            bad = next(v.failure for v in verdicts if not v.ok) if any(not v.ok for v in verdicts) else "unscorable row"
+            bad = next((f for g in graded for f in g.failures), "a row without positive points")
             raise JudgeError(f"{sum(s is None for s in scores)} of {len(scores)} rollouts unscored; first: {bad}")
         metrics: dict[str, float | None] = {}
-        for ax, vals in _rubric_axis_scores(per_rollout, rubrics, self.scoring).items():
+        for ax, vals in _rubric_axis_scores([g.met for g in graded], rubrics, self.scoring).items():
             metrics[f"axis/{ax}"] = _mean(vals)
         return scores, metrics
+
+
+@dataclass(frozen=True)
+class RowScore:
+    """One rollout scored on its row's rubric items: ``score`` None when an item failed
+    (``failures`` says why) or the row has no item with positive points; ``met`` per item."""
+
+    score: float | None
+    met: list[float | bool] | None
+    failures: list[str]
+
+
+async def grade_rubric_rows(judge, rollouts: Sequence[tuple[Sequence[Mapping[str, Any]], str,
+                                                            Sequence[Mapping[str, Any]]]],
+                            *, soft: bool = False) -> list[RowScore]:
+    """The paper's stage 3 reward (TRL and verl share it): each rollout ``(conversation,
+    response, rubric items)`` scored as HealthBench points clipped to [0, 1]
+    (``reward.healthbench.scoring.rl_reward``); met is the verdict, or ``p_yes`` with ``soft``.
+    All items go to the judge in one call, each distinct (conversation, response, item) once."""
+    from reward.healthbench.scoring import rl_reward
+    from reward.judge.types import JudgeItem, Message
+
+    index: dict[JudgeItem, int] = {}
+    plans = []
+    for conv, text, rows in rollouts:
+        msgs = tuple(Message(**m) for m in conv)
+        plans.append([index.setdefault(JudgeItem(conversation=msgs, response=text, criterion=str(r["criterion"]),
+                                                 points=float(r["points"])), len(index)) for r in rows])
+    verdicts = await judge.grade(list(index), on_failure="record") if index else []
+    out = []
+    for (_, _, rows), plan in zip(rollouts, plans):
+        vs = [verdicts[i] for i in plan]
+        failures = [v.failure or "unknown failure" for v in vs if not v.ok]
+        if failures or not any(float(r["points"]) > 0 for r in rows):
+            out.append(RowScore(None, None, failures))
+            continue
+        met = [float(v.p_yes) if soft and v.p_yes is not None else bool(v.met) for v in vs]
+        out.append(RowScore(rl_reward([float(r["points"]) for r in rows], met), met, []))
+    return out
 
 
 def results_items(results) -> list[list[float | bool] | None]:

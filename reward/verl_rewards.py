@@ -482,34 +482,24 @@ async def score_clinical(samples: list[Sample], context: RewardContext) -> list[
 async def _score_rows(samples: list[Sample], context: RewardContext) -> list[SampleScore]:
     """The row's rubric items alone: the HealthBench points score clipped to [0, 1] (the paper's
     stage 3 reward); no tree, no routing."""
-    from reward.healthbench.scoring import rl_reward
-    from reward.judge.types import JudgeItem, Message
+    from reward.trl_rewards import grade_rubric_rows
 
-    soft = context.settings.scoring == "soft"
-    index: dict[JudgeItem, int] = {}
-    plans = []
+    rollouts = []
     for s in samples:
         rubrics = _rubrics(s)
         if not rubrics or not any(r["points"] > 0 for r in rubrics):
             raise InputError(f"{s.where()}: rubric_source 'rows' needs rubric items with positive points "
                              "in ground_truth", field="reward_model.ground_truth")
-        conv = tuple(Message(**m) for m in _conversation(s))
-        plans.append((rubrics, [index.setdefault(JudgeItem(conversation=conv, response=s.solution_str,
-                                                           criterion=r["criterion"], points=r["points"]), len(index))
-                                for r in rubrics]))
-    verdicts = await context.judge.grade(list(index), on_failure="record") if index else []
+        rollouts.append((_conversation(s), s.solution_str, rubrics))
+    graded = await grade_rubric_rows(context.judge, rollouts, soft=context.settings.scoring == "soft")
     out = []
-    for rubrics, plan in plans:
-        vs = [verdicts[i] for i in plan]
-        failed = [v.failure for v in vs if not v.ok]
-        extra = {"judge_failures": len(failed)}
-        if failed:
-            out.append(SampleScore(None, extra, failure=f"clinical rubric: {len(failed)} rubric item(s) failed; "
-                                                        f"first: {failed[0]}"))
+    for g in graded:
+        extra = {"judge_failures": len(g.failures)}
+        if g.score is None:
+            out.append(SampleScore(None, extra, failure=f"clinical rubric: {len(g.failures)} rubric item(s) failed; "
+                                                        f"first: {g.failures[0]}"))
             continue
-        met = [float(v.p_yes) if soft and v.p_yes is not None else bool(v.met) for v in vs]
-        score = rl_reward([r["points"] for r in rubrics], met)
-        out.append(SampleScore(score, {**extra, "points_score": score}))
+        out.append(SampleScore(g.score, {**extra, "points_score": g.score}))
     return out
 
 

@@ -10,13 +10,15 @@
 # --data defaults to `hard` (the official HealthBench-Hard file, downloaded and hash-checked).
 # --judge (or $JUDGE_MODEL) is the grader model. --policy-url / --judge-url reuse servers that
 # are already running instead of starting them (with --judge-url, --judge is the served name).
-# On one GPU both servers share it: each gets POLICY_GPU_UTIL / JUDGE_GPU_UTIL of its memory
-# (default 0.45 each). Outputs go to DIR/healthbench and DIR/mcq (default DIR:
-# runs/eval/<checkpoint name>). Rerunning the same command resumes both evaluations. Servers
+# GPUs: with two or more, the policy server gets POLICY_CUDA_VISIBLE_DEVICES (default 0) and the
+# judge JUDGE_CUDA_VISIBLE_DEVICES (default 1; several, e.g. 1,2,3,4, give it tensor parallelism),
+# each 0.9 of their memory. On one GPU both servers share it: each gets POLICY_GPU_UTIL /
+# JUDGE_GPU_UTIL of its memory (default 0.45 each). Outputs go to DIR/healthbench and DIR/mcq
+# (default DIR: runs/eval/<checkpoint name>). Rerunning the same command resumes both evaluations. Servers
 # started here are stopped on exit, by their PIDs.
 set -euo pipefail
 
-usage() { sed -n 2,16p "$0"; }
+usage() { sed -n 2,18p "$0"; }
 [ $# -ge 1 ] || { usage >&2; exit 2; }
 case "$1" in -h|--help) usage; exit 0 ;; esac
 CKPT=$1; shift
@@ -49,8 +51,21 @@ RT=${RUBRICSTREE_BIN:-$ROOT/.venv/bin/rubricstree}
 [ -x "$RT" ] || RT=rubricstree
 OUT=${OUT:-runs/eval/$(basename "$CKPT")}
 mkdir -p "$OUT/logs"
-GPU=0
-if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then GPU=1; fi
+NGPU=0
+if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then NGPU=$(nvidia-smi -L | wc -l); fi
+POLICY_ENV=() JUDGE_ENV=() POLICY_VLLM=() JUDGE_VLLM=()
+if [ "$NGPU" -ge 2 ]; then
+  # one GPU each (a large judge does not fit in half of one GPU beside the policy)
+  POLICY_DEVICES=${POLICY_CUDA_VISIBLE_DEVICES:-0} JUDGE_DEVICES=${JUDGE_CUDA_VISIBLE_DEVICES:-1}
+  POLICY_ENV=(CUDA_VISIBLE_DEVICES="$POLICY_DEVICES") JUDGE_ENV=(CUDA_VISIBLE_DEVICES="$JUDGE_DEVICES")
+  POLICY_VLLM=(-- --gpu-memory-utilization "${POLICY_GPU_UTIL:-0.9}"
+               --tensor-parallel-size "$(awk -F, '{print NF}' <<<"$POLICY_DEVICES")")
+  JUDGE_VLLM=(-- --gpu-memory-utilization "${JUDGE_GPU_UTIL:-0.9}"
+              --tensor-parallel-size "$(awk -F, '{print NF}' <<<"$JUDGE_DEVICES")")
+elif [ "$NGPU" = 1 ]; then
+  POLICY_VLLM=(-- --gpu-memory-utilization "${POLICY_GPU_UTIL:-0.45}")
+  JUDGE_VLLM=(-- --gpu-memory-utilization "${JUDGE_GPU_UTIL:-0.45}")
+fi
 
 STARTED=()
 stop() {
@@ -65,17 +80,15 @@ trap stop EXIT
 if [ -z "$POLICY_URL" ]; then
   echo "starting the policy server for $CKPT" >&2
   STARTED+=("$OUT/logs/policy.pid")
-  extra=(); [ "$GPU" = 1 ] && extra=(-- --gpu-memory-utilization "${POLICY_GPU_UTIL:-0.45}")
-  POLICY_URL=$("$ROOT/scripts/serve_judge.sh" --model "$CKPT" --served-name "$CKPT" --port "$POLICY_PORT" \
-    --pid-file "$OUT/logs/policy.pid" --log "$OUT/logs/policy-server.log" "${extra[@]}")
+  POLICY_URL=$(env "${POLICY_ENV[@]}" "$ROOT/scripts/serve_judge.sh" --model "$CKPT" --served-name "$CKPT" \
+    --port "$POLICY_PORT" --pid-file "$OUT/logs/policy.pid" --log "$OUT/logs/policy-server.log" "${POLICY_VLLM[@]}")
 fi
 POLICY_NAME=$CKPT  # with --policy-url, a served name or the path the server reports as its root
 if [ -z "$JUDGE_URL" ]; then
   echo "starting the judge server for $JUDGE" >&2
   STARTED+=("$OUT/logs/judge.pid")
-  extra=(); [ "$GPU" = 1 ] && extra=(-- --gpu-memory-utilization "${JUDGE_GPU_UTIL:-0.45}")
-  JUDGE_URL=$("$ROOT/scripts/serve_judge.sh" --model "$JUDGE" --served-name "$JUDGE" --port "$JUDGE_PORT" \
-    --pid-file "$OUT/logs/judge.pid" --log "$OUT/logs/judge-server.log" "${extra[@]}")
+  JUDGE_URL=$(env "${JUDGE_ENV[@]}" "$ROOT/scripts/serve_judge.sh" --model "$JUDGE" --served-name "$JUDGE" \
+    --port "$JUDGE_PORT" --pid-file "$OUT/logs/judge.pid" --log "$OUT/logs/judge-server.log" "${JUDGE_VLLM[@]}")
 fi
 
 HB=("$RT" eval healthbench --model "$POLICY_NAME" --generate-url "$POLICY_URL" --judge-url "$JUDGE_URL"

@@ -25,8 +25,11 @@ PY=${PYTHON:-$ROOT/.venv/bin/python}
 [ -x "$PY" ] || PY=python3
 "$PY" -c "import verl" 2>/dev/null || { echo "train_verl: verl is not installed for $PY: pip install -e '.[verl]'" >&2; exit 2; }
 
-# absolute, so that every Ray worker finds the files whatever its working directory
-export RUBRICSTREE_VERL_DATA=${RUBRICSTREE_VERL_DATA:-$ROOT/data/verl}
+# absolute, so that every Ray worker finds the files whatever its working directory (a relative
+# value is read from where you run this, as you would expect, not from the repository root)
+RUBRICSTREE_VERL_DATA=${RUBRICSTREE_VERL_DATA:-$ROOT/data/verl}
+case "$RUBRICSTREE_VERL_DATA" in /*|*://*) ;; *) RUBRICSTREE_VERL_DATA=$PWD/$RUBRICSTREE_VERL_DATA ;; esac
+export RUBRICSTREE_VERL_DATA
 
 only_print=0
 for a in "$@"; do

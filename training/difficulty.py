@@ -12,7 +12,8 @@ Windows are configurable (:class:`DifficultyConfig`). A row whose completions we
 an OpenAI-compatible server (vLLM) when a URL is given, else runs in process with transformers
 (``num_return_sequences``). Results: ``scores.jsonl`` (every row: mean, rewards, split), one
 JSONL of the original rows per split (``rubric.jsonl``/``rule.jsonl`` or ``keep.jsonl``) and
-``stats.json``; counts are also logged.
+``stats.json`` (written last); counts are also logged. Samples are appended to ``samples.jsonl``
+as they are drawn, so a killed filter resumes without drawing them again.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import inspect
 import json
 import logging
 import math
+import os
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -93,16 +95,40 @@ class DifficultyConfig(BaseModel):
 
 
 # ---------------------------------------------------------------------------------- generation
+def _progress(total: int, desc: str):
+    from tqdm.auto import tqdm
+
+    # disable=None: a bar on a terminal, silence in logs and tests
+    return tqdm(total=total, desc=desc, unit="prompt", disable=None, dynamic_ncols=True)
+
+
+OnSamples = Callable[[int, list[str]], None]
+
+
+def served_model_name(url: str) -> str:
+    """The first model an OpenAI-compatible server lists."""
+    import httpx
+
+    from reward.judge.endpoints import normalise_url
+
+    try:
+        return httpx.get(f"{normalise_url(url)}/models", timeout=30).json()["data"][0]["id"]
+    except (httpx.HTTPError, KeyError, IndexError, TypeError, ValueError) as exc:
+        raise ValueError(f"difficulty filter: cannot list the models served at {url} ({type(exc).__name__}: "
+                         f"{exc}); set difficulty.served_model") from exc
+
+
 def generate_with_server(prompts: Sequence[list[dict]], *, url: str, model: str | None, cfg: DifficultyConfig,
-                         timeout_s: float = 600.0) -> list[list[str]]:
-    """``n`` samples per prompt from an OpenAI-compatible ``/v1/chat/completions`` endpoint."""
+                         timeout_s: float = 600.0, on_done: OnSamples | None = None) -> list[list[str]]:
+    """``n`` samples per prompt from an OpenAI-compatible ``/v1/chat/completions`` endpoint;
+    ``on_done(i, samples)`` is called as each prompt's samples arrive."""
     import httpx
 
     from reward.judge.endpoints import normalise_url
 
     base = normalise_url(url)
     if model is None:
-        model = httpx.get(f"{base}/models", timeout=30).json()["data"][0]["id"]
+        model = served_model_name(url)
 
     async def run() -> list[list[str]]:
         sem = asyncio.Semaphore(cfg.concurrency)
@@ -127,25 +153,41 @@ def generate_with_server(prompts: Sequence[list[dict]], *, url: str, model: str 
                 choices = sorted(resp.json()["choices"], key=lambda c: c.get("index", 0))
                 return [c["message"].get("content") or "" for c in choices]
 
-            return list(await asyncio.gather(*(one(i, list(p)) for i, p in enumerate(prompts))))
+            async def counted(i: int, msgs: list[dict]) -> list[str]:
+                out = await one(i, msgs)
+                if on_done is not None:
+                    on_done(i, out)
+                bar.update(1)
+                return out
 
-    return asyncio.run(run())
+            return list(await asyncio.gather(*(counted(i, list(p)) for i, p in enumerate(prompts))))
+
+    bar = _progress(len(prompts), "difficulty: sample")
+    try:
+        return asyncio.run(run())
+    finally:
+        bar.close()
 
 
 def generate_in_process(prompts: Sequence[list[dict]], *, model: Any, cfg: DifficultyConfig,
-                        tokenizer: Any = None) -> list[list[str]]:
+                        tokenizer: Any = None, on_done: OnSamples | None = None) -> list[list[str]]:
     """``n`` samples per prompt with transformers ``generate`` (``num_return_sequences``).
 
     Args:
         model: a model name/path or a loaded ``PreTrainedModel`` (e.g. the trainer's policy).
         tokenizer: required when ``model`` is a loaded model without a name to load one from.
+        on_done: called as ``on_done(i, samples)`` after each batch, for each of its prompts.
     """
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     if isinstance(model, (str, Path)):
         tokenizer = tokenizer or AutoTokenizer.from_pretrained(str(model))
-        model = AutoModelForCausalLM.from_pretrained(str(model))
+        # on a GPU machine the policy samples on this process's GPU in bf16, not on the CPU
+        device = (torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0"))) if torch.cuda.is_available()
+                  else torch.device("cpu"))
+        dtype = torch.bfloat16 if device.type == "cuda" else torch.float32
+        model = AutoModelForCausalLM.from_pretrained(str(model), dtype=dtype).to(device)
     elif tokenizer is None:
         tokenizer = AutoTokenizer.from_pretrained(model.config._name_or_path)
     if cfg.seed is not None:
@@ -154,6 +196,7 @@ def generate_in_process(prompts: Sequence[list[dict]], *, model: Any, cfg: Diffi
     was_training = model.training
     model.eval()
     out: list[list[str]] = []
+    bar = _progress(len(prompts), "difficulty: sample")
     try:
         for start in range(0, len(prompts), cfg.batch_size):
             chunk = prompts[start:start + cfg.batch_size]
@@ -168,10 +211,66 @@ def generate_in_process(prompts: Sequence[list[dict]], *, model: Any, cfg: Diffi
                                      pad_token_id=pad, **kw)
             new = gen[:, enc["input_ids"].shape[1]:]
             decoded = tokenizer.batch_decode(new, skip_special_tokens=True)
-            out.extend(decoded[i * cfg.n:(i + 1) * cfg.n] for i in range(len(chunk)))
+            for i in range(len(chunk)):
+                out.append(decoded[i * cfg.n:(i + 1) * cfg.n])
+                if on_done is not None:
+                    on_done(start + i, out[-1])
+            bar.update(len(chunk))
     finally:
+        bar.close()
         model.train(was_training)
     return out
+
+
+def sample_prompts(prompts: Sequence[list[dict]], *, model: Any, cfg: DifficultyConfig,
+                   generate_url: str | None = None, served_model: str | None = None, tokenizer: Any = None,
+                   out_dir: str | Path | None = None) -> list[list[str]]:
+    """``cfg.n`` samples per prompt from a server (``generate_url``) or in process.
+
+    With ``out_dir``, each prompt's samples are appended to ``out_dir/samples.jsonl`` as soon as
+    they exist, keyed by the prompt and everything that decides them (model, n, temperature,
+    top_p, budget, template options): a filter killed after hours of sampling resumes with what
+    it has and samples only the rest.
+    """
+    import hashlib
+
+    from training.eval.store import JsonlLog
+
+    ident = (served_model or generate_url) if generate_url else (
+        str(model) if isinstance(model, (str, Path)) else getattr(getattr(model, "config", None), "_name_or_path", ""))
+    settings = json.dumps({"model": ident, "n": cfg.n, "temperature": cfg.temperature, "top_p": cfg.top_p,
+                           "max_new_tokens": cfg.max_new_tokens, "chat_template_kwargs": cfg.chat_template_kwargs},
+                          sort_keys=True)
+    keys = [hashlib.sha256((settings + json.dumps(p, sort_keys=True)).encode()).hexdigest()[:32] for p in prompts]
+    log_ = JsonlLog(Path(out_dir) / "samples.jsonl") if out_dir is not None else None
+    have: dict[str, list[str]] = {}
+    for rec in log_.load() if log_ is not None else []:
+        if isinstance(rec.get("key"), str) and isinstance(rec.get("samples"), list) and len(rec["samples"]) == cfg.n:
+            have.setdefault(rec["key"], rec["samples"])
+    todo = [i for i, k in enumerate(keys) if k not in have]
+    if len(todo) < len(prompts):
+        log.info("difficulty filter: reusing the samples of %d of %d prompts from %s",
+                 len(prompts) - len(todo), len(prompts), log_.path)
+
+    def record(j: int, samples: list[str]) -> None:
+        key = keys[todo[j]]
+        have[key] = samples
+        if log_ is not None:
+            log_.append({"key": key, "samples": samples})
+
+    if todo:
+        t0 = time.perf_counter()
+        chosen = [prompts[i] for i in todo]
+        try:
+            if generate_url:
+                generate_with_server(chosen, url=generate_url, model=served_model, cfg=cfg, on_done=record)
+            else:
+                generate_in_process(chosen, model=model, cfg=cfg, tokenizer=tokenizer, on_done=record)
+        finally:
+            if log_ is not None:
+                log_.close()
+        log.info("difficulty filter: sampled %d x %d completions in %.1fs", len(todo), cfg.n, time.perf_counter() - t0)
+    return [have[k] for k in keys]
 
 
 # ---------------------------------------------------------------------------------- scoring
@@ -245,7 +344,10 @@ def filter_rows(raw_rows: Sequence[dict], dataset, samples: Sequence[Sequence[st
         _write_jsonl(out / "scores.jsonl", records)
         for split in cfg.splits:
             _write_jsonl(out / f"{split}.jsonl", splits[split])
-        (out / "stats.json").write_text(stats.model_dump_json(indent=2))
+        # last, and atomically: its presence means the folder is complete (other ranks wait for it)
+        tmp = out / "stats.json.tmp"
+        tmp.write_text(stats.model_dump_json(indent=2))
+        tmp.replace(out / "stats.json")
     return splits, stats
 
 
@@ -295,11 +397,6 @@ def run_filter(data: str | Path, *, model: Any, out_dir: str | Path | None, kind
             raise ValueError("the HealthBench filter needs a reward function (e.g. RubricRewardFunc)")
     else:
         raise ValueError(f"unknown data kind {kind!r}: use 'mcq' or 'healthbench'")
-    prompts = [row["prompt"] for row in dataset]
-    t0 = time.perf_counter()
-    if generate_url:
-        samples = generate_with_server(prompts, url=generate_url, model=served_model, cfg=cfg)
-    else:
-        samples = generate_in_process(prompts, model=model, cfg=cfg, tokenizer=tokenizer)
-    log.info("difficulty filter: sampled %d x %d completions in %.1fs", len(prompts), cfg.n, time.perf_counter() - t0)
+    samples = sample_prompts([row["prompt"] for row in dataset], model=model, cfg=cfg, generate_url=generate_url,
+                             served_model=served_model, tokenizer=tokenizer, out_dir=out_dir)
     return filter_rows(raw, dataset, samples, reward_fn, cfg, out_dir)

@@ -16,8 +16,12 @@ row of the full dataset, the stage reward scores them, and only rows whose mean 
 the previous epoch's checkpoint (optimizer, scheduler and step count carry over;
 ``ignore_data_skip`` so the new, smaller dataset is read from its start) with ``max_steps`` raised
 by one pass over the kept rows. Epochs done are recorded in ``output_dir/epochs.json``, so a
-killed run resumes at the right epoch. Caveat: the learning-rate schedule's horizon is
-``max_steps`` of the epoch being trained, so a cosine schedule is re-stretched each epoch.
+killed run resumes at the right epoch; an epoch killed midway keeps its filter result and the
+step it started at (``difficulty/epoch-N/epoch.json``), so it ends after the same number of
+steps as an uninterrupted one. Under ``accelerate launch`` only rank 0 filters; the other ranks
+wait for its files (``output_dir`` must be on storage every node sees). Caveat: the learning-rate
+schedule's horizon is ``max_steps`` of the epoch being trained, so a cosine schedule is
+re-stretched each epoch.
 In-process sampling (transformers) is slow for long completions; for paper-scale runs point
 ``difficulty.generate_url`` at a vLLM server that serves the current checkpoint.
 """
@@ -29,7 +33,8 @@ import logging
 import math
 import os
 import re
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -60,10 +65,11 @@ class JudgeOptions(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     url: str | None = None
-    model: str | None = Field(None, description="judge model: served by scripts/train.sh when no url, "
-                                                "else the tokenizer source")
+    model: str | None = Field(None, description="judge model: served by scripts/train.sh when no url, or "
+                                                "loaded in process (in_process); with a url it is ignored")
     served_model: str | None = None
-    tokenizer: str | None = None
+    tokenizer: str | None = Field(None, description="with a url: the judge's tokenizer; default the model "
+                                                    "root the server reports (/v1/models)")
     mode: Literal["choice", "explain"] = "choice"
     temperature: float = Field(0.0, ge=0.0)
     cache: bool | str = True
@@ -230,9 +236,12 @@ def judge_spec(cfg: TrainConfig):
     if not j.url and not j.in_process:
         raise InputError("no judge url: start one (scripts/train.sh does when judge.model is set) or set "
                          "judge.in_process: true", field="judge.url")
-    return JudgeSpec(url=j.url if not j.in_process else None, model=j.model, served_model=j.served_model,
-                     tokenizer=j.tokenizer, mode=j.mode, temperature=j.temperature, cache=j.cache,
-                     concurrency=j.concurrency, timeout_s=j.timeout_s)
+    # With a url the prompt ids are rendered with the tokenizer of the model the server says it
+    # serves, never with judge.model: the configs default that to the model train.sh would serve,
+    # which need not be what a given server runs (wrong token ids, meaningless verdicts).
+    return JudgeSpec(url=None if j.in_process else j.url, model=j.model if j.in_process else None,
+                     served_model=j.served_model, tokenizer=j.tokenizer, mode=j.mode, temperature=j.temperature,
+                     cache=j.cache, concurrency=j.concurrency, timeout_s=j.timeout_s)
 
 
 def build_reward_funcs(cfg: TrainConfig) -> list:
@@ -260,6 +269,47 @@ def difficulty_dir(cfg: TrainConfig) -> Path:
     return Path(cfg.difficulty.out_dir or Path(cfg.output_dir) / "difficulty")
 
 
+def _rank() -> int:
+    """This process's global rank under ``accelerate launch``/``torchrun`` (0 when alone)."""
+    return int(os.environ.get("RANK", "0"))
+
+
+def once_per_job(marker: Path, compute: Callable[[], Any], *, poll_s: float = 5.0) -> None:
+    """Run ``compute`` (which must write ``marker`` last) in the job's first process only.
+
+    Under ``accelerate launch`` every rank runs this launcher: without this each would sample
+    the whole dataset again and they would race writing one folder. The other ranks wait for
+    ``marker`` by polling the file (no collective: sampling may outlast any NCCL timeout), so the
+    folder must be on storage every node sees. A crash of rank 0 ends the job (the launcher
+    stops all ranks), so the wait does not hang on its own.
+    """
+    if _rank() == 0:
+        if not marker.exists():
+            compute()
+        return
+    t0 = last = time.monotonic()
+    while not marker.exists():
+        if time.monotonic() - last >= 300:
+            last = time.monotonic()
+            log.info("rank %d: waiting for rank 0 to write %s (%.0f min)", _rank(), marker, (last - t0) / 60)
+        time.sleep(poll_s)
+
+
+def _check_filter_results(cfg: TrainConfig, out: Path, dcfg) -> None:
+    """Refuse results made with other windows or data: reusing them would train on the wrong rows."""
+    from training.difficulty import FilterStats
+
+    path = out / "stats.json"
+    stats = FilterStats.model_validate_json(path.read_text(encoding="utf-8"))
+    want = {"keep": str(dcfg.keep)} if dcfg.mode == "keep" else {"rubric": str(dcfg.rubric), "rule": str(dcfg.rule)}
+    n_rows = len(_all_rows(cfg))
+    diffs = [f"windows were {stats.windows}, now {want}"] if stats.windows != want else []
+    diffs += [f"{stats.rows} rows were filtered, the data now has {n_rows}"] if stats.rows != n_rows else []
+    if diffs:
+        raise InputError("these difficulty results were made with other settings (" + "; ".join(diffs)
+                         + "): delete the folder to filter again, or set difficulty.out_dir", file=str(path))
+
+
 def build_train_dataset(cfg: TrainConfig, reward_funcs: list | None = None):
     """The dataset of the run: the data files, or the split the difficulty filter routed here."""
     from training.data import build_dataset, build_healthbench_dataset, build_mcq_dataset
@@ -271,10 +321,10 @@ def build_train_dataset(cfg: TrainConfig, reward_funcs: list | None = None):
                              limit=cfg.data.limit)
     split = d.use_split or {"mcq": "rule", "error_rubric": "rubric", "clinical_rubric": "keep"}[cfg.stage]
     out = difficulty_dir(cfg)
-    if not (out / "stats.json").exists():
-        run_difficulty(cfg, cfg.model, out, reward_funcs)
-    else:
+    if (out / "stats.json").exists():
         log.info("difficulty filter: reusing %s", out)
+    once_per_job(out / "stats.json", lambda: run_difficulty(cfg, cfg.model, out, reward_funcs))
+    _check_filter_results(cfg, out, d.config("split" if cfg.data_kind == "mcq" else "keep"))
     rows = read_rows(out / f"{split}.jsonl")
     if not rows:
         raise InputError(f"the difficulty filter kept no row for split '{split}'", file=str(out / f"{split}.jsonl"))
@@ -294,7 +344,7 @@ def run_difficulty(cfg: TrainConfig, model: Any, out_dir: Path, reward_funcs: li
                    tokenizer: Any = None):
     """Sample, score and split every row of the config's data with ``model``."""
     from training.data import build_healthbench_dataset, build_mcq_dataset
-    from training.difficulty import filter_rows, generate_in_process, generate_with_server
+    from training.difficulty import filter_rows, sample_prompts
 
     d = cfg.difficulty
     raw = _all_rows(cfg)
@@ -306,11 +356,8 @@ def run_difficulty(cfg: TrainConfig, model: Any, out_dir: Path, reward_funcs: li
     else:
         dataset = build_healthbench_dataset(raw, system_prompt=cfg.data.system_prompt or "ours")
         dcfg, reward = d.config("keep"), (reward_funcs or build_reward_funcs(cfg))[0]
-    prompts = [row["prompt"] for row in dataset]
-    if d.generate_url:
-        samples = generate_with_server(prompts, url=d.generate_url, model=d.served_model, cfg=dcfg)
-    else:
-        samples = generate_in_process(prompts, model=model, cfg=dcfg, tokenizer=tokenizer)
+    samples = sample_prompts([row["prompt"] for row in dataset], model=model, cfg=dcfg, generate_url=d.generate_url,
+                             served_model=d.served_model, tokenizer=tokenizer, out_dir=out_dir)
     return filter_rows(raw, dataset, samples, reward, dcfg, out_dir)
 
 
@@ -375,7 +422,15 @@ def _step_of(checkpoint: str | None) -> int:
 def make_trainer(cfg: TrainConfig, train_dataset, reward_funcs: list, **arg_overrides: Any):
     from trl import GRPOTrainer
 
-    return GRPOTrainer(model=cfg.model, reward_funcs=reward_funcs, args=grpo_args(cfg, **arg_overrides),
+    args = grpo_args(cfg, **arg_overrides)
+    world = max(1, int(os.environ.get("WORLD_SIZE", "1")))
+    per_step = args.per_device_train_batch_size * args.gradient_accumulation_steps * world
+    # the paper's batch is 32 prompts x 8 generations; fewer GPUs than the config assumes change it
+    log.info("global batch: %d completions per optimizer step = %s prompts x %d generations "
+             "(per_device_train_batch_size %d x gradient_accumulation_steps %d x %d processes)",
+             per_step, f"{per_step / args.num_generations:g}", args.num_generations,
+             args.per_device_train_batch_size, args.gradient_accumulation_steps, world)
+    return GRPOTrainer(model=cfg.model, reward_funcs=reward_funcs, args=args,
                        train_dataset=train_dataset, callbacks=[_save_at_end_callback()])
 
 
@@ -402,6 +457,7 @@ def _prompts_per_step(args) -> int:
 def _train_per_epoch(cfg: TrainConfig) -> TrainResult:
     """Stage 3: filter with the current policy before each epoch (see the module docstring)."""
     from training.data import build_healthbench_dataset
+    from training.difficulty import FilterStats, read_rows
 
     reward_funcs = build_reward_funcs(cfg)
     epochs_file = Path(cfg.output_dir) / "epochs.json"
@@ -410,17 +466,31 @@ def _train_per_epoch(cfg: TrainConfig) -> TrainResult:
     first_ckpt = last_checkpoint(cfg.output_dir)
     trainer = None
     for epoch in range(len(done), n_epochs):
-        ckpt = last_checkpoint(cfg.output_dir)
-        policy = ckpt or cfg.model
         out = Path(cfg.output_dir) / "difficulty" / f"epoch-{epoch}"
-        tokenizer = None
-        if ckpt and not (Path(ckpt) / "tokenizer_config.json").exists():
-            from transformers import AutoTokenizer
+        # epoch.json (written after the filter) records the step the epoch starts at: an epoch
+        # interrupted midway resumes with its own filter result and step budget, instead of
+        # re-filtering with a half-trained policy and training a longer epoch
+        marker = out / "epoch.json"
 
-            tokenizer = AutoTokenizer.from_pretrained(cfg.model)
-        splits, stats = run_difficulty(cfg, policy, out, reward_funcs, tokenizer=tokenizer)
-        kept = splits["keep"]
-        start = _step_of(ckpt)
+        def filter_epoch(epoch: int = epoch, out: Path = out, marker: Path = marker) -> None:
+            ckpt = last_checkpoint(cfg.output_dir)
+            tokenizer = None
+            if ckpt and not (Path(ckpt) / "tokenizer_config.json").exists():
+                from transformers import AutoTokenizer
+
+                tokenizer = AutoTokenizer.from_pretrained(cfg.model)
+            run_difficulty(cfg, ckpt or cfg.model, out, reward_funcs, tokenizer=tokenizer)
+            tmp = marker.with_suffix(".tmp")
+            tmp.write_text(json.dumps({"epoch": epoch, "start_step": _step_of(ckpt), "policy": ckpt or cfg.model}))
+            tmp.replace(marker)
+
+        if marker.exists():
+            log.info("epoch %d: resuming with the filter result in %s", epoch, out)
+        once_per_job(marker, filter_epoch)
+        start = int(json.loads(marker.read_text())["start_step"])
+        stats = FilterStats.model_validate_json((out / "stats.json").read_text())
+        kept = read_rows(out / "keep.jsonl")
+        ckpt = last_checkpoint(cfg.output_dir)
         if not kept:
             log.warning("epoch %d: the filter kept no row; skipping the epoch", epoch)
             done.append({"epoch": epoch, "kept": 0, "counts": stats.counts, "start_step": start, "end_step": start})
@@ -433,8 +503,11 @@ def _train_per_epoch(cfg: TrainConfig) -> TrainResult:
             trainer.train(resume_from_checkpoint=ckpt)
             done.append({"epoch": epoch, "kept": len(kept), "counts": stats.counts, "start_step": start,
                          "end_step": trainer.state.global_step})
-        epochs_file.parent.mkdir(parents=True, exist_ok=True)
-        epochs_file.write_text(json.dumps(done, indent=2))
+        if _rank() == 0:
+            epochs_file.parent.mkdir(parents=True, exist_ok=True)
+            tmp = epochs_file.with_suffix(".tmp")
+            tmp.write_text(json.dumps(done, indent=2))
+            tmp.replace(epochs_file)
     final = last_checkpoint(cfg.output_dir)
     history = list(trainer.state.log_history) if trainer else (
         json.loads((Path(final) / "trainer_state.json").read_text())["log_history"] if final else [])

@@ -63,6 +63,12 @@ def _print_healthbench(m: dict) -> None:
         if tag.startswith(("theme:", "axis:")):
             table.add_row(tag, f"{v['score']:.4f}", f"{v['bootstrap_std']:.4f}", str(v["n_samples"]))
     console.print(table)
+    resp = m.get("responses") or {}
+    cut = (resp.get("finish_reasons") or {}).get("length", 0)
+    if cut:
+        console.print(f"[yellow]{cut} of {m['n_scored']} response(s) stopped at --max-new-tokens[/] "
+                      f"({resp.get('empty', 0)} with no answer left to grade, e.g. cut off while thinking): "
+                      "raise --max-new-tokens, or use --no-thinking")
     if m["n_unscored"]:
         console.print(f"[yellow]{m['n_unscored']} example(s) unscored[/] (excluded; rerun to retry): "
                       + ", ".join(u["prompt_id"] for u in m["unscored"][:5]))

@@ -44,10 +44,12 @@ def _assert_learned(result, reward_name: str) -> None:
     assert any(h["grad_norm"] > 0 for h in steps), steps
 
 
-def test_stage1_mcq_two_gspo_steps(smoke_env):
-    result = _train("stage1_mcq.yaml")
+def test_stage1_mcq_two_gspo_steps(smoke_env, caplog):
+    with caplog.at_level(logging.INFO, logger="training.trl_launcher"):
+        result = _train("stage1_mcq.yaml")
     _assert_learned(result, "mcq_rule")
     assert "mcq_rule/accuracy" in _steps(result)[0]
+    assert "global batch: 8 completions per optimizer step = 2 prompts x 4 generations" in caplog.text
 
 
 @pytest.mark.server
@@ -169,7 +171,8 @@ def test_cli_train_filter_and_run(tiny_model_dir, tmp_path, monkeypatch):
     assert res.exit_code == 0, res.output
     stats = json.loads(res.stdout.strip().splitlines()[-1])
     assert stats["rows"] == 3 and stats["windows"]["rule"] == "(0.4, 0.9]"
-    assert {p.name for p in out.iterdir()} == {"scores.jsonl", "rubric.jsonl", "rule.jsonl", "stats.json"}
+    assert {p.name for p in out.iterdir()} == {"samples.jsonl", "scores.jsonl", "rubric.jsonl", "rule.jsonl",
+                                              "stats.json"}
 
     monkeypatch.setenv("RUBRICSTREE_TINY_MODEL", str(tiny_model_dir))
     res = runner.invoke(app, ["train", "run", "--config", str(SMOKE / "stage1_mcq.yaml"), "--set",
@@ -178,3 +181,58 @@ def test_cli_train_filter_and_run(tiny_model_dir, tmp_path, monkeypatch):
     assert json.loads(res.stdout)["grpo"]["max_steps"] == 7
     res = runner.invoke(app, ["train", "run", "--config", str(tmp_path / "missing.yaml")])
     assert res.exit_code == 2 and "not found" in res.output
+
+
+class _LengthReward:
+    """A judge-free stand-in for the stage 3 reward: the share of a 10-character budget used."""
+
+    __name__ = "clinical_rubric"
+
+    def __call__(self, prompts, completions, completion_ids=None, **kw):
+        from reward.trl_rewards import completion_text
+
+        return [min(1.0, len(completion_text(c)) / 10) for c in completions]
+
+
+def test_stage3_epoch_killed_midway_resumes_with_its_filter_and_step_budget(smoke_env, monkeypatch):
+    """Two epochs of 2 steps each; the run dies after step 3 (checkpoint-3, inside epoch 1). The
+    rerun must not filter epoch 1 again with the half-trained policy, and must end at step 4 (the
+    epoch's budget), not at 3 + a new epoch's worth of steps."""
+    import training.trl_launcher as tl
+    from transformers import TrainerCallback
+
+    monkeypatch.setenv("RUBRICSTREE_JUDGE_URL", "http://127.0.0.1:9")  # never called
+    monkeypatch.setattr(tl, "build_reward_funcs", lambda cfg: [_LengthReward()])
+    filters = []
+    real_filter, real_make = tl.run_difficulty, tl.make_trainer
+
+    def counting_filter(*a, **k):
+        filters.append(a[2])
+        return real_filter(*a, **k)
+
+    class Die(TrainerCallback):
+        def on_step_begin(self, args, state, control, **kw):
+            if state.global_step == 3:
+                raise RuntimeError("killed")
+
+    def dying_trainer(*a, **k):
+        trainer = real_make(*a, **k)
+        trainer.add_callback(Die())
+        return trainer
+
+    monkeypatch.setattr(tl, "run_difficulty", counting_filter)
+    overrides = ["difficulty.per_epoch=true", "difficulty.keep=[0.0, 1.0]", "difficulty.n=2",
+                 "difficulty.max_new_tokens=4", "data.limit=4", "grpo.num_train_epochs=2",
+                 "grpo.max_completion_length=8"]
+    monkeypatch.setattr(tl, "make_trainer", dying_trainer)
+    with pytest.raises(RuntimeError, match="killed"):
+        _train("stage3_clinical_rubric.yaml", *overrides)
+    assert [p.name for p in filters] == ["epoch-0", "epoch-1"] and (smoke_env / "checkpoint-3").is_dir()
+    assert json.loads((smoke_env / "difficulty" / "epoch-1" / "epoch.json").read_text())["start_step"] == 2
+
+    monkeypatch.setattr(tl, "make_trainer", real_make)
+    filters.clear()
+    result = _train("stage3_clinical_rubric.yaml", *overrides)
+    assert filters == []  # epoch 1's filter result is reused
+    assert [(e["epoch"], e["start_step"], e["end_step"]) for e in result.epochs] == [(0, 0, 2), (1, 2, 4)]
+    assert result.global_step == 4 and result.resumed_from.endswith("checkpoint-3")

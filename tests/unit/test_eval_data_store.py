@@ -110,6 +110,23 @@ def test_jsonl_log_repairs_a_torn_tail_and_rejects_a_bad_middle_line(tmp_path):
         JsonlLog(path).load()
 
 
+def test_jsonl_log_appended_to_without_loading_drops_a_torn_tail_first(tmp_path):
+    """judge_failures.jsonl and runs.jsonl are only appended to: a kill mid-line must not glue
+    the next run's first record onto the torn one."""
+    path = tmp_path / "judge_failures.jsonl"
+    path.write_text('{"a": 1}\n{"a": ')
+    log = JsonlLog(path)
+    log.append({"a": 2})
+    log.close()
+    assert JsonlLog(path).load() == [{"a": 1}, {"a": 2}]
+    whole = tmp_path / "whole.jsonl"
+    whole.write_text('{"a": 1}\n')
+    log = JsonlLog(whole)
+    log.append({"a": 2})
+    log.close()
+    assert whole.read_text() == '{"a": 1}\n{"a": 2}\n'
+
+
 def test_crash_hook_parsing(monkeypatch):
     monkeypatch.setenv("RUBRICSTREE_EVAL_CRASH_AFTER", "2")
     hook = CrashHook()

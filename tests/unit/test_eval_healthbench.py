@@ -230,3 +230,21 @@ def test_rows_without_positive_points_are_rejected_before_any_work(tmp_path):
     with pytest.raises(InputError, match="p1.*positive points"):
         run_healthbench(cfg(tmp_path / "run", data=str(bad)), generator=gen, judge=fake_judge())
     assert gen.calls == []
+
+
+def test_responses_cut_off_while_thinking_are_counted_and_the_cli_warns(tmp_path, capsys):
+    """Qwen3 thinks by default: an answer cut off inside <think> leaves nothing to grade, which
+    looks like a bad model. metrics.json counts them and the command says so."""
+    from reward.cli.eval import _print_healthbench
+
+    class Truncating(FakeGenerator):
+        def generate(self, requests, on_done, desc="generate") -> None:
+            for i, r in enumerate(requests):
+                on_done(r.key, GenOutput("" if i < 2 else "a full answer", "length" if i < 3 else "stop", 16))
+
+    m = run_healthbench(cfg(tmp_path / "run"), generator=Truncating(), judge=fake_judge())
+    assert m["responses"]["finish_reasons"] == {"length": 3, "stop": 1} and m["responses"]["empty"] == 2
+    _print_healthbench(m)
+    out = " ".join(capsys.readouterr().out.split())
+    assert "3 of 4 response(s) stopped at --max-new-tokens" in out and "2 with no answer left to grade" in out
+    assert "3 stopped at max_new_tokens, 2 with no answer left to grade" in (tmp_path / "run" / "report.md").read_text()

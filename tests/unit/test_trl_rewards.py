@@ -292,3 +292,28 @@ def test_a_spec_built_judge_is_rebuilt_for_another_event_loop():
     assert f._judge is first  # same loop: same judge (its HTTP client survives)
     assert asyncio.run(f([PROMPT], ["Answer: B"], **call)) == [1.0]
     assert f._judge is not first  # another loop: rebuilt
+
+
+class TestGradeRubricRows:
+    """The stage 3 row score TRL's RubricRewardFunc and verl's clinical source both use."""
+
+    async def test_gold_dedup_soft_and_unscorable(self):
+        from reward.trl_rewards import grade_rubric_rows
+
+        judge = FakeJudge(lambda t, item: 0.8 if KEYWORDS[item.criterion] in item.response.lower() else 0.3)
+        rows = [(CHEST, GOOD, RUBRICS), (CHEST, GOOD, RUBRICS), (CHEST, POOR, RUBRICS),
+                (CHEST, GOOD, [{"criterion": "Says it is nothing.", "points": -5}]), (CHEST, GOOD, [])]
+        hard = await grade_rubric_rows(judge, rows)
+        # 3 items for GOOD (asked once for both copies and for the 4th row's repeat), 3 for POOR
+        assert len(judge.calls) == 6
+        assert [g.score for g in hard] == [1.0, 1.0, 0.0, None, None] and hard[0].met == [True, False, True]
+        assert hard[3].failures == [] and hard[4].failures == []  # unscorable rows, not judge failures
+        soft = await grade_rubric_rows(judge, rows[:3], soft=True)
+        # GOOD: (0.8*5 - 0.3*5 + 0.8*5) / 10 = 0.65; POOR: (0.3*5 - 0.8*5 + 0.3*5) / 10 -> clipped to 0
+        assert [g.score for g in soft] == [pytest.approx(0.65), pytest.approx(0.65), 0.0]
+
+    async def test_a_failed_item_leaves_the_rollout_unscored_with_its_reason(self):
+        from reward.trl_rewards import grade_rubric_rows
+
+        [g] = await grade_rubric_rows(keyword_judge(), [(CHEST, "crash", RUBRICS)])
+        assert g.score is None and g.met is None and len(g.failures) == 3 and "judge down" in g.failures[0]

@@ -67,3 +67,26 @@ def test_stage3_without_judge_env_leaves_url_unset(monkeypatch):
     cfg = compose("stage3_clinical_rubric", ["actor_rollout_ref.model.path=Qwen/Qwen3-4B", "trainer.total_epochs=3"])
     assert cfg.reward.custom_reward_function.reward_kwargs.judge.url is None
     assert cfg.actor_rollout_ref.model.path == "Qwen/Qwen3-4B" and cfg.trainer.total_epochs == 3
+
+
+def test_judge_env_vars_mean_the_same_as_in_the_trl_configs(monkeypatch):
+    """RUBRICSTREE_JUDGE_MODEL is the model to serve (TRL: judge.model, e.g. Qwen/Qwen3-32B);
+    the served name is RUBRICSTREE_JUDGE_SERVED in both launchers. Reading the model name as the
+    served name would send every request to a model the server does not serve."""
+    monkeypatch.setenv("RUBRICSTREE_JUDGE_URL", "http://judge.invalid:8000")
+    monkeypatch.setenv("RUBRICSTREE_JUDGE_MODEL", "Qwen/Qwen3-32B")
+    monkeypatch.setenv("RUBRICSTREE_JUDGE_SERVED", "Qwen3-32B")
+    for name in ("stage2_error_rubric", "stage3_clinical_rubric"):
+        judge = compose(name).reward.custom_reward_function.reward_kwargs.judge
+        assert judge.served_model == "Qwen3-32B", name
+
+
+def test_stage2_error_rubric_settings_match_the_trl_config(monkeypatch):
+    """The same stage 2 reward in both trainers: the formula and the judge's decoding budget."""
+    from training.trl_launcher import load_config
+
+    monkeypatch.setenv("RUBRICSTREE_JUDGE_URL", "http://judge.invalid:8000")
+    trl = load_config(Path(__file__).resolve().parents[2] / "configs" / "trl" / "stage2_error_rubric.yaml").reward
+    verl_kw = compose("stage2_error_rubric").reward.custom_reward_function.reward_kwargs.error_rubric
+    assert (verl_kw.alpha, verl_kw.s_max, verl_kw.form, verl_kw.max_tokens) == \
+        (trl.alpha, trl.s_max, trl.form, trl.max_tokens)

@@ -349,7 +349,9 @@ def _score(cfg: HealthBenchEvalConfig, data: HealthBenchData, rows: Sequence[Hea
         for r in results:
             reason = str(gens[r.row.prompt_id].get("finish_reason"))
             finish[reason] = finish.get(reason, 0) + 1
-        metrics["responses"] = {"mean_chars": sum(chars) / len(chars), "finish_reasons": dict(sorted(finish.items()))}
+        # an answer cut off while thinking is graded as what follows </think>: often nothing
+        metrics["responses"] = {"mean_chars": sum(chars) / len(chars), "finish_reasons": dict(sorted(finish.items())),
+                                "empty": sum(1 for r in results if not r.response.strip())}
     return metrics, results
 
 

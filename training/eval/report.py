@@ -149,7 +149,16 @@ def _settings_rows(m: dict[str, Any]) -> list[tuple[str, str]]:
         ("grading", f"{g['mode']} mode, template {g['template']} (version {g['template_version']})"),
         ("judge", f"{g['judge_model']} ({g['judge_backend']})"),
         ("scored", f"{m['n_scored']} of {m['n_rows']} examples ({m['n_unscored']} unscored)"),
-    ]
+    ] + ([("responses", _responses_line(m["responses"]))] if m.get("responses") else [])
+
+
+def _responses_line(r: dict[str, Any]) -> str:
+    reasons = ", ".join(f"{k} {v}" for k, v in (r.get("finish_reasons") or {}).items())
+    line = f"mean {r['mean_chars']:.0f} characters; finish reasons: {reasons}"
+    if (r.get("finish_reasons") or {}).get("length"):
+        line += (f"; {r['finish_reasons']['length']} stopped at max_new_tokens, {r.get('empty', 0)} with no "
+                 "answer left to grade (cut off while thinking?)")
+    return line
 
 
 def write_healthbench_report(out: str | Path, metrics: dict[str, Any], results: Sequence, *,

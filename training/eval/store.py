@@ -38,11 +38,7 @@ class JsonlLog:
         if not self.path.exists():
             return []
         raw = self.path.read_bytes()
-        good_end = raw.rfind(b"\n") + 1
-        if good_end < len(raw):
-            log.warning("%s: dropping an unfinished last line (the run was interrupted)", self.path)
-            with self.path.open("r+b") as fh:
-                fh.truncate(good_end)
+        good_end = self._cut_torn_tail(len(raw), raw.rfind(b"\n") + 1)
         out: list[dict[str, Any]] = []
         for lineno, line in enumerate(raw[:good_end].decode("utf-8").splitlines(), start=1):
             if not line.strip():
@@ -56,11 +52,35 @@ class JsonlLog:
             out.append(obj)
         return out
 
+    def _cut_torn_tail(self, size: int, good_end: int) -> int:
+        if good_end < size:
+            log.warning("%s: dropping an unfinished last line (the run was interrupted)", self.path)
+            with self.path.open("r+b") as fh:
+                fh.truncate(good_end)
+        return good_end
+
+    def _repair_before_append(self) -> None:
+        """Files that are only appended to (failures, runs) are never loaded first: cut a torn
+        tail here, else the next record would be glued to it and the line would not parse."""
+        if not self.path.exists():
+            return
+        with self.path.open("rb") as fh:
+            size = fh.seek(0, os.SEEK_END)
+            if size == 0:
+                return
+            fh.seek(size - 1)
+            if fh.read(1) == b"\n":
+                return
+            fh.seek(0)
+            raw = fh.read()
+        self._cut_torn_tail(size, raw.rfind(b"\n") + 1)
+
     def append(self, obj: dict[str, Any]) -> None:
         """Write one record and flush it to the operating system (a killed process loses
         nothing already appended; only a power cut could, and fsync per line would be slow)."""
         if self._fh is None:
             self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._repair_before_append()
             self._fh = self.path.open("a", encoding="utf-8")
         self._fh.write(json.dumps(obj, ensure_ascii=False) + "\n")
         self._fh.flush()
