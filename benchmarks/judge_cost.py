@@ -557,7 +557,7 @@ class ReferenceStyleJudge(HTTPJudge):
     """HTTPJudge without our staging: every uncached item goes out at once, one request each,
     as the reference grader fires its calls from a thread pool."""
 
-    async def _grade_uncached(self, template: Template, items: list[JudgeItem]) -> list[Verdict]:
+    async def _grade_uncached(self, template: Template, items: list[JudgeItem], **_) -> list[Verdict]:
         ids = [self.renderer.render_ids(template, it) for it in items]
         return list(await asyncio.gather(*(self._grade_one(template, it, x) for it, x in zip(items, ids))))
 

@@ -61,14 +61,18 @@ class Judge(ABC):
         todo = [i for i, r in enumerate(results) if r is None]
         self.stats.cache_misses += len(todo) if keys else 0
         if todo:
-            graded = await self._grade_uncached(template, [items[i] for i in todo])
+            def store(j: int, v: Verdict) -> None:
+                # Written as each verdict arrives, so a crash or a kill mid-batch loses only the
+                # requests still in flight; a rerun finds the rest in the cache.
+                if keys and v.ok:
+                    self.cache.put_many([(keys[todo[j]], v)])
+
+            graded = await self._grade_uncached(template, [items[i] for i in todo], on_done=store)
             if len(graded) != len(todo):  # zip would shift every later verdict onto the wrong item
                 raise RuntimeError(f"{type(self).__name__} returned {len(graded)} verdicts for {len(todo)} items")
             for i, v in zip(todo, graded):
                 results[i] = v
             self.stats.failures += sum(not v.ok for v in graded)
-            if keys:
-                self.cache.put_many((keys[i], results[i]) for i in todo)
         out = [r if r is not None else Verdict.failed("not graded") for r in results]
         if on_failure == "raise":
             bad = [(i, v.failure) for i, v in enumerate(out) if not v.ok]
@@ -136,10 +140,19 @@ class Judge(ABC):
     async def _grade_one(self, template: Template, item: JudgeItem, ids: list[int]) -> Verdict:
         """Grade one rendered item, with the backend's retries; never raise for a model failure."""
 
-    async def _grade_uncached(self, template: Template, items: list[JudgeItem]) -> list[Verdict]:
-        """Default: staged concurrent single requests (what a prefix-caching server wants)."""
+    async def _grade_uncached(self, template: Template, items: list[JudgeItem], *,
+                              on_done: Callable[[int, Verdict], None] | None = None) -> list[Verdict]:
+        """Default: staged concurrent single requests (what a prefix-caching server wants).
+        ``on_done(index, verdict)`` is called as each verdict arrives."""
         ids = [self.renderer.render_ids(template, it) for it in items]
-        out = await run_staged(items, lambda i: self._grade_one(template, items[i], ids[i]))
+
+        async def one(i: int) -> Verdict:
+            v = await self._grade_one(template, items[i], ids[i])
+            if on_done is not None:
+                on_done(i, v)
+            return v
+
+        out = await run_staged(items, one)
         return [v if v is not None else Verdict.failed("not graded") for v in out]
 
     async def _generate_json_one(self, template: Template, item: JudgeItem, ids: list[int], *, constraint: dict,

@@ -54,14 +54,19 @@ class TransformersJudge(Judge):
     async def _grade_one(self, template: Template, item: JudgeItem, ids: list[int]) -> Verdict:
         return (await self._grade_uncached(template, [item]))[0]
 
-    async def _grade_uncached(self, template: Template, items: list[JudgeItem]) -> list[Verdict]:
+    async def _grade_uncached(self, template: Template, items: list[JudgeItem], *,
+                              on_done=None) -> list[Verdict]:
         ids = [self.renderer.render_ids(template, it) for it in items]
         fn = self._choice_batch if template.mode == "choice" else self._explain_batch
-        return await asyncio.to_thread(self._run_batched, fn, ids)
+        loop = asyncio.get_running_loop()
+        # on_done runs on the event loop's thread (the cache connection is per thread).
+        done = None if on_done is None else (lambda i, v: loop.call_soon_threadsafe(on_done, i, v))
+        return await asyncio.to_thread(self._run_batched, fn, ids, Verdict.failed, done)
 
-    def _run_batched(self, fn, ids: list[list[int]], failed=Verdict.failed) -> list:
+    def _run_batched(self, fn, ids: list[list[int]], failed=Verdict.failed, on_done=None) -> list:
         """Run ``fn`` over length-sorted batches under the model lock; a batch that raises (an
-        OOM, a model error) fails its items visibly through ``failed(reason)``."""
+        OOM, a model error) fails its items visibly through ``failed(reason)``. ``on_done(i, r)``
+        is called after each batch for its items."""
         order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
         out: list = [None] * len(ids)
         with self._lock:
@@ -73,6 +78,8 @@ class TransformersJudge(Judge):
                     results = [failed(f"{type(exc).__name__}: {exc}")] * len(chunk)
                 for i, r in zip(chunk, results):
                     out[i] = r
+                    if on_done is not None:
+                        on_done(i, r)
         return out
 
     def _pad(self, batch: list[list[int]]):

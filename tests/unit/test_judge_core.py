@@ -238,8 +238,8 @@ async def test_a_backend_that_loses_verdicts_is_an_error_not_a_shift():
     """One verdict short would shift every later verdict onto the wrong item; it must raise."""
 
     class Lossy(FakeJudge):
-        async def _grade_uncached(self, template, items):
-            return (await super()._grade_uncached(template, items))[1:]
+        async def _grade_uncached(self, template, items, **kw):
+            return (await super()._grade_uncached(template, items, **kw))[1:]
 
     with pytest.raises(RuntimeError, match="returned 2 verdicts for 3 items"):
         await Lossy(lambda t, it: 0.9).grade([item(crit="a"), item(crit="b"), item(crit="c")])
@@ -280,3 +280,33 @@ def test_rendering_tokenises_a_rollouts_conversation_and_response_once():
     assert tok.texts.count("user: I have chest pain {and} sweating.") == 1
     assert ids[0] == renderer.render_ids(CHOICE, batch[0])  # same ids from the cache
     assert renderer.encode_untrusted("Call an ambulance now.") == list(tok._ids("Call an ambulance now."))
+
+
+class _Killed(BaseException):
+    """Stands for a kill mid-batch: not an Exception, so no layer turns it into a failure."""
+
+
+async def test_verdicts_reach_the_cache_as_they_arrive_so_a_crash_keeps_them(tmp_path):
+    calls = []
+
+    def decide(t, it):
+        calls.append(it.criterion)
+        if it.criterion == "c3":
+            raise _Killed()
+        return 0.7
+
+    batch = [item(crit=f"c{k}") for k in range(6)]
+    judge = FakeJudge(decide, cache=VerdictCache(tmp_path / "c.sqlite"))
+    with pytest.raises(_Killed):
+        await judge.grade(batch)
+    done_before = [c for c in calls[:calls.index("c3")]]
+    assert len(done_before) >= 3  # the first item alone, then its siblings concurrently
+
+    calls.clear()
+    again = FakeJudge(lambda t, it: calls.append(it.criterion) or 0.7, cache=VerdictCache(tmp_path / "c.sqlite"))
+    out = await again.grade(batch)
+    assert all(v.ok for v in out)
+    # everything answered before the kill is served from the cache (siblings scheduled in the
+    # same stage may have finished too); the killed item is graded again
+    assert again.stats.cache_hits >= len(done_before) and "c3" in calls
+    assert set(calls).isdisjoint(done_before)
