@@ -49,36 +49,13 @@ class Judge(ABC):
         """Grade ``items``. A failed item gets a verdict with ``failure`` set (never a silent
         "no"); with ``on_failure="raise"`` the first failure raises :class:`JudgeError`."""
         template = template or self.template
-        results: list[Verdict | None] = [None] * len(items)
         use = self.cache is not None and use_cache  # an empty cache is falsy (len 0)
         keys = [verdict_key(self.model_id, template, it) for it in items] if use else []
-        if keys:
-            hits = self.cache.get_many(keys)
-            for i, k in enumerate(keys):
-                if k in hits:
-                    results[i] = hits[k]
-            self.stats.cache_hits += sum(r is not None for r in results)
-        todo = [i for i, r in enumerate(results) if r is None]
-        self.stats.cache_misses += len(todo) if keys else 0
-        if todo:
-            def store(j: int, v: Verdict) -> None:
-                # Written as each verdict arrives, so a crash or a kill mid-batch loses only the
-                # requests still in flight; a rerun finds the rest in the cache.
-                if keys and v.ok:
-                    self.cache.put_many([(keys[todo[j]], v)])
-
-            graded = await self._grade_uncached(template, [items[i] for i in todo], on_done=store)
-            if len(graded) != len(todo):  # zip would shift every later verdict onto the wrong item
-                raise RuntimeError(f"{type(self).__name__} returned {len(graded)} verdicts for {len(todo)} items")
-            for i, v in zip(todo, graded):
-                results[i] = v
-            self.stats.failures += sum(not v.ok for v in graded)
-        out = [r if r is not None else Verdict.failed("not graded") for r in results]
-        if on_failure == "raise":
-            bad = [(i, v.failure) for i, v in enumerate(out) if not v.ok]
-            if bad:
-                raise JudgeError(f"{len(bad)} of {len(out)} judge items failed; first (item {bad[0][0]}): {bad[0][1]}")
-        return out
+        return await self._through_cache(
+            items, keys, load=lambda ks: self.cache.get_many(ks),
+            save=lambda k, v: self.cache.put_many([(k, v)]),
+            compute=lambda sub, done: self._grade_uncached(template, sub, on_done=done),
+            failed=Verdict.failed, what="judge items", on_failure=on_failure)
 
     async def generate_json(self, template: Template, items: Sequence[JudgeItem], *, schema: dict,
                             max_tokens: int = 1024, attempts: int = 3, regex: str | None = None,
@@ -101,31 +78,49 @@ class Judge(ABC):
         from Boolean verdicts; only successes are stored. A failed item gets a result with
         ``failure`` set, never an empty object; ``on_failure="raise"`` raises :class:`JudgeError`.
         """
-        results: list[JSONResult | None] = [None] * len(items)
         use = self.cache is not None and use_cache
         constraint = {"regex": regex} if regex else {"json": schema}
         keys = [json_key(self.model_id, template, constraint, it) for it in items] if use else []
-        for i, k in enumerate(keys):
-            raw = self.cache.kv_get(JSON_NAMESPACE, k)
-            if raw is not None:
-                results[i] = JSONResult.model_validate_json(raw).model_copy(update={"cached": True})
-        self.stats.cache_hits += sum(r is not None for r in results)
+        required = tuple(schema.get("required", ()))
+        return await self._through_cache(
+            items, keys,
+            load=lambda ks: {k: JSONResult.model_validate_json(raw).model_copy(update={"cached": True})
+                             for k, raw in self.cache.kv_get_many(JSON_NAMESPACE, ks).items()},
+            save=lambda k, r: self.cache.kv_put(JSON_NAMESPACE, k, r.model_dump_json()),
+            compute=lambda sub, done: self._generate_json_uncached(
+                template, sub, constraint=constraint, required=required, max_tokens=max_tokens,
+                attempts=max(1, attempts), on_done=done),
+            failed=JSONResult.failed, what="judge JSON items", on_failure=on_failure)
+
+    async def _through_cache(self, items, keys, *, load, save, compute, failed, what: str,
+                             on_failure: OnFailure):
+        """The flow shared by verdicts and JSON generations: serve cache hits, compute the rest
+        (``compute(items, on_done)``), store each success the moment it arrives (a crash or kill
+        mid-batch loses only requests in flight), count, and apply the failure policy."""
+        results: list = [None] * len(items)
+        if keys:
+            hits = load(keys)
+            for i, k in enumerate(keys):
+                results[i] = hits.get(k)
+            self.stats.cache_hits += sum(r is not None for r in results)
         todo = [i for i, r in enumerate(results) if r is None]
         self.stats.cache_misses += len(todo) if keys else 0
         if todo:
-            made = await self._generate_json_uncached(
-                template, [items[i] for i in todo], constraint=constraint,
-                required=tuple(schema.get("required", ())), max_tokens=max_tokens, attempts=max(1, attempts))
+            def store(j: int, r) -> None:
+                if keys and r.ok:
+                    save(keys[todo[j]], r)
+
+            made = await compute([items[i] for i in todo], store)
+            if len(made) != len(todo):  # zip would shift every later result onto the wrong item
+                raise RuntimeError(f"{type(self).__name__} returned {len(made)} results for {len(todo)} items")
             for i, r in zip(todo, made):
                 results[i] = r
-                if keys and r.ok:
-                    self.cache.kv_put(JSON_NAMESPACE, keys[i], r.model_dump_json())
             self.stats.failures += sum(not r.ok for r in made)
-        out = [r if r is not None else JSONResult.failed("not generated") for r in results]
+        out = [r if r is not None else failed("not graded") for r in results]
         if on_failure == "raise":
             bad = [(i, r.failure) for i, r in enumerate(out) if not r.ok]
             if bad:
-                raise JudgeError(f"{len(bad)} of {len(out)} judge JSON items failed; first (item {bad[0][0]}): {bad[0][1]}")
+                raise JudgeError(f"{len(bad)} of {len(out)} {what} failed; first (item {bad[0][0]}): {bad[0][1]}")
         return out
 
     def grade_sync(self, items: Sequence[JudgeItem], template: Template | None = None, **kw) -> list[Verdict]:
@@ -162,12 +157,19 @@ class Judge(ABC):
         return JSONResult.failed(f"{type(self).__name__} cannot generate JSON")
 
     async def _generate_json_uncached(self, template: Template, items: list[JudgeItem], *, constraint: dict,
-                                      required: tuple[str, ...], max_tokens: int, attempts: int) -> list[JSONResult]:
+                                      required: tuple[str, ...], max_tokens: int, attempts: int,
+                                      on_done: Callable[[int, JSONResult], None] | None = None) -> list[JSONResult]:
         """Default: concurrent single requests, staged like grading so shared prefixes are warm."""
         ids = [self.renderer.render_ids(template, it) for it in items]
-        out = await run_staged(items, lambda i: self._generate_json_one(
-            template, items[i], ids[i], constraint=constraint, required=required, max_tokens=max_tokens,
-            attempts=attempts))
+
+        async def one(i: int) -> JSONResult:
+            r = await self._generate_json_one(template, items[i], ids[i], constraint=constraint, required=required,
+                                              max_tokens=max_tokens, attempts=attempts)
+            if on_done is not None:
+                on_done(i, r)
+            return r
+
+        out = await run_staged(items, one)
         return [r if r is not None else JSONResult.failed("not generated") for r in out]
 
 

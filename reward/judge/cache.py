@@ -93,6 +93,15 @@ class VerdictCache:
         row = self._conn().execute("SELECT value FROM kv WHERE namespace=? AND key=?", (namespace, key)).fetchone()
         return row[0] if row else None
 
+    def kv_get_many(self, namespace: str, keys: Sequence[str]) -> dict[str, str]:
+        out: dict[str, str] = {}
+        con = self._conn()
+        for start in range(0, len(keys), 500):  # SQLite caps the number of bound parameters
+            chunk = list(keys[start:start + 500])
+            q = f"SELECT key, value FROM kv WHERE namespace=? AND key IN ({','.join('?' * len(chunk))})"
+            out.update(con.execute(q, [namespace, *chunk]).fetchall())
+        return out
+
     def kv_put(self, namespace: str, key: str, value: str) -> None:
         self._conn().execute("INSERT OR REPLACE INTO kv (namespace, key, value) VALUES (?, ?, ?)",
                              (namespace, key, value))

@@ -58,10 +58,7 @@ class TransformersJudge(Judge):
                               on_done=None) -> list[Verdict]:
         ids = [self.renderer.render_ids(template, it) for it in items]
         fn = self._choice_batch if template.mode == "choice" else self._explain_batch
-        loop = asyncio.get_running_loop()
-        # on_done runs on the event loop's thread (the cache connection is per thread).
-        done = None if on_done is None else (lambda i, v: loop.call_soon_threadsafe(on_done, i, v))
-        return await asyncio.to_thread(self._run_batched, fn, ids, Verdict.failed, done)
+        return await asyncio.to_thread(self._run_batched, fn, ids, Verdict.failed, _on_loop(on_done))
 
     def _run_batched(self, fn, ids: list[list[int]], failed=Verdict.failed, on_done=None) -> list:
         """Run ``fn`` over length-sorted batches under the model lock; a batch that raises (an
@@ -149,7 +146,8 @@ class TransformersJudge(Judge):
                 for v, text in results]
 
     async def _generate_json_uncached(self, template: Template, items: list[JudgeItem], *, constraint: dict,
-                                      required: tuple[str, ...], max_tokens: int, attempts: int) -> list[JSONResult]:
+                                      required: tuple[str, ...], max_tokens: int, attempts: int,
+                                      on_done=None) -> list[JSONResult]:
         ids = [self.renderer.render_ids(template, it) for it in items]
 
         def batch_fn(batch: list[list[int]]) -> list[JSONResult]:
@@ -159,4 +157,13 @@ class TransformersJudge(Judge):
                     else JSONResult.failed(f"unparseable JSON: {text[:200]!r} after {attempts} attempts", text=text)
                     for v, text in results]
 
-        return await asyncio.to_thread(self._run_batched, batch_fn, ids, JSONResult.failed)
+        return await asyncio.to_thread(self._run_batched, batch_fn, ids, JSONResult.failed, _on_loop(on_done))
+
+
+def _on_loop(on_done):
+    """Wrap a result callback so the worker thread runs it on the event loop's thread (the
+    verdict cache's SQLite connection is per thread); callbacks run before the await resumes."""
+    if on_done is None:
+        return None
+    loop = asyncio.get_running_loop()
+    return lambda i, r: loop.call_soon_threadsafe(on_done, i, r)

@@ -241,7 +241,7 @@ async def test_a_backend_that_loses_verdicts_is_an_error_not_a_shift():
         async def _grade_uncached(self, template, items, **kw):
             return (await super()._grade_uncached(template, items, **kw))[1:]
 
-    with pytest.raises(RuntimeError, match="returned 2 verdicts for 3 items"):
+    with pytest.raises(RuntimeError, match="returned 2 results for 3 items"):
         await Lossy(lambda t, it: 0.9).grade([item(crit="a"), item(crit="b"), item(crit="c")])
 
 
@@ -310,3 +310,26 @@ async def test_verdicts_reach_the_cache_as_they_arrive_so_a_crash_keeps_them(tmp
     # same stage may have finished too); the killed item is graded again
     assert again.stats.cache_hits >= len(done_before) and "c3" in calls
     assert set(calls).isdisjoint(done_before)
+
+
+async def test_json_generations_reach_the_cache_as_they_arrive_so_a_crash_keeps_them(tmp_path):
+    calls = []
+
+    def generate(t, it):
+        calls.append(it.criterion)
+        if it.criterion == "c3":
+            raise _Killed()
+        return {"errors": []}
+
+    batch = [item(crit=f"c{k}") for k in range(6)]
+    schema = {"type": "object", "required": ["errors"]}
+    judge = FakeJudge(lambda t, it: 0.5, generate=generate, cache=VerdictCache(tmp_path / "c.sqlite"))
+    with pytest.raises(_Killed):
+        await judge.generate_json(CHOICE, batch, schema=schema)
+    done_before = calls[:calls.index("c3")]
+    calls.clear()
+    again = FakeJudge(lambda t, it: 0.5, generate=lambda t, it: calls.append(it.criterion) or {"errors": []},
+                      cache=VerdictCache(tmp_path / "c.sqlite"))
+    out = await again.generate_json(CHOICE, batch, schema=schema)
+    assert all(r.ok for r in out) and again.stats.cache_hits >= len(done_before) >= 3
+    assert "c3" in calls and set(calls).isdisjoint(done_before)
