@@ -26,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a check
 from reward.cli.demo import demo_rollouts_path  # noqa: E402
 from reward.judge import make_judge  # noqa: E402
 from reward.router import LLMTreeRouter  # noqa: E402
-from reward.rubric_reward import Rollout, RubricReward, load_rollouts  # noqa: E402
+from reward.stages.rubric_reward import Rollout, RubricReward, load_rollouts  # noqa: E402
 from reward.tree import load_tree  # noqa: E402
 
 

@@ -23,7 +23,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from reward.mcq import DEFAULT_LETTERS, MCQRow, load_mcq
+from reward.stages.mcq import DEFAULT_LETTERS, MCQRow, load_mcq
 from training.system_prompt import apply_system_prompt
 
 ANSWER_INSTRUCTION = ("Think the question through, then end your reply with a final line of the form "

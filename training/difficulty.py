@@ -279,7 +279,7 @@ def score_samples(reward_fn: Callable, dataset, samples: Sequence[Sequence[str]]
 
     ``dataset`` rows give the reward its columns (``answer``, ``options``, ``rubrics``, ...).
     """
-    from reward.trl_rewards import run_sync
+    from reward.runtime import run_sync
 
     cols = [c for c in dataset.column_names if c != "prompt"]
     prompts, completions, kwargs = [], [], {c: [] for c in cols}
@@ -387,7 +387,7 @@ def run_filter(data: str | Path, *, model: Any, out_dir: str | Path | None, kind
         dataset = build_mcq_dataset(raw, system_prompt=system_prompt or "none")
         cfg = cfg or DifficultyConfig(mode="split")
         if reward_fn is None:
-            from reward.trl_rewards import MCQRuleReward
+            from reward.integrations.trl import MCQRuleReward
 
             reward_fn = MCQRuleReward()
     elif kind == "healthbench":

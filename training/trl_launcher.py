@@ -1,8 +1,8 @@
 """Launch a Fathom-Vaidya stage with TRL's GRPOTrainer (GSPO) from a YAML config.
 
-Data flow: YAML (``${ENV}`` expanded, ``--set`` overrides) -> :class:`TrainConfig` (validated)
+Data flow: YAML (``${oc.env:VAR,default}`` expanded, ``--set`` overrides) -> :class:`TrainConfig` (validated)
 -> optional difficulty filter (once, cached under ``difficulty.out_dir``) -> dataset
-(``training.data``) -> reward functions (``reward.trl_rewards``) -> ``GRPOTrainer`` -> train,
+(``training.data``) -> reward functions (``reward.integrations.trl``) -> ``GRPOTrainer`` -> train,
 resuming from the last ``checkpoint-*`` in ``output_dir`` when there is one.
 
 Stages: ``mcq`` (rule reward), ``error_rubric`` (correctness - alpha * error penalty),
@@ -32,7 +32,6 @@ import json
 import logging
 import math
 import os
-import re
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -41,12 +40,13 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from reward.envvars import expand_env
 from reward.errors import InputError
+from reward.settings import JudgeSettings, StageRewardSettings
 
 log = logging.getLogger(__name__)
 
 Stage = Literal["mcq", "error_rubric", "clinical_rubric"]
-_ENV = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 
 
 # ---------------------------------------------------------------------------------- config
@@ -57,48 +57,6 @@ class DataConfig(BaseModel):
     kind: Literal["mcq", "healthbench"] | None = Field(None, description="default: healthbench for stage 3, else mcq")
     system_prompt: str | None = Field(None, description="ours | none | a file; default: none for MCQ, ours for stage 3")
     limit: int | None = Field(None, ge=1)
-
-
-class JudgeOptions(BaseModel):
-    """The judge (stages 2 and 3). ``url`` empty and ``model`` set: scripts/train.sh serves it."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    url: str | None = None
-    model: str | None = Field(None, description="judge model: served by scripts/train.sh when no url, or "
-                                                "loaded in process (in_process); with a url it is ignored")
-    served_model: str | None = None
-    tokenizer: str | None = Field(None, description="with a url: the judge's tokenizer; default the model "
-                                                    "root the server reports (/v1/models)")
-    mode: Literal["choice", "explain"] = "choice"
-    temperature: float = Field(0.0, ge=0.0)
-    cache: bool | str = True
-    concurrency: int = Field(64, ge=1)
-    timeout_s: float = Field(120.0, gt=0)
-    in_process: bool = Field(False, description="run the judge model in the trainer process (no server)")
-
-
-class RewardOptions(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    name: str | None = Field(None, description="metric key; default mcq_rule / error_rubric / clinical_rubric")
-    on_failure: Literal["skip", "raise"] = "skip"
-    # stage 2
-    alpha: float = Field(1.0, ge=0.0)
-    s_max: float = Field(4.0, gt=0.0)
-    form: Literal["subtract", "multiply"] = "subtract"
-    constrain: Literal["json", "regex"] = "json"
-    max_tokens: int = Field(1024, ge=16)
-    max_errors: int = Field(12, ge=1)
-    max_description_chars: int = Field(400, ge=1)
-    attempts: int = Field(3, ge=1, le=10)
-    # stage 3
-    tree: str | None = Field(None, description="taxonomy YAML; default the packaged one")
-    router: Literal["static", "llm", "embedding"] = "static"
-    router_options: dict[str, Any] = Field(default_factory=dict)
-    rubric_source: Literal["both", "tree", "rows"] = "both"
-    scoring: Literal["hard", "soft"] = "hard"
-    combine: Literal["tree", "points", "mean"] = "tree"
 
 
 class DifficultyOptions(BaseModel):
@@ -140,8 +98,9 @@ class TrainConfig(BaseModel):
     stage: Stage
     output_dir: str
     data: DataConfig
-    judge: JudgeOptions = JudgeOptions()
-    reward: RewardOptions = RewardOptions()
+    # the shared models of reward.settings: the verl YAML and the CLI read the same keys
+    judge: JudgeSettings = JudgeSettings()
+    reward: StageRewardSettings = StageRewardSettings()
     difficulty: DifficultyOptions = DifficultyOptions()
     generation_bias: dict[str, float] = Field(
         default_factory=dict, description="text -> logit bias for transformers generation (sequence_bias); "
@@ -165,30 +124,6 @@ class TrainConfig(BaseModel):
 
 
 # ---------------------------------------------------------------------------------- loading
-def expand_env(value: Any, *, where: str = "") -> Any:
-    """Replace ``${VAR}`` and ``${VAR:-default}`` in every string of a YAML tree."""
-    if isinstance(value, dict):
-        return {k: expand_env(v, where=f"{where}.{k}" if where else str(k)) for k, v in value.items()}
-    if isinstance(value, list):
-        return [expand_env(v, where=f"{where}[{i}]") for i, v in enumerate(value)]
-    if not isinstance(value, str):
-        return value
-
-    def sub(m: re.Match) -> str:
-        name, default = m.group(1), m.group(2)
-        if name in os.environ:
-            return os.environ[name]
-        if default is not None:
-            return default
-        raise InputError(f"environment variable {name} is not set (write ${{{name}:-default}} for a default)",
-                         field=where or None)
-
-    out = _ENV.sub(sub, value)
-    if out == "" and _ENV.fullmatch(value):
-        return None  # ${X:-} with X unset reads as "not given"
-    return out
-
-
 def apply_overrides(raw: dict, overrides: Sequence[str]) -> dict:
     """Apply ``key.sub=value`` overrides; values are read as YAML (``1e-6``, ``true``, ``[a, b]``)."""
     raw = json.loads(json.dumps(raw))
@@ -229,36 +164,27 @@ def load_config(path: str | Path, overrides: Sequence[str] = ()) -> TrainConfig:
 
 
 # ---------------------------------------------------------------------------------- pieces
-def judge_spec(cfg: TrainConfig):
-    from reward.trl_rewards import JudgeSpec
-
+def judge_spec(cfg: TrainConfig) -> JudgeSettings:
+    """The judge the reward builds: with a url the server's (never judge.model as its tokenizer:
+    the configs default that to the model train.sh would serve); in process with in_process."""
     j = cfg.judge
     if not j.url and not j.in_process:
         raise InputError("no judge url: start one (scripts/train.sh does when judge.model is set) or set "
                          "judge.in_process: true", field="judge.url")
-    # With a url the prompt ids are rendered with the tokenizer of the model the server says it
-    # serves, never with judge.model: the configs default that to the model train.sh would serve,
-    # which need not be what a given server runs (wrong token ids, meaningless verdicts).
-    return JudgeSpec(url=None if j.in_process else j.url, model=j.model if j.in_process else None,
-                     served_model=j.served_model, tokenizer=j.tokenizer, mode=j.mode, temperature=j.temperature,
-                     cache=j.cache, concurrency=j.concurrency, timeout_s=j.timeout_s)
+    return j.resolved()
 
 
 def build_reward_funcs(cfg: TrainConfig) -> list:
-    """The stage's reward functions (from ``reward.trl_rewards``, the one place they live)."""
-    from reward.trl_rewards import ErrorRubricReward, MCQRuleReward, RubricRewardFunc
+    """The stage's reward functions (``reward.integrations.trl``), from the shared settings models."""
+    from reward.integrations.trl import ErrorRubricReward, MCQRuleReward, RubricRewardFunc
 
     r = cfg.reward
     if cfg.stage == "mcq":
         return [MCQRuleReward(name=r.name or "mcq_rule")]
     if cfg.stage == "error_rubric":
-        return [ErrorRubricReward(judge_spec(cfg), name=r.name or "error_rubric", on_failure=r.on_failure,
-                                  alpha=r.alpha, s_max=r.s_max, form=r.form, constrain=r.constrain,
-                                  max_tokens=r.max_tokens, max_errors=r.max_errors,
-                                  max_description_chars=r.max_description_chars, attempts=r.attempts)]
-    return [RubricRewardFunc(judge_spec(cfg), tree=r.tree, router=r.router, router_options=r.router_options,
-                             rubric_source=r.rubric_source, scoring=r.scoring, combine=r.combine,
-                             on_failure=r.on_failure, name=r.name or "clinical_rubric")]
+        return [ErrorRubricReward(judge_spec(cfg), config=r.error_rubric(), name=r.name or "error_rubric",
+                                  on_failure=r.on_failure)]
+    return [RubricRewardFunc.from_settings(judge_spec(cfg), r.rubric())]
 
 
 def _data_paths(cfg: TrainConfig) -> list[str]:
@@ -349,7 +275,7 @@ def run_difficulty(cfg: TrainConfig, model: Any, out_dir: Path, reward_funcs: li
     d = cfg.difficulty
     raw = _all_rows(cfg)
     if cfg.data_kind == "mcq":
-        from reward.trl_rewards import MCQRuleReward
+        from reward.integrations.trl import MCQRuleReward
 
         dataset = build_mcq_dataset(raw, system_prompt=cfg.data.system_prompt or "none")
         dcfg, reward = d.config("split"), MCQRuleReward()  # stages 1-2 route by MCQ correctness

@@ -2,7 +2,7 @@
 
 verl's ``RLHFDataset`` reads a parquet file with, per row::
 
-    data_source   which reward scores it (reward.verl_rewards: mcq/medqa/medbullets, error_rubric,
+    data_source   which reward scores it (reward.integrations.verl: mcq/medqa/medbullets, error_rubric,
                   clinical_rubric/healthbench)
     prompt        the chat messages the policy answers (our system prompt applied, as in TRL)
     ability       a free label
@@ -41,14 +41,14 @@ from training.data import _mcq_rows, healthbench_record, mcq_record
 
 Kind = Literal["mcq", "error_rubric", "healthbench"]
 KINDS: tuple[str, ...] = ("mcq", "error_rubric", "healthbench")
-# The data source each kind gets unless told otherwise; each must be registered in reward.verl_rewards.
+# The data source each kind gets unless told otherwise; each must be registered in reward.integrations.verl.
 DEFAULT_DATA_SOURCE = {"mcq": "medqa", "error_rubric": "error_rubric", "healthbench": "clinical_rubric"}
 DEFAULT_SYSTEM_PROMPT = {"mcq": "none", "error_rubric": "none", "healthbench": "ours"}
 
 
 def mcq_verl_row(row, *, row_id: str, index: int, data_source: str = "medqa", split: str = "train",
                  system_prompt: str = "none", style: str = "rule") -> dict[str, Any]:
-    """One verl row for an MCQ (``reward.mcq.MCQRow``); see the module docstring."""
+    """One verl row for an MCQ (``reward.stages.mcq.MCQRow``); see the module docstring."""
     rec = mcq_record(row, row_id=row_id, system_prompt=system_prompt)
     return {
         "data_source": data_source,
@@ -86,10 +86,10 @@ def healthbench_verl_row(row, *, index: int, data_source: str = "clinical_rubric
 
 
 def _check_source(data_source: str) -> None:
-    from reward.verl_rewards import DATA_SOURCES
+    from reward.integrations.verl.sources import DATA_SOURCES
 
     if data_source not in DATA_SOURCES:
-        raise InputError(f"data source {data_source!r} has no scorer in reward.verl_rewards; known: "
+        raise InputError(f"data source {data_source!r} has no scorer in reward.integrations.verl; known: "
                          f"{', '.join(sorted(DATA_SOURCES))}", field="data_source")
 
 

@@ -34,7 +34,7 @@ def run_demo(out: Path, *, router: str = "embedding", scoring: str = "soft", pro
     from reward._optional import require
     from reward.cli.score import build_router, run_scoring
     from reward.judge import VerdictCache, make_judge
-    from reward.rubric_reward import RubricReward, load_rollouts
+    from reward.stages.rubric_reward import RubricReward, load_rollouts
     from reward.tree import load_tree
 
     for module in ("torch", "transformers", "tokenizers"):

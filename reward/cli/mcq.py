@@ -54,7 +54,7 @@ def score(data: Path = typer.Option(..., "--data", help="MCQ rows (JSONL: questi
           as_json: bool = typer.Option(False, "--json", help="print JSON")) -> None:
     """Score completions against the keys: accuracy is the mean reward over the completions given;
     a completion with no readable answer is a format failure and scores 0."""
-    from reward.mcq import load_mcq, score_mcq
+    from reward.stages.mcq import load_mcq, score_mcq
 
     try:
         rows = load_mcq(data)

@@ -233,7 +233,7 @@ def score_command(
     failure stopped it (--on-failure raise), 2 for invalid input or settings.
     """
     from reward.judge import VerdictCache, make_judge
-    from reward.rubric_reward import RubricReward, load_rollouts
+    from reward.stages.rubric_reward import RubricReward, load_rollouts
     from reward.tree import load_tree
 
     try:

@@ -78,9 +78,11 @@ def filter_command(
         if kind == "healthbench":
             if not judge_url:
                 raise typer.BadParameter("--kind healthbench needs --judge-url for the rubric reward")
-            from reward.trl_rewards import JudgeSpec, RubricRewardFunc
+            from reward.integrations.trl import RubricRewardFunc
+            from reward.settings import JudgeSettings
 
-            reward_fn = RubricRewardFunc(JudgeSpec(url=judge_url, served_model=judge_served), rubric_source=rubric_source)
+            reward_fn = RubricRewardFunc(JudgeSettings(url=judge_url, served_model=judge_served),
+                                         rubric_source=rubric_source)
         _, stats = run_filter(data, model=model, out_dir=out, kind=kind, cfg=cfg, generate_url=generate_url,
                               served_model=model if generate_url else None, reward_fn=reward_fn,
                               system_prompt=system_prompt, limit=limit)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from reward.error_rubric import ERROR_TEMPLATE, ErrorRollout, ErrorRubricConfig, ErrorRubricScorer, error_regex, \
+from reward.stages.error_rubric import ERROR_TEMPLATE, ErrorRollout, ErrorRubricConfig, ErrorRubricScorer, error_regex, \
     error_schema
 from reward.judge.types import JudgeItem, Message
 

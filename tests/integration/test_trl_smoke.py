@@ -189,7 +189,7 @@ class _LengthReward:
     __name__ = "clinical_rubric"
 
     def __call__(self, prompts, completions, completion_ids=None, **kw):
-        from reward.trl_rewards import completion_text
+        from reward.stages.rollout_text import completion_text
 
         return [min(1.0, len(completion_text(c)) / 10) for c in completions]
 

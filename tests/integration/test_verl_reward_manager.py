@@ -24,7 +24,7 @@ try:  # tests/ on sys.path (conftest) or the tests package
 except ImportError:
     from tests.fakes import FakeJudge
 from reward.errors import JudgeError  # noqa: E402
-from reward.verl_rewards import EXTRA_DEFAULTS, RewardContext, VerlRewardSettings, compute_score_sync  # noqa: E402
+from reward.integrations.verl import EXTRA_DEFAULTS, RewardContext, VerlRewardSettings, compute_score_sync  # noqa: E402
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 KEYS = set(EXTRA_DEFAULTS) | {"score"}
@@ -87,11 +87,11 @@ def mcq_rows() -> list[dict]:
 def verl_config(reward_kwargs: dict, *, manager: str = "naive", n: int = 4, workers: int = 1):
     rm = ({"source": "register", "name": "naive", "module": {"path": None, "name": "unused"}} if manager == "naive"
           else {"source": "importlib", "name": "RubricsTreeRewardManager",
-                "module": {"path": "pkg://reward.verl_manager", "name": "unused"}})
+                "module": {"path": "pkg://reward.integrations.verl.manager", "name": "unused"}})
     return OmegaConf.create({
         "actor_rollout_ref": {"rollout": {"n": n}},
         "reward": {"num_workers": workers, "reward_manager": rm,
-                   "custom_reward_function": {"path": "pkg://reward.verl_rewards", "name": "compute_score",
+                   "custom_reward_function": {"path": "pkg://reward.integrations.verl.compute_score", "name": "compute_score",
                                               "reward_kwargs": reward_kwargs},
                    "reward_model": {"enable": False}, "sandbox_fusion": {"url": None}},
     })
@@ -162,7 +162,7 @@ def test_our_manager_loads_like_verl_loads_it(tokenizer):
     from verl.experimental.reward_loop.reward_manager import get_reward_manager_cls
     from verl.trainer.ppo.reward import load_reward_manager
 
-    from reward.verl_manager import RubricsTreeRewardManager
+    from reward.integrations.verl.manager import RubricsTreeRewardManager
 
     manager = load_reward_manager(verl_config({"on_failure": "neutral"}, manager="ours"), tokenizer)
     assert isinstance(manager, RubricsTreeRewardManager) and manager.group_size == 4
@@ -175,7 +175,7 @@ def test_our_manager_loads_like_verl_loads_it(tokenizer):
 
 
 def test_our_manager_streaming_gives_failed_rollouts_their_group_mean(tokenizer):
-    from reward.verl_manager import RubricsTreeRewardManager
+    from reward.integrations.verl.manager import RubricsTreeRewardManager
 
     good, poor = "Call emergency services and an ambulance.", "Wait at home."
     rows = (clinical_rows([good, poor, "FAIL " + good, "FAIL"], "g1")
@@ -203,7 +203,7 @@ def test_our_manager_streaming_gives_failed_rollouts_their_group_mean(tokenizer)
 
 
 def test_our_manager_raise_policy(tokenizer):
-    from reward.verl_manager import RubricsTreeRewardManager
+    from reward.integrations.verl.manager import RubricsTreeRewardManager
 
     settings = VerlRewardSettings(rubric_source="rows", on_failure="raise", batch_window_s=0)
     manager = RubricsTreeRewardManager(verl_config({}, manager="ours"), tokenizer,

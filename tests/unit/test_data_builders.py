@@ -10,7 +10,7 @@ import pytest
 pytest.importorskip("datasets")
 
 from reward.errors import InputError
-from reward.trl_rewards import MCQRuleReward
+from reward.integrations.trl import MCQRuleReward
 from training.data import (ANSWER_INSTRUCTION, build_dataset, build_healthbench_dataset, build_mcq_dataset,
                            mcq_user_text)
 from training.system_prompt import SYSTEM_PROMPT
@@ -92,7 +92,7 @@ def test_invalid_rows_name_the_record():
 
 
 def test_mcq_user_text_sorted_letters():
-    from reward.mcq import MCQRow
+    from reward.stages.mcq import MCQRow
 
     row = MCQRow(question=" Q? ", options={"B": "b", "A": "a"}, answer_idx="A")
     assert mcq_user_text(row, "Pick.") == "Q?\n\nA. a\nB. b\n\nPick."

@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 from reward._optional import is_available
 from reward.cli import app
 from reward.cli.demo import demo_rollouts_path
-from reward.rubric_reward import load_rollouts
+from reward.stages.rubric_reward import load_rollouts
 
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(
     not all(is_available(m) for m in ("torch", "transformers", "tokenizers", "sentence_transformers",

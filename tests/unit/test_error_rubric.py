@@ -11,7 +11,7 @@ try:  # tests/ on sys.path (conftest) or the tests package
     from fakes import FakeJudge
 except ImportError:
     from tests.fakes import FakeJudge
-from reward.error_rubric import (ERROR_SCHEMA, ERROR_TEMPLATE, ErrorRollout, ErrorRubricConfig, ErrorRubricScorer,
+from reward.stages.error_rubric import (ERROR_SCHEMA, ERROR_TEMPLATE, ErrorRollout, ErrorRubricConfig, ErrorRubricScorer,
                                  combine, error_regex, parse_errors, penalty)
 from reward.errors import JudgeError
 from reward.judge.cache import VerdictCache

@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 
 from reward.cli import app
 from reward.errors import InputError, ScoringError
-from reward.mcq import MCQResult, MCQRow, extract_choice, grade_mcq, load_mcq, mcq_reward, score_mcq
+from reward.stages.mcq import MCQResult, MCQRow, extract_choice, grade_mcq, load_mcq, mcq_reward, score_mcq
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "mcq_own.jsonl"
 

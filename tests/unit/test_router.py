@@ -11,7 +11,7 @@ from reward.judge import Message, VerdictCache
 from reward.judge.templates import RELEVANCE, URGENCY
 from reward.router import (ROUTERS, CachedRouter, LLMTreeRouter, Router, StaticRouter, make_router,
                            register_router)
-from reward.rubric_reward import RubricReward
+from reward.stages.rubric_reward import RubricReward
 from reward.tree import Node, RubricTree
 try:  # tests/ on sys.path (conftest) or the repository root (tests is a package)
     from fakes import FakeJudge

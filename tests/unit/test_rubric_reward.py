@@ -14,7 +14,7 @@ except ImportError:
 from reward.errors import InputError, JudgeError
 from reward.judge.templates import RELEVANCE, URGENCY
 from reward.router import LLMTreeRouter, StaticRouter
-from reward.rubric_reward import RubricReward, load_rollouts, parse_rollouts
+from reward.stages.rubric_reward import RubricReward, load_rollouts, parse_rollouts
 from reward.tree import Node, RubricTree
 
 # Criteria and the keyword whose presence in the response makes the fake judge say "met".

@@ -17,8 +17,10 @@ except ImportError:
 from reward.errors import JudgeError
 from reward.judge.templates import RELEVANCE, URGENCY
 from reward.tree import LeafTags, Node, RubricTree
-from reward.trl_rewards import (ErrorRubricReward, JudgeSpec, MCQRuleReward, RubricRewardFunc, completion_text,
-                                prompt_messages, run_sync)
+from reward.integrations.trl import ErrorRubricReward, MCQRuleReward, RubricRewardFunc
+from reward.runtime import run_sync
+from reward.settings import JudgeSettings
+from reward.stages.rollout_text import completion_text, prompt_messages
 
 OPTIONS = {"A": "Vitamin A", "B": "Vitamin C", "C": "Vitamin D", "D": None, "E": None}  # Arrow pads letters
 PROMPT = [{"role": "user", "content": "Which vitamin prevents scurvy?\nA. Vitamin A\nB. Vitamin C\nC. Vitamin D"}]
@@ -151,7 +153,7 @@ class TestErrorRubricReward:
     async def test_pickles_with_a_spec_or_factory_and_rebuilds(self):
         spec = ErrorRubricReward({"url": "http://127.0.0.1:9", "served_model": "m", "tokenizer": "t"})
         g = pickle.loads(pickle.dumps(spec))
-        assert g.__name__ == "error_rubric" and isinstance(g.judge_spec, JudgeSpec) and g._judge is None
+        assert g.__name__ == "error_rubric" and isinstance(g.judge_spec, JudgeSettings) and g._judge is None
         f = ErrorRubricReward(fake_errors_judge, name="err")
         await f([PROMPT], ["Answer: B"], answer=["B"], options=[OPTIONS])  # builds a judge
         h = pickle.loads(pickle.dumps(f))
@@ -275,7 +277,8 @@ def test_trl_sees_the_names_and_async():
 
 
 def test_module_imports_no_trainer():
-    code = ("import sys, reward.trl_rewards; "
+    code = ("import sys, reward.integrations.trl, reward.trl_rewards, reward.integrations.verl, "
+            "reward.verl_rewards; "
             "print(sorted(m for m in ('trl', 'torch', 'transformers', 'datasets', 'verl') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
@@ -298,7 +301,7 @@ class TestGradeRubricRows:
     """The stage 3 row score TRL's RubricRewardFunc and verl's clinical source both use."""
 
     async def test_gold_dedup_soft_and_unscorable(self):
-        from reward.trl_rewards import grade_rubric_rows
+        from reward.stages.row_rubrics import grade_rubric_rows
 
         judge = FakeJudge(lambda t, item: 0.8 if KEYWORDS[item.criterion] in item.response.lower() else 0.3)
         rows = [(CHEST, GOOD, RUBRICS), (CHEST, GOOD, RUBRICS), (CHEST, POOR, RUBRICS),
@@ -313,7 +316,7 @@ class TestGradeRubricRows:
         assert [g.score for g in soft] == [pytest.approx(0.65), pytest.approx(0.65), 0.0]
 
     async def test_a_failed_item_leaves_the_rollout_unscored_with_its_reason(self):
-        from reward.trl_rewards import grade_rubric_rows
+        from reward.stages.row_rubrics import grade_rubric_rows
 
         [g] = await grade_rubric_rows(keyword_judge(), [(CHEST, "crash", RUBRICS)])
         assert g.score is None and g.met is None and len(g.failures) == 3 and "judge down" in g.failures[0]

@@ -51,13 +51,13 @@ def test_stage_config(name, response_len, prompt_len, manager, monkeypatch):
     assert not need_reference_policy(cfg)
     # our reward, loaded the way verl loads it
     fn = get_custom_reward_fn(cfg)
-    assert fn.func.__name__ == "_call_with_kwargs_async" and fn.args[0].__module__ == "reward.verl_rewards"
+    assert fn.func.__name__ == "_call_with_kwargs_async" and fn.args[0].__module__ == "reward.integrations.verl.compute_score"
     assert resolve_reward_manager_cls(cfg).__name__ == (
         "NaiveRewardManager" if manager == "naive" else manager)
     if manager != "naive":
         kw = fn.args[1]
         assert kw["judge"]["url"] == "http://judge.invalid:8000" and cfg.reward.num_workers == 1
-        from reward.verl_rewards import load_settings
+        from reward.integrations.verl import load_settings
 
         load_settings(**kw)  # every key is one of ours
 

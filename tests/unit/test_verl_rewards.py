@@ -1,4 +1,4 @@
-"""reward.verl_rewards without verl: the data-source registry, MCQ scoring on real MedQA rows,
+"""reward.integrations.verl without verl: the data-source registry, MCQ scoring on real MedQA rows,
 settings, the failure policies (raise / group-neutral / flagged constants) with a fake judge,
 the streaming group board, and training.verl_data's parquet rows fed back to compute_score."""
 
@@ -13,11 +13,11 @@ try:  # tests/ on sys.path (conftest) or the tests package
     from fakes import FakeJudge
 except ImportError:
     from tests.fakes import FakeJudge
-import reward.verl_rewards as vr
+import reward.integrations.verl as vr
 from reward.errors import InputError, JudgeError
-from reward.mcq import load_mcq
+from reward.stages.mcq import load_mcq
 from reward.tree import Node, RubricTree
-from reward.verl_rewards import (DATA_SOURCES, EXTRA_DEFAULTS, GroupBoard, RewardContext, Sample, SampleScore,
+from reward.integrations.verl import (DATA_SOURCES, EXTRA_DEFAULTS, GroupBoard, RewardContext, Sample, SampleScore,
                                  StreamingScorer, VerlRewardSettings, compute_score, group_policy, load_settings,
                                  register_data_source, score_samples)
 from training.verl_data import build_verl_parquet, main as verl_data_main, verl_rows
@@ -113,7 +113,7 @@ def test_settings_yaml_env_and_inline_override(tmp_path, monkeypatch):
     f.write_text("on_failure: raise\nrouter: static\nerror_rubric: {alpha: 0.7}\n")
     monkeypatch.setenv(vr.CONFIG_ENV, str(f))
     s = load_settings(router="llm")
-    assert s.on_failure == "raise" and s.router == "llm" and s.error_rubric == {"alpha": 0.7}
+    assert s.on_failure == "raise" and s.router == "llm" and s.error_rubric.alpha == 0.7
     assert load_settings(config=str(f), on_failure="neutral").on_failure == "neutral"
 
 
@@ -132,8 +132,8 @@ def test_settings_errors_name_file_and_field(tmp_path):
 
 def test_judge_url_from_environment(monkeypatch):
     monkeypatch.setenv(vr.JUDGE_URL_ENV, "http://judge:8000")
-    assert VerlRewardSettings().judge_spec().url == "http://judge:8000"
-    assert VerlRewardSettings(judge={"url": "http://other:1"}).judge_spec().url == "http://other:1"
+    assert VerlRewardSettings().judge_settings().url == "http://judge:8000"
+    assert VerlRewardSettings(judge={"url": "http://other:1"}).judge_settings().url == "http://other:1"
 
 
 def test_clinical_without_judge_says_what_to_set(monkeypatch):

@@ -19,7 +19,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from reward.healthbench.variants import sha256_file
-from reward.mcq import grade_mcq
+from reward.stages.mcq import grade_mcq
 from training.eval.generate import GenerationSettings, GenOutput, GenRequest, make_generator
 from training.eval.mcq_formats import PROMPT_VERSION, EvalMCQ, load_mcq_eval, mcq_prompt
 from training.eval.store import CrashHook, JsonlLog, check_settings, model_identity

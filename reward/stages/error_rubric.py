@@ -35,7 +35,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from reward.errors import JudgeError
 from reward.judge.templates import RESPONSE_CLOSE, RESPONSE_OPEN, Template
 from reward.judge.types import JudgeItem, Message
-from reward.mcq import grade_mcq
+from reward.settings import ErrorRubricSettings
+from reward.stages.mcq import grade_mcq
 
 ERROR_CLASSES: tuple[str, ...] = ("knowledge", "causal_reasoning", "context")
 Form = Literal["subtract", "multiply"]
@@ -198,22 +199,8 @@ def combine(correctness: float, pen: float, *, alpha: float = 1.0, form: Form = 
     raise ValueError(f"unknown form {form!r}: use 'subtract' or 'multiply'")
 
 
-class ErrorRubricConfig(BaseModel):
-    """Settings of the error-rubric reward."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    alpha: float = Field(1.0, ge=0.0, description="weight of the reasoning penalty (the paper chose 1.0)")
-    s_max: float = Field(4.0, gt=0.0, description="severity sum at which the penalty saturates to 1")
-    form: Form = Field("subtract", description="subtract: c - alpha*P; multiply: c * (1 - alpha*P)")
-    max_tokens: int = Field(1024, ge=16, description="judge decoding budget for the error list")
-    max_errors: int = Field(12, ge=1, description="most errors the judge may list")
-    max_description_chars: int = Field(400, ge=1, description="longest error description")
-    constrain: Literal["json", "regex"] = Field(
-        "json", description="json: vLLM JSON-schema decoding; regex: the same shape without free whitespace")
-    attempts: int = Field(3, ge=1, le=10, description="judge parse attempts before a failure")
-    show_key: bool = Field(True, description="show the judge the answer key")
-    strict: bool = Field(False, description="an invalid error entry fails the rollout instead of being dropped")
+# One settings model for TRL YAML, verl YAML and the CLI; the old name is kept for importers.
+ErrorRubricConfig = ErrorRubricSettings
 
 
 class ErrorRollout(BaseModel):

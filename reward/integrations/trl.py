@@ -1,0 +1,349 @@
+"""Reward functions for TRL's ``GRPOTrainer``: a thin adapter over ``reward.stages``.
+
+Three picklable callable classes, one per Fathom-Vaidya stage, with TRL's reward signature
+``f(prompts, completions, completion_ids=None, **kwargs) -> list[float | None]`` (every dataset
+column arrives as a keyword list; TRL adds ``trainer_state``, ``log_extra``, ``log_metric``):
+
+* :class:`MCQRuleReward` (stage 1): 1 for the key, 0 otherwise; reads ``answer_idx`` or
+  ``answer`` (a letter, or the key's text) and ``options``.
+* :class:`ErrorRubricReward` (stage 2): correctness minus the judge's error-rubric penalty
+  (``reward.stages.error_rubric``); reads ``answer``/``options`` for correctness.
+* :class:`RubricRewardFunc` (stage 3): ``reward.stages.rubric_reward.RubricReward`` (route each
+  prompt once, grade the active tree leaves and the row's ``rubrics`` column when present) or,
+  with ``rubric_source="rows"``, the row's rubric items alone
+  (``reward.stages.row_rubrics.grade_rubric_rows``: HealthBench points, the paper's reward).
+
+Data flow: TRL columns -> ``reward.stages.rollout_text`` (plain text, messages, key letters) ->
+the stage scorer -> scores (None for an unscored rollout) and metrics through ``log_metric``.
+
+The judge rewards are ``async`` (TRL awaits them concurrently). A rollout whose judge calls
+failed gets None (TRL leaves it out of that reward), or, with ``on_failure="raise"``, the batch
+raises :class:`reward.errors.JudgeError`. The ``__name__`` (TRL's metric key, default ``mcq_rule``,
+``error_rubric``, ``clinical_rubric``) is stable and settable. Through ``log_metric`` each logs
+its diagnostics (per-macro-capability and per-axis means, penalties, unscored fraction) and the
+judge counters of the batch (requests, cache hits, failures, retries, tokens).
+
+A judge is given as :class:`reward.settings.JudgeSettings` (or its dict), built lazily in the
+process that calls the reward and dropped when pickled, or as a live :class:`reward.judge.Judge`
+(tests, notebooks). Nothing here imports trl, torch or transformers at module level, and nothing
+else imports logic from here.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import weakref
+from collections.abc import Callable, Mapping
+from typing import Any, Literal
+
+from reward.settings import ErrorRubricSettings, JudgeSettings, RubricRewardSettings
+from reward.stages.mcq import grade_mcq
+from reward.stages.rollout_text import completion_text, key_letter, parse_options, prompt_messages
+from reward.stages.row_rubrics import (grade_rubric_rows, leaf_axis_scores, mean, results_items,
+                                       rubric_axis_scores)
+
+__all__ = ["ErrorRubricReward", "MCQRuleReward", "RubricRewardFunc"]
+
+JUDGE_COUNTERS = ("requests", "cache_hits", "failures", "retries", "prompt_tokens", "cached_tokens",
+                  "completion_tokens")
+
+
+def _column(kwargs: Mapping[str, Any], name: str, n: int) -> list[Any] | None:
+    col = kwargs.get(name)
+    if col is None:
+        return None
+    col = list(col)
+    if len(col) != n:
+        raise ValueError(f"column '{name}' has {len(col)} values for {n} completions")
+    return col
+
+
+class _JudgeReward:
+    """Shared plumbing: lazy judge, pickling without live clients, metric logging."""
+
+    _transient = ("_judge", "_runtime", "_loop")
+
+    def __init__(self, judge: Any, name: str, on_failure: str) -> None:
+        if on_failure not in ("skip", "raise"):
+            raise ValueError(f"on_failure must be 'skip' or 'raise', got {on_failure!r}")
+        self.__name__ = name
+        self.on_failure = on_failure
+        self._judge = None
+        self._runtime = None
+        self._loop = None
+        if isinstance(judge, Mapping):
+            judge = JudgeSettings.model_validate(dict(judge))
+        if isinstance(judge, JudgeSettings) or callable(judge) and not hasattr(judge, "grade"):
+            self.judge_spec = judge  # a spec or a picklable factory: built on first use
+        elif judge is not None and hasattr(judge, "grade"):
+            self.judge_spec = None
+            self._judge = judge
+        else:
+            raise ValueError("give a judge: a JudgeSettings (or dict), a factory, or a Judge")
+
+    def __getstate__(self) -> dict:
+        state = dict(self.__dict__)
+        state["_loop"] = None
+        if state.get("judge_spec") is not None:  # rebuildable: drop live clients and models
+            for k in self._transient:
+                state[k] = None
+        return state
+
+    def _bind_loop(self) -> None:
+        """An HTTP judge's client and locks belong to the event loop that first used them. When
+        a call comes from another loop (TRL's loop after the difficulty filter's, a second
+        trainer), a judge built from a spec is rebuilt; a live judge is used as it is."""
+        loop = asyncio.get_running_loop()
+        bound = self._loop() if self._loop is not None else None
+        if bound is not None and bound is not loop and self.judge_spec is not None:
+            self._judge = None
+            self._runtime = None
+        self._loop = weakref.ref(loop)
+
+    @property
+    def judge(self):
+        if self._judge is None:
+            spec = self.judge_spec
+            self._judge = spec.build() if isinstance(spec, JudgeSettings) else spec()
+        return self._judge
+
+    def _log(self, log_metric: Callable[[str, float], None] | None, values: Mapping[str, float | None]) -> None:
+        if log_metric is None:
+            return
+        for k, v in values.items():
+            if v is not None:
+                log_metric(f"{self.__name__}/{k}", float(v))
+
+    def _counters(self) -> dict[str, int]:
+        stats = self.judge.stats.as_dict()
+        return {k: int(stats.get(k, 0)) for k in JUDGE_COUNTERS}
+
+    def _counter_delta(self, before: Mapping[str, int]) -> dict[str, float]:
+        after = self._counters()
+        return {f"judge/{k}": float(after[k] - before[k]) for k in JUDGE_COUNTERS}
+
+
+# ---------------------------------------------------------------------------------- stage 1
+class MCQRuleReward:
+    """Stage 1 rule reward: 1.0 when the completion's chosen option is the key, else 0.0.
+
+    Columns: ``answer_idx`` (the key letter) or ``answer`` (a letter or the key's text), and
+    ``options`` (letter -> text; helps read answers given as text). A row whose key cannot be
+    read gets None (never a silent 0). Logs ``accuracy`` and ``format_failures`` (the share of
+    completions with no readable answer).
+    """
+
+    def __init__(self, name: str = "mcq_rule") -> None:
+        self.__name__ = name
+
+    def __call__(self, prompts: list, completions: list, completion_ids: list | None = None,
+                 **kwargs: Any) -> list[float | None]:
+        n = len(completions)
+        idx = _column(kwargs, "answer_idx", n) or [None] * n
+        ans = _column(kwargs, "answer", n) or [None] * n
+        opts = _column(kwargs, "options", n) or [None] * n
+        out: list[float | None] = []
+        unreadable = 0
+        for c, i, a, o in zip(completions, idx, ans, opts):
+            options = parse_options(o)
+            key = key_letter(i, a, options)
+            if key is None:
+                out.append(None)
+                continue
+            res = grade_mcq(completion_text(c), key, options)
+            unreadable += res.format_failure
+            out.append(res.reward)
+        log = kwargs.get("log_metric")
+        if log is not None and n:
+            scored = [r for r in out if r is not None]
+            if scored:
+                log(f"{self.__name__}/accuracy", sum(scored) / len(scored))
+            log(f"{self.__name__}/format_failures", unreadable / n)
+        return out
+
+
+# ---------------------------------------------------------------------------------- stage 2
+class ErrorRubricReward(_JudgeReward):
+    """Stage 2: correctness (the MCQ rule) traded off against the judge's listed errors.
+
+    Args:
+        judge: a :class:`JudgeSettings`/dict/factory (built lazily) or a live Judge.
+        alpha, s_max, form, ...: see :class:`reward.settings.ErrorRubricSettings` (passed as
+            keywords or as ``config``).
+        on_failure: ``"skip"`` (None for that rollout) or ``"raise"``.
+
+    Columns: ``answer``/``answer_idx``, ``options``; ``judge_prompt`` (else ``prompts``) is the
+    question the judge sees.
+    """
+
+    def __init__(self, judge: Any, *, config: Any = None, on_failure: str = "skip",
+                 name: str = "error_rubric", **config_kw: Any) -> None:
+        super().__init__(judge, name, on_failure)
+        if config is None:
+            config = ErrorRubricSettings(**config_kw)
+        elif isinstance(config, Mapping):
+            config = ErrorRubricSettings(**{**config, **config_kw})
+        self.config = config
+
+    async def __call__(self, prompts: list, completions: list, completion_ids: list | None = None,
+                       **kwargs: Any) -> list[float | None]:
+        from reward.stages.error_rubric import ErrorRollout, ErrorRubricScorer
+        from reward.judge.types import Message
+
+        self._bind_loop()
+        n = len(completions)
+        idx = _column(kwargs, "answer_idx", n) or [None] * n
+        ans = _column(kwargs, "answer", n) or [None] * n
+        opts = _column(kwargs, "options", n) or [None] * n
+        shown = _column(kwargs, "judge_prompt", n) or prompts
+        rollouts, where = [], []
+        out: list[float | None] = [None] * n
+        for j, (p, c, i, a, o) in enumerate(zip(shown, completions, idx, ans, opts)):
+            options = parse_options(o)
+            key = key_letter(i, a, options)
+            if key is None:
+                continue
+            conv = tuple(Message(**m) for m in prompt_messages(p))
+            rollouts.append(ErrorRollout(id=j, prompt=conv, completion=completion_text(c), answer_idx=key,
+                                         options=options))
+            where.append(j)
+        before = self._counters()
+        scores = await ErrorRubricScorer(self.judge, self.config, on_failure=self.on_failure).score(rollouts)
+        for j, s in zip(where, scores):
+            out[j] = s.score
+        ok = [s for s in scores if s.score is not None]
+        metrics: dict[str, float | None] = {
+            "correctness": mean([s.correctness for s in scores]),
+            "penalty": mean([s.penalty for s in ok]),
+            "n_errors": mean([s.n_errors for s in ok]),
+            "invalid_entries": mean([s.n_invalid for s in ok]),
+            "unscored": (n - len(ok)) / n if n else None,
+        }
+        for cls in ("knowledge", "causal_reasoning", "context"):
+            metrics[f"severity/{cls}"] = mean([s.by_class.get(cls, 0) for s in ok])
+        metrics.update(self._counter_delta(before))
+        self._log(kwargs.get("log_metric"), metrics)
+        return out
+
+
+# ---------------------------------------------------------------------------------- stage 3
+class RubricRewardFunc(_JudgeReward):
+    """Stage 3: the rubric reward (tree and/or the row's HealthBench-style rubric items).
+
+    Args:
+        judge: a :class:`JudgeSettings`/dict/factory (built lazily) or a live Judge.
+        tree: a ``RubricTree``, a taxonomy path, or None for the packaged taxonomy.
+        router: ``"static"``, ``"llm"``, ``"embedding"`` or a Router; ``router_options`` are its
+            keyword arguments (``axes``, ``threshold``, ...).
+        rubric_source: ``"both"`` (tree leaves and the ``rubrics`` column when present),
+            ``"tree"`` (leaves only) or ``"rows"`` (the row's items only, scored as HealthBench
+            points clipped to [0, 1]: the paper's stage 3 reward; no routing, no tree).
+        scoring: ``"hard"`` (yes/no) or ``"soft"`` (p_yes); combine: ``tree``/``points``/``mean``.
+        on_failure: ``"skip"`` (None) or ``"raise"``.
+
+    Columns: ``rubrics`` (optional), ``judge_prompt`` (else ``prompts``) is the conversation the
+    router and judge see. Each prompt is routed once per batch (RubricReward groups by prompt).
+    """
+
+    def __init__(self, judge: Any, *, tree: Any = None, router: Any = "static",
+                 router_options: Mapping[str, Any] | None = None,
+                 rubric_source: Literal["both", "tree", "rows"] = "both", scoring: str = "hard",
+                 combine: str = "tree", on_failure: str = "skip", name: str = "clinical_rubric") -> None:
+        super().__init__(judge, name, on_failure)
+        if rubric_source not in ("both", "tree", "rows"):
+            raise ValueError(f"rubric_source must be 'both', 'tree' or 'rows', got {rubric_source!r}")
+        if scoring not in ("hard", "soft"):
+            raise ValueError(f"scoring must be 'hard' or 'soft', got {scoring!r}")
+        self.tree_source, self.router_source = tree, router
+        self.router_options = dict(router_options or {})
+        self.rubric_source, self.scoring, self.combine = rubric_source, scoring, combine
+
+    @classmethod
+    def from_settings(cls, judge: Any, settings: RubricRewardSettings | Mapping[str, Any]) -> "RubricRewardFunc":
+        """The reward of a :class:`reward.settings.RubricRewardSettings` (or its mapping)."""
+        return cls(judge, **dict(RubricRewardSettings.model_validate(settings)))
+
+    def _reward(self):
+        if self._runtime is None:
+            from reward.router import make_router
+            from reward.stages.rubric_reward import RubricReward
+            from reward.tree import load_tree
+
+            tree = self.tree_source
+            if tree is None or isinstance(tree, str):
+                tree = load_tree(tree)
+            router = self.router_source
+            if isinstance(router, str):
+                opts = dict(self.router_options)
+                if router == "llm":
+                    opts.setdefault("judge", self.judge)
+                router = make_router(router, tree, **opts)
+            self._runtime = RubricReward(tree, router, self.judge, scoring=self.scoring, combine=self.combine,
+                                         on_failure=self.on_failure)
+        return self._runtime
+
+    async def __call__(self, prompts: list, completions: list, completion_ids: list | None = None,
+                       **kwargs: Any) -> list[float | None]:
+        self._bind_loop()
+        n = len(completions)
+        shown = _column(kwargs, "judge_prompt", n) or prompts
+        rubrics = _column(kwargs, "rubrics", n) if self.rubric_source != "tree" else None
+        before = self._counters()
+        if self.rubric_source == "rows":
+            scores, metrics = await self._score_rows(shown, completions, rubrics)
+        else:
+            scores, metrics = await self._score_tree(shown, completions, rubrics)
+        metrics["unscored"] = sum(s is None for s in scores) / n if n else None
+        metrics.update(self._counter_delta(before))
+        self._log(kwargs.get("log_metric"), metrics)
+        return scores
+
+    async def _score_tree(self, shown, completions, rubrics) -> tuple[list[float | None], dict]:
+        reward = self._reward()
+        recs = []
+        for j, (p, c) in enumerate(zip(shown, completions)):
+            rec: dict[str, Any] = {"id": str(j), "prompt": prompt_messages(p), "completion": completion_text(c)}
+            if rubrics is not None and rubrics[j]:
+                rec["rubrics"] = [dict(r) for r in rubrics[j]]
+            recs.append(rec)
+        results = await reward.score(recs)
+        metrics: dict[str, float | None] = {}
+        macro: dict[str, list[float]] = {}
+        axis: dict[str, list[float]] = {}
+        for res in results:
+            if res.score is None:
+                continue
+            for mid in reward.tree.macro_capabilities:
+                if mid in res.nodes:
+                    macro.setdefault(mid, []).append(res.nodes[mid]["score"])
+            for ax, v in leaf_axis_scores(reward.tree, res.leaves).items():
+                axis.setdefault(ax, []).append(v)
+        for mid, vals in macro.items():
+            metrics[f"macro/{mid}"] = mean(vals)
+        for ax, vals in axis.items():
+            metrics[f"tree_axis/{ax}"] = mean(vals)
+        if rubrics is not None:
+            for ax, vals in rubric_axis_scores(results_items(results), rubrics, self.scoring).items():
+                metrics[f"axis/{ax}"] = mean(vals)
+        metrics["tree_score"] = mean([r.tree_score for r in results if r.score is not None])
+        metrics["points_score"] = mean([r.points_score for r in results if r.score is not None])
+        return [r.score for r in results], metrics
+
+    async def _score_rows(self, shown, completions, rubrics) -> tuple[list[float | None], dict]:
+        from reward.errors import JudgeError
+
+        if rubrics is None:
+            raise ValueError("rubric_source='rows' needs a 'rubrics' column")
+        graded = await grade_rubric_rows(
+            self.judge, [(prompt_messages(p), completion_text(c), rows or [])
+                         for p, c, rows in zip(shown, completions, rubrics)], soft=self.scoring == "soft")
+        scores = [g.score for g in graded]
+        if self.on_failure == "raise" and any(s is None for s in scores):
+            bad = next((f for g in graded for f in g.failures), "a row without positive points")
+            raise JudgeError(f"{sum(s is None for s in scores)} of {len(scores)} rollouts unscored; first: {bad}")
+        metrics: dict[str, float | None] = {}
+        for ax, vals in rubric_axis_scores([g.met for g in graded], rubrics, self.scoring).items():
+            metrics[f"axis/{ax}"] = mean(vals)
+        return scores, metrics
+
+

@@ -1,0 +1,111 @@
+"""verl reward settings: :class:`VerlRewardSettings` and :func:`load_settings`.
+
+verl merges ``reward.custom_reward_function.reward_kwargs`` into every ``compute_score`` call;
+those keys, read over a YAML file of the same keys (``config=...`` or ``$RUBRICSTREE_VERL_CONFIG``;
+``${oc.env:VAR,default}`` resolved as verl's own config would), validate against
+:class:`VerlRewardSettings`. The judge and stage keys are the shared models of
+``reward.settings``. Unknown keys fail naming the file and the field. Loading is cached, so a
+per-rollout call costs a dictionary lookup.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import Field, ValidationError
+
+from reward.envvars import expand_env
+from reward.errors import InputError
+from reward.settings import ErrorRubricSettings, JudgeSettings, RubricScoringSettings
+from reward.stages.rollout_text import to_plain
+
+__all__ = ["CONFIG_ENV", "JUDGE_URL_ENV", "VerlRewardSettings", "load_settings"]
+
+CONFIG_ENV = "RUBRICSTREE_VERL_CONFIG"
+JUDGE_URL_ENV = "RUBRICSTREE_JUDGE_URL"
+
+
+class VerlRewardSettings(RubricScoringSettings):
+    """Settings of the verl reward (``reward_kwargs`` or a YAML file with the same keys).
+
+    The stage 3 keys (tree, router, router_options, rubric_source, scoring, combine) are
+    :class:`reward.settings.RubricScoringSettings`'s; ``judge`` and ``error_rubric`` are the shared
+    models, so a key that works in TRL YAML works here."""
+
+    on_failure: Literal["raise", "neutral"] = Field(
+        "neutral", description="raise: stop on a judge failure; neutral: group-mean score, flagged")
+    fallback_score: float | None = Field(
+        None, description="compute_score only (no group in sight): the flagged constant for a failed "
+                          "rollout under 'neutral'; null raises. Prefer the reward manager")
+    all_failed_score: float | None = Field(
+        0.0, description="score of every rollout of a group with none scored (zero advantage); null raises")
+    group_size: int | None = Field(
+        None, ge=1, description="rollouts per prompt; default actor_rollout_ref.rollout.n (manager)")
+    group_timeout_s: float = Field(
+        600.0, gt=0, description="manager: longest wait of a failed rollout for its group's other rollouts")
+    batch_window_s: float = Field(
+        0.05, ge=0, description="manager: rollouts arriving within this window are scored in one batch")
+    max_batch: int = Field(512, ge=1, description="manager: largest batch scored at once")
+    judge: JudgeSettings = Field(
+        default_factory=JudgeSettings, description="the judge (reward.settings.JudgeSettings: url, served_model, mode, "
+                                                   f"max_retries, ...); url defaults to ${JUDGE_URL_ENV}")
+    error_rubric: ErrorRubricSettings = Field(
+        default_factory=ErrorRubricSettings, description="stage 2 (reward.settings.ErrorRubricSettings: alpha, s_max, "
+                                                         "form, show_key, strict, ...)")
+
+    def judge_settings(self) -> JudgeSettings:
+        """The judge, its url defaulting to ``$RUBRICSTREE_JUDGE_URL`` when neither url nor model is set."""
+        j = self.judge
+        if not j.url and not j.model and os.environ.get(JUDGE_URL_ENV):
+            return j.model_copy(update={"url": os.environ[JUDGE_URL_ENV]})
+        return j
+
+
+@lru_cache(maxsize=64)
+def _settings_cached(path: str | None, mtime: float | None, inline_json: str) -> VerlRewardSettings:
+    data: dict[str, Any] = {}
+    src = path or "reward_kwargs"
+    if path:
+        try:
+            loaded = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+        except yaml.YAMLError as exc:
+            raise InputError(f"invalid YAML: {exc}", file=path) from exc
+        if loaded is not None and not isinstance(loaded, dict):
+            raise InputError("the settings must be a mapping", file=path)
+        try:
+            loaded = expand_env(loaded or {})
+        except InputError as exc:
+            raise InputError(exc.reason, file=path, field=exc.field) from exc
+        data.update(loaded)
+    inline = json.loads(inline_json)
+    data.update(inline)
+    try:
+        return VerlRewardSettings.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first.get("loc", ())) or None
+        key = where.split(".")[0] if where else None
+        file = "reward_kwargs" if key in inline else src
+        raise InputError(first.get("msg", str(exc)), file=file, field=where) from exc
+
+
+def load_settings(config: str | os.PathLike | None = None, **inline: Any) -> VerlRewardSettings:
+    """Settings from a YAML file (``config``, else ``$RUBRICSTREE_VERL_CONFIG``) overridden by
+    ``inline`` keys. Cached, so a per-rollout call costs a dictionary lookup.
+
+    Raises:
+        InputError: the file is missing or invalid, or a key is unknown or has a bad value.
+    """
+    path = str(config) if config else os.environ.get(CONFIG_ENV) or None
+    mtime = None
+    if path:
+        if not Path(path).is_file():
+            raise InputError("settings file not found", file=path)
+        mtime = Path(path).stat().st_mtime
+    inline_json = json.dumps(to_plain(inline), sort_keys=True, default=str)
+    return _settings_cached(path, mtime, inline_json)

@@ -1,0 +1,132 @@
+"""The settings models of the judge and of each stage reward: one schema per concept.
+
+TRL YAML (``training.trl_launcher``: ``judge:`` and ``reward:``), verl YAML (the
+``reward_kwargs`` of ``reward.integrations.verl.settings.VerlRewardSettings``: ``judge:``,
+``error_rubric:`` and the rubric keys) and the CLI all validate against these models, so a key
+that works in one works in the others and a typo fails at load time naming its field. Every model
+is frozen and refuses unknown keys; every field says what it does.
+
+Data flow: a mapping from a config -> :class:`JudgeSettings` -> :meth:`JudgeSettings.build`
+(``reward.judge.make_judge``) -> a live judge; the stage settings go to the stage rewards in
+``reward.stages`` and their trainer adapters in ``reward.integrations``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = ["ErrorRubricSettings", "JudgeSettings", "MCQRuleSettings", "RubricRewardSettings",
+           "RubricScoringSettings", "StageRewardSettings"]
+
+
+class _Settings(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class JudgeSettings(_Settings):
+    """How to build a judge: a vLLM server (``url``) or a model in this process.
+
+    With ``url`` the judge is remote and ``model`` is never its tokenizer (configs default
+    ``model`` to what ``scripts/train.sh`` would serve, which need not be what a given server
+    runs); set ``tokenizer`` for that. Without ``url``, ``model`` runs in process unless
+    ``in_process`` is false (then a launcher such as ``scripts/train.sh`` serves it first).
+    """
+
+    url: str | None = Field(None, description="vLLM endpoint(s), comma-separated, with or without /v1")
+    model: str | None = Field(None, description="judge model: loaded in process (in_process, or no url), or the "
+                                                "model scripts/train.sh serves when no url is given")
+    served_model: str | None = Field(None, description="the name the server serves (default: the first it lists)")
+    tokenizer: str | None = Field(None, description="with a url: the judge's tokenizer (default: the model root "
+                                                    "the server reports)")
+    mode: Literal["choice", "explain"] = Field("choice", description="choice: yes/no by logprobs; explain: a "
+                                                                     "short reason before the verdict")
+    temperature: float = Field(0.0, ge=0.0, description="sampling temperature of generated (JSON) answers")
+    cache: bool | str = Field(True, description="true: the default verdict cache; a path: that cache; false: none")
+    concurrency: int = Field(64, ge=1, description="most judge requests in flight (HTTP judge)")
+    timeout_s: float = Field(120.0, gt=0, description="seconds before one judge request times out (HTTP judge)")
+    max_retries: int = Field(4, ge=0, description="retries of a failed judge request (HTTP judge)")
+    in_process: bool | None = Field(None, description="true: run the judge model in this process (no server); "
+                                                      "null: in process when only model is given")
+
+    def resolved(self) -> "JudgeSettings":
+        """The judge actually built: in process (``url`` dropped) or remote (``model`` dropped)."""
+        if self.in_process or (self.in_process is None and not self.url and self.model):
+            return self.model_copy(update={"url": None, "in_process": True})
+        return self.model_copy(update={"model": None})
+
+    def build(self):
+        """A live judge (``reward.judge.make_judge``)."""
+        from reward.judge import JudgeConfig, VerdictCache, make_judge
+
+        s = self.resolved()
+        cache = VerdictCache(s.cache) if isinstance(s.cache, str) else s.cache
+        config = JudgeConfig(mode=s.mode, temperature=s.temperature)
+        kw: dict[str, Any] = {}
+        if s.url:
+            kw = {"concurrency": s.concurrency, "timeout_s": s.timeout_s, "max_retries": s.max_retries}
+        return make_judge(judge_url=s.url, judge_model=s.model, served_model=s.served_model,
+                          tokenizer=s.tokenizer, config=config, cache=cache, **kw)
+
+
+class MCQRuleSettings(_Settings):
+    """Stage 1: the multiple-choice rule reward (1 for the key, else 0)."""
+
+    name: str = Field("mcq_rule", description="metric key of the reward")
+
+
+class ErrorRubricSettings(_Settings):
+    """Stage 2: the error-rubric reward (``reward.stages.error_rubric``)."""
+
+    alpha: float = Field(1.0, ge=0.0, description="weight of the reasoning penalty (the paper chose 1.0)")
+    s_max: float = Field(4.0, gt=0.0, description="severity sum at which the penalty saturates to 1")
+    form: Literal["subtract", "multiply"] = Field(
+        "subtract", description="subtract: c - alpha*P; multiply: c * (1 - alpha*P)")
+    max_tokens: int = Field(1024, ge=16, description="judge decoding budget for the error list")
+    max_errors: int = Field(12, ge=1, description="most errors the judge may list")
+    max_description_chars: int = Field(400, ge=1, description="longest error description")
+    constrain: Literal["json", "regex"] = Field(
+        "json", description="json: vLLM JSON-schema decoding; regex: the same shape without free whitespace")
+    attempts: int = Field(3, ge=1, le=10, description="judge parse attempts before a failure")
+    show_key: bool = Field(True, description="show the judge the answer key")
+    strict: bool = Field(False, description="an invalid error entry fails the rollout instead of being dropped")
+
+
+class RubricScoringSettings(_Settings):
+    """Stage 3 scoring: which tree, which router, which rubric items, how verdicts become a score."""
+
+    tree: str | None = Field(None, description="taxonomy YAML; null: the packaged one")
+    router: Literal["static", "llm", "embedding"] = Field("static", description="static, llm or embedding")
+    router_options: dict[str, Any] = Field(default_factory=dict, description="keyword arguments of the router "
+                                                                             "(axes, threshold, ...)")
+    rubric_source: Literal["both", "tree", "rows"] = Field(
+        "both", description="tree leaves and row items / tree only / row items only (the paper's stage 3)")
+    scoring: Literal["hard", "soft"] = Field("hard", description="judge yes/no or p_yes")
+    combine: Literal["tree", "points", "mean"] = Field("tree", description="the reward when both scores exist")
+
+
+class RubricRewardSettings(RubricScoringSettings):
+    """Stage 3: the rubric reward as a trainer reward function."""
+
+    on_failure: Literal["skip", "raise"] = Field("skip", description="skip: None for an unscored rollout; raise")
+    name: str = Field("clinical_rubric", description="metric key of the reward")
+
+
+class StageRewardSettings(ErrorRubricSettings, RubricScoringSettings):
+    """The ``reward:`` block of a TRL config: the keys of every stage in one flat mapping.
+
+    ``name`` and ``on_failure`` apply to whichever stage runs; the stage 2 keys are
+    :class:`ErrorRubricSettings`, the stage 3 keys :class:`RubricScoringSettings`.
+    """
+
+    name: str | None = Field(None, description="metric key; default mcq_rule / error_rubric / clinical_rubric")
+    on_failure: Literal["skip", "raise"] = Field("skip", description="skip: None for an unscored rollout; raise")
+
+    def error_rubric(self) -> ErrorRubricSettings:
+        return ErrorRubricSettings.model_validate(self.model_dump(include=set(ErrorRubricSettings.model_fields)))
+
+    def rubric(self) -> RubricRewardSettings:
+        keys = set(RubricScoringSettings.model_fields) | {"on_failure"}
+        return RubricRewardSettings.model_validate({**self.model_dump(include=keys),
+                                                    "name": self.name or "clinical_rubric"})

@@ -1,0 +1,111 @@
+"""Stage 3 on the row's own rubric items, and the per-axis diagnostics of rubric scores.
+
+:func:`grade_rubric_rows` is the paper's stage 3 reward: each rollout ``(conversation, response,
+rubric items)`` goes to the judge item by item (one ``grade`` call for the batch, each distinct
+item once) and is scored as HealthBench points clipped to [0, 1]; a failed item leaves the rollout
+unscored, never 0. The axis helpers group rubric items by their ``axis:`` tags (or tree leaves by
+``tags.axis``) so a trainer can log one mean per HealthBench axis. Both trainer adapters and the
+difficulty filter use these; nothing here imports a trainer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["RowScore", "axes_of", "grade_rubric_rows", "leaf_axis_scores", "mean", "results_items",
+           "rubric_axis_scores"]
+
+
+def mean(values: Sequence[float | None]) -> float | None:
+    """The mean of the values that are not None (None when there are none)."""
+    vals = [v for v in values if v is not None]
+    return sum(vals) / len(vals) if vals else None
+
+
+@dataclass(frozen=True)
+class RowScore:
+    """One rollout scored on its row's rubric items: ``score`` None when an item failed
+    (``failures`` says why) or the row has no item with positive points; ``met`` per item."""
+
+    score: float | None
+    met: list[float | bool] | None
+    failures: list[str]
+
+
+async def grade_rubric_rows(judge, rollouts: Sequence[tuple[Sequence[Mapping[str, Any]], str,
+                                                            Sequence[Mapping[str, Any]]]],
+                            *, soft: bool = False) -> list[RowScore]:
+    """The paper's stage 3 reward (TRL and verl share it): each rollout ``(conversation,
+    response, rubric items)`` scored as HealthBench points clipped to [0, 1]
+    (``reward.healthbench.scoring.rl_reward``); met is the verdict, or ``p_yes`` with ``soft``.
+    All items go to the judge in one call, each distinct (conversation, response, item) once."""
+    from reward.healthbench.scoring import rl_reward
+    from reward.judge.types import JudgeItem, Message
+
+    index: dict[JudgeItem, int] = {}
+    plans = []
+    for conv, text, rows in rollouts:
+        msgs = tuple(Message(**m) for m in conv)
+        plans.append([index.setdefault(JudgeItem(conversation=msgs, response=text, criterion=str(r["criterion"]),
+                                                 points=float(r["points"])), len(index)) for r in rows])
+    verdicts = await judge.grade(list(index), on_failure="record") if index else []
+    out = []
+    for (_, _, rows), plan in zip(rollouts, plans):
+        vs = [verdicts[i] for i in plan]
+        failures = [v.failure or "unknown failure" for v in vs if not v.ok]
+        if failures or not any(float(r["points"]) > 0 for r in rows):
+            out.append(RowScore(None, None, failures))
+            continue
+        met = [float(v.p_yes) if soft and v.p_yes is not None else bool(v.met) for v in vs]
+        out.append(RowScore(rl_reward([float(r["points"]) for r in rows], met), met, []))
+    return out
+
+
+def results_items(results) -> list[list[float | bool] | None]:
+    """Per rollout, the rubric items' met values (None for an unscored rollout)."""
+    out = []
+    for r in results:
+        if r.score is None:
+            out.append(None)
+        else:
+            out.append([(it.p_yes if it.p_yes is not None else bool(it.met)) if r.scoring == "soft" else bool(it.met)
+                        for it in r.rubric_items])
+    return out
+
+
+def axes_of(tags: Sequence[str]) -> list[str]:
+    return [t.split(":", 1)[1] for t in tags or [] if isinstance(t, str) and t.startswith("axis:")]
+
+
+def rubric_axis_scores(met_lists, rubrics, scoring: str) -> dict[str, list[float]]:
+    """Per HealthBench axis (``axis:`` tags of the rubric items), each rollout's points score."""
+    from reward.healthbench.scoring import rl_reward
+
+    out: dict[str, list[float]] = {}
+    for met, rows in zip(met_lists, rubrics):
+        if met is None or not rows or len(met) != len(rows):
+            continue
+        groups: dict[str, list[int]] = {}
+        for k, r in enumerate(rows):
+            for ax in axes_of(r.get("tags") or []):
+                groups.setdefault(ax, []).append(k)
+        for ax, ks in groups.items():
+            pts = [float(rows[k]["points"]) for k in ks]
+            if any(p > 0 for p in pts):
+                out.setdefault(ax, []).append(rl_reward(pts, [met[k] for k in ks]))
+    return out
+
+
+def leaf_axis_scores(tree, leaves) -> dict[str, float]:
+    """Per tree axis (leaf ``tags.axis``), the weighted pass rate of one rollout's active leaves."""
+    acc: dict[str, list[float]] = {}
+    for lr in leaves:
+        if lr.passed is None:
+            continue
+        ax = getattr(tree[lr.leaf_id].tags, "axis", None)
+        if ax:
+            w, s = acc.setdefault(ax, [0.0, 0.0])
+            acc[ax] = [w + lr.weight, s + lr.weight * lr.passed]
+    return {ax: s / w for ax, (w, s) in acc.items() if w > 0}
