@@ -91,8 +91,8 @@ def verl_config(reward_kwargs: dict, *, manager: str = "naive", n: int = 4, work
     return OmegaConf.create({
         "actor_rollout_ref": {"rollout": {"n": n}},
         "reward": {"num_workers": workers, "reward_manager": rm,
-                   "custom_reward_function": {"path": "pkg://reward.integrations.verl.compute_score", "name": "compute_score",
-                                              "reward_kwargs": reward_kwargs},
+                   "custom_reward_function": {"path": "pkg://reward.integrations.verl.compute_score",
+                                              "name": "compute_score", "reward_kwargs": reward_kwargs},
                    "reward_model": {"enable": False}, "sandbox_fusion": {"url": None}},
     })
 
