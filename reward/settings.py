@@ -50,7 +50,7 @@ class JudgeSettings(_Settings):
     in_process: bool | None = Field(None, description="true: run the judge model in this process (no server); "
                                                       "null: in process when only model is given")
 
-    def resolved(self) -> "JudgeSettings":
+    def resolved(self) -> JudgeSettings:
         """The judge actually built: in process (``url`` dropped) or remote (``model`` dropped)."""
         if self.in_process or (self.in_process is None and not self.url and self.model):
             return self.model_copy(update={"url": None, "in_process": True})

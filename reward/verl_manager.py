@@ -5,6 +5,10 @@
 configs: ``pkg://reward.integrations.verl.manager``). Re-exports only, no logic; imports verl.
 """
 
-from reward.integrations.verl.manager import REGISTRY_NAME, RubricsTreeRewardManager, reward_kwargs_of
+from reward.integrations.verl.manager import (
+    REGISTRY_NAME,
+    RubricsTreeRewardManager,
+    reward_kwargs_of,
+)
 
 __all__ = ["REGISTRY_NAME", "RubricsTreeRewardManager", "reward_kwargs_of"]

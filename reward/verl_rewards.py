@@ -5,6 +5,31 @@
 (new configs: ``pkg://reward.integrations.verl.compute_score``). Re-exports only, no logic.
 """
 
-from reward.integrations.verl import *  # noqa: F403 - the old module's public names
-from reward.integrations.verl import __all__  # noqa: F401
-from reward.stages.rollout_text import to_plain as _plain  # noqa: F401 - the old private name
+from reward.integrations.verl import (
+    CONFIG_ENV,
+    DATA_SOURCES,
+    EXTRA_DEFAULTS,
+    JUDGE_URL_ENV,
+    VERL_KWARGS,
+    GroupBoard,
+    RewardContext,
+    Sample,
+    SampleScore,
+    StreamingScorer,
+    VerlRewardSettings,
+    compute_score,
+    compute_score_sync,
+    finalize,
+    get_context,
+    get_data_source,
+    group_policy,
+    load_settings,
+    register_data_source,
+    score_samples,
+    single_policy,
+)
+
+__all__ = ["CONFIG_ENV", "DATA_SOURCES", "EXTRA_DEFAULTS", "JUDGE_URL_ENV", "VERL_KWARGS", "GroupBoard",
+           "RewardContext", "Sample", "SampleScore", "StreamingScorer", "VerlRewardSettings", "compute_score",
+           "compute_score_sync", "finalize", "get_context", "get_data_source", "group_policy", "load_settings",
+           "register_data_source", "score_samples", "single_policy"]

@@ -38,9 +38,19 @@ from typing import Any, Literal
 
 from reward.settings import ErrorRubricSettings, JudgeSettings, RubricRewardSettings
 from reward.stages.mcq import grade_mcq
-from reward.stages.rollout_text import completion_text, key_letter, parse_options, prompt_messages
-from reward.stages.row_rubrics import (grade_rubric_rows, leaf_axis_scores, mean, results_items,
-                                       rubric_axis_scores)
+from reward.stages.rollout_text import (
+    completion_text,
+    key_letter,
+    parse_options,
+    prompt_messages,
+)
+from reward.stages.row_rubrics import (
+    grade_rubric_rows,
+    leaf_axis_scores,
+    mean,
+    results_items,
+    rubric_axis_scores,
+)
 
 __all__ = ["ErrorRubricReward", "MCQRuleReward", "RubricRewardFunc"]
 
@@ -187,8 +197,8 @@ class ErrorRubricReward(_JudgeReward):
 
     async def __call__(self, prompts: list, completions: list, completion_ids: list | None = None,
                        **kwargs: Any) -> list[float | None]:
-        from reward.stages.error_rubric import ErrorRollout, ErrorRubricScorer
         from reward.judge.types import Message
+        from reward.stages.error_rubric import ErrorRollout, ErrorRubricScorer
 
         self._bind_loop()
         n = len(completions)
@@ -259,7 +269,7 @@ class RubricRewardFunc(_JudgeReward):
         self.rubric_source, self.scoring, self.combine = rubric_source, scoring, combine
 
     @classmethod
-    def from_settings(cls, judge: Any, settings: RubricRewardSettings | Mapping[str, Any]) -> "RubricRewardFunc":
+    def from_settings(cls, judge: Any, settings: RubricRewardSettings | Mapping[str, Any]) -> RubricRewardFunc:
         """The reward of a :class:`reward.settings.RubricRewardSettings` (or its mapping)."""
         return cls(judge, **dict(RubricRewardSettings.model_validate(settings)))
 

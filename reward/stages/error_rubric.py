@@ -27,6 +27,7 @@ is dropped and counted in ``n_invalid``; known synonyms ("major", "minor", "reas
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
@@ -156,7 +157,7 @@ def _norm_severity(value: Any) -> int | None:
             value = float(word)
         except ValueError:
             return None
-    if isinstance(value, (int, float)) and value == value and value not in (float("inf"), float("-inf")):
+    if isinstance(value, (int, float)) and math.isfinite(value):
         return int(min(2, max(1, round(value)))) if value > 0 else None
     return None
 
@@ -167,11 +168,12 @@ def parse_errors(obj: Mapping[str, Any] | None, *, strict: bool = False) -> Erro
     Raises:
         ValueError: ``obj`` has no list under ``errors``; or, with ``strict``, an entry is invalid.
     """
-    if not isinstance(obj, Mapping) or not isinstance(obj.get("errors"), list):
+    entries = obj.get("errors") if isinstance(obj, Mapping) else None
+    if entries is None or not isinstance(entries, list):
         raise ValueError("the judge's JSON has no list under 'errors'")
     kept: list[ErrorEntry] = []
     invalid = 0
-    for i, raw in enumerate(obj["errors"]):
+    for i, raw in enumerate(entries):
         cls = _norm_class(raw.get("class", raw.get("type"))) if isinstance(raw, Mapping) else None
         sev = _norm_severity(raw.get("severity")) if isinstance(raw, Mapping) else None
         if cls is None or sev is None:

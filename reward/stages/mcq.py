@@ -29,7 +29,6 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Optional
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
@@ -55,7 +54,7 @@ class MCQRow(BaseModel):
     question: str
     options: dict[str, str] = Field(min_length=2)
     answer_idx: str
-    answer: Optional[str] = None
+    answer: str | None = None
 
     @field_validator("options")
     @classmethod
@@ -92,7 +91,7 @@ class MCQResult(BaseModel):
 
     model_config = ConfigDict(frozen=True)
 
-    choice: Optional[str]
+    choice: str | None
     reward: float
     format_failure: bool
 

@@ -79,7 +79,7 @@ def parse_options(value: Any) -> dict[str, str] | None:
         except json.JSONDecodeError as exc:
             raise ValueError(f"options are not JSON: {exc.msg}") from exc
     value = to_plain(value)
-    if not isinstance(value, dict):
+    if value is None or not isinstance(value, dict):
         raise ValueError("options must map letters to texts")
     return {str(k).strip().upper(): str(v) for k, v in value.items() if v is not None and str(v).strip()} or None
 

@@ -32,16 +32,30 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from reward.errors import InputError, JudgeError
 from reward.healthbench.schema import Message as PromptMessage
 from reward.healthbench.schema import RubricItem
 from reward.healthbench.scoring import rl_reward
+from reward.jsonl import iter_jsonl, validation_error
 from reward.judge.base import Judge
 from reward.judge.types import JudgeItem, Verdict
-from reward.jsonl import iter_jsonl, validation_error
-from reward.router.base import CachedRouter, Conversation, Router, Routing, as_conversation, tree_fingerprint
+from reward.router.base import (
+    CachedRouter,
+    Conversation,
+    Router,
+    Routing,
+    as_conversation,
+    tree_fingerprint,
+)
 from reward.router.llm import with_context
 from reward.scoring.tree_score import score_tree
 from reward.tree.graph import RubricTree
@@ -71,7 +85,7 @@ class Rollout(BaseModel):
         return str(v) if isinstance(v, int) and not isinstance(v, bool) else v
 
     @model_validator(mode="after")
-    def _rubrics_scorable(self) -> "Rollout":
+    def _rubrics_scorable(self) -> Rollout:
         if self.rubrics is not None and not any(r.points > 0 for r in self.rubrics):
             raise ValueError("rubrics: no item has positive points, so the points score is undefined")
         return self
@@ -317,8 +331,8 @@ class RubricReward:
         routing_info = {"threshold": routing.threshold, "urgency": routing.urgency,
                         "n_active": len(routing.active), "cached": routing.cached,
                         "n_judge_calls": routing.n_judge_calls, "n_failures": routing.n_failures}
-        base = dict(id=r.id, scoring=self.scoring, combine=self.combine, leaves=leaves,
-                    rubric_items=rubric_items, routing=routing_info)
+        base = {"id": r.id, "scoring": self.scoring, "combine": self.combine, "leaves": leaves,
+                "rubric_items": rubric_items, "routing": routing_info}
         if failures:
             return RolloutScore(score=None, failures=failures, feedback=self._feedback(leaves, rubric_items),
                                 **base)

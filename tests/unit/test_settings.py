@@ -13,7 +13,12 @@ from pydantic import ValidationError
 from reward.envvars import expand_env, resolve_env_string
 from reward.errors import InputError
 from reward.integrations.verl.settings import load_settings
-from reward.settings import ErrorRubricSettings, JudgeSettings, RubricRewardSettings, StageRewardSettings
+from reward.settings import (
+    ErrorRubricSettings,
+    JudgeSettings,
+    RubricRewardSettings,
+    StageRewardSettings,
+)
 
 REPO = Path(__file__).resolve().parents[2]
 TRL_STAGE2 = REPO / "configs" / "trl" / "stage2_error_rubric.yaml"
@@ -127,12 +132,11 @@ def test_resolved_judge_is_remote_or_in_process():
 
 # ------------------------------------------------------------------ old import paths
 def test_the_old_import_paths_re_export_the_same_objects():
-    import reward.integrations.trl as trl
-    import reward.integrations.verl as verl
-    import reward.runtime as runtime
     import reward.stages.row_rubrics as rows
     import reward.trl_rewards as old_trl
     import reward.verl_rewards as old_verl
+    from reward import runtime
+    from reward.integrations import trl, verl
 
     assert old_trl.JudgeSpec is JudgeSettings and old_trl.run_sync is runtime.run_sync
     assert (old_trl.MCQRuleReward, old_trl.ErrorRubricReward, old_trl.RubricRewardFunc) == (

@@ -14,12 +14,29 @@ rewards of ``reward.stages``) -> ``policy`` -> ``{"score", **extra}``. Use
 ``reward.reward_manager.module.path=pkg://reward.integrations.verl.manager``.
 """
 
-from reward.integrations.verl.compute_score import VERL_KWARGS, compute_score, compute_score_sync
+from reward.integrations.verl.compute_score import (
+                                              VERL_KWARGS,
+                                              compute_score,
+                                              compute_score_sync,
+)
 from reward.integrations.verl.context import RewardContext, get_context
 from reward.integrations.verl.policy import group_policy, single_policy
-from reward.integrations.verl.settings import CONFIG_ENV, JUDGE_URL_ENV, VerlRewardSettings, load_settings
-from reward.integrations.verl.sources import (DATA_SOURCES, EXTRA_DEFAULTS, Sample, SampleScore, finalize,
-                                              get_data_source, register_data_source, score_samples)
+from reward.integrations.verl.settings import (
+                                              CONFIG_ENV,
+                                              JUDGE_URL_ENV,
+                                              VerlRewardSettings,
+                                              load_settings,
+)
+from reward.integrations.verl.sources import (
+                                              DATA_SOURCES,
+                                              EXTRA_DEFAULTS,
+                                              Sample,
+                                              SampleScore,
+                                              finalize,
+                                              get_data_source,
+                                              register_data_source,
+                                              score_samples,
+)
 from reward.integrations.verl.streaming import GroupBoard, StreamingScorer
 
 __all__ = ["CONFIG_ENV", "DATA_SOURCES", "EXTRA_DEFAULTS", "JUDGE_URL_ENV", "VERL_KWARGS", "GroupBoard",

@@ -82,7 +82,7 @@ class RewardContext:
         return self._error_scorer
 
 
-_CONTEXTS: "weakref.WeakKeyDictionary[Any, dict[str, RewardContext]]" = weakref.WeakKeyDictionary()
+_CONTEXTS: weakref.WeakKeyDictionary[Any, dict[str, RewardContext]] = weakref.WeakKeyDictionary()
 _NO_LOOP: dict[str, RewardContext] = {}
 
 

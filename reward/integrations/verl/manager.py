@@ -36,7 +36,10 @@ from typing import Any
 
 from verl import DataProto
 from verl.experimental.reward_loop.reward_manager.base import RewardManagerBase
-from verl.experimental.reward_loop.reward_manager.registry import REWARD_MANAGER, register
+from verl.experimental.reward_loop.reward_manager.registry import (
+    REWARD_MANAGER,
+    register,
+)
 
 from reward.integrations.verl.context import RewardContext
 from reward.integrations.verl.policy import group_policy

@@ -17,7 +17,12 @@ from reward.errors import JudgeError
 from reward.integrations.verl.context import RewardContext
 from reward.integrations.verl.policy import failure_reason, stand_in
 from reward.integrations.verl.settings import VerlRewardSettings
-from reward.integrations.verl.sources import Sample, SampleScore, finalize, score_samples
+from reward.integrations.verl.sources import (
+    Sample,
+    SampleScore,
+    finalize,
+    score_samples,
+)
 
 __all__ = ["GroupBoard", "StreamingScorer"]
 
@@ -152,7 +157,7 @@ class StreamingScorer:
     async def _run(self, batch: list[tuple[Sample, asyncio.Future]]) -> None:
         try:
             raws = await score_samples([s for s, _ in batch], self.context)
-        except BaseException as exc:  # noqa: BLE001 - handed to every waiting caller
+        except BaseException as exc:
             for _, fut in batch:
                 if not fut.done():
                     fut.set_exception(exc)
