@@ -59,7 +59,7 @@ import httpx  # noqa: E402
 
 from reward.judge import CHOICE, JudgeConfig, JudgeItem, Message, Template, make_judge  # noqa: E402
 from reward.judge.base import stage_by_prefix  # noqa: E402
-from reward.judge.endpoints import normalise_url  # noqa: E402
+from reward.serving import server_root  # noqa: E402
 from reward.judge.http import HTTPJudge  # noqa: E402
 from reward.judge.types import Verdict  # noqa: E402
 
@@ -566,11 +566,6 @@ class ReferenceStyleJudge(HTTPJudge):
 _METRIC = re.compile(r"^(vllm:[a-z_]+)(\{[^}]*\})?\s+([0-9.eE+-]+)$")
 WATCHED = ("vllm:prefix_cache_queries_total", "vllm:prefix_cache_hits_total",
            "vllm:prompt_tokens_total", "vllm:generation_tokens_total")
-
-
-def server_root(url: str) -> str:
-    u = normalise_url(url)
-    return u[: -len("/v1")] if u.endswith("/v1") else u
 
 
 def read_metrics(url: str) -> tuple[dict[str, float] | None, int | None]:

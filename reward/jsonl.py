@@ -1,9 +1,19 @@
-"""Reading and writing JSON Lines with errors that name the file and the line."""
+"""JSON Lines: the one reader and the one writer, with errors that name the file and the line.
+
+- :func:`iter_jsonl` reads a file line by line (``(line_number, object)``); :func:`load_models`
+  validates each line into a pydantic model.
+- :class:`JsonlLog` is an append-only file written as results arrive (each line flushed, so a
+  killed process loses nothing already appended); :meth:`JsonlLog.load` reads it back, cutting a
+  torn last line (a kill mid-write) instead of failing on it. :func:`append_jsonl` appends once.
+- :func:`write_jsonl` writes a whole file atomically (a temporary file, then a rename).
+"""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+import logging
+import os
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -12,6 +22,26 @@ from pydantic import BaseModel, ValidationError
 from reward.errors import InputError
 
 M = TypeVar("M", bound=BaseModel)
+log = logging.getLogger(__name__)
+
+__all__ = ["JsonlLog", "append_jsonl", "iter_jsonl", "load_models", "validation_error", "write_jsonl"]
+
+
+def _parse(line: str, path: Path, lineno: int) -> dict[str, Any] | None:
+    if not line.strip():
+        return None
+    try:
+        obj = json.loads(line)
+    except json.JSONDecodeError as exc:
+        raise InputError(f"invalid JSON: {exc.msg}", file=str(path), record=f"line {lineno}") from exc
+    if not isinstance(obj, dict):
+        raise InputError("each line must be a JSON object", file=str(path), record=f"line {lineno}")
+    return obj
+
+
+def _line(obj: dict[str, Any] | BaseModel) -> str:
+    data = obj.model_dump(mode="json") if isinstance(obj, BaseModel) else obj
+    return json.dumps(data, ensure_ascii=False) + "\n"
 
 
 def iter_jsonl(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
@@ -21,15 +51,9 @@ def iter_jsonl(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
         raise InputError("file not found", file=str(path))
     with path.open(encoding="utf-8") as fh:
         for lineno, line in enumerate(fh, start=1):
-            if not line.strip():
-                continue
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise InputError(f"invalid JSON: {exc.msg}", file=str(path), record=f"line {lineno}") from exc
-            if not isinstance(obj, dict):
-                raise InputError("each line must be a JSON object", file=str(path), record=f"line {lineno}")
-            yield lineno, obj
+            obj = _parse(line, path, lineno)
+            if obj is not None:
+                yield lineno, obj
 
 
 def validation_error(exc: ValidationError, *, file: str, record: str | int) -> InputError:
@@ -50,9 +74,90 @@ def load_models(path: str | Path, model: type[M]) -> list[M]:
     return out
 
 
+def write_jsonl(path: str | Path, rows: Iterable[dict[str, Any] | BaseModel]) -> None:
+    """Write ``rows`` as the whole file, atomically (readers never see half a file)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    with tmp.open("w", encoding="utf-8") as fh:
+        for r in rows:
+            fh.write(_line(r))
+    tmp.replace(path)
+
+
+class JsonlLog:
+    """An append-only JSONL file: :meth:`load` reads (and repairs) it, :meth:`append` writes.
+
+    Args:
+        path: the file; created on the first append.
+    """
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self._fh = None
+
+    def load(self) -> list[dict[str, Any]]:
+        """Every complete record, ``[]`` for no file. A torn last line (no newline, a kill
+        mid-write) is removed from the file; a bad line elsewhere is an error naming the file
+        and line, because it means the file was edited, not interrupted."""
+        return [obj for _, obj in self.load_numbered()]
+
+    def load_numbered(self) -> list[tuple[int, dict[str, Any]]]:
+        """:meth:`load` with each record's line number (for errors that name the line)."""
+        if not self.path.exists():
+            return []
+        raw = self.path.read_bytes()
+        good_end = self._cut_torn_tail(len(raw), raw.rfind(b"\n") + 1)
+        out = []
+        for lineno, line in enumerate(raw[:good_end].decode("utf-8").splitlines(), start=1):
+            obj = _parse(line, self.path, lineno)
+            if obj is not None:
+                out.append((lineno, obj))
+        return out
+
+    def _cut_torn_tail(self, size: int, good_end: int) -> int:
+        if good_end < size:
+            log.warning("%s: dropping an unfinished last line (the run was interrupted)", self.path)
+            with self.path.open("r+b") as fh:
+                fh.truncate(good_end)
+        return good_end
+
+    def _repair_before_append(self) -> None:
+        """Files that are only appended to (failures, runs) are never loaded first: cut a torn
+        tail here, else the next record would be glued to it and the line would not parse."""
+        if not self.path.exists():
+            return
+        with self.path.open("rb") as fh:
+            size = fh.seek(0, os.SEEK_END)
+            if size == 0:
+                return
+            fh.seek(size - 1)
+            if fh.read(1) == b"\n":
+                return
+            fh.seek(0)
+            raw = fh.read()
+        self._cut_torn_tail(size, raw.rfind(b"\n") + 1)
+
+    def append(self, obj: dict[str, Any] | BaseModel) -> None:
+        """Write one record and flush it to the operating system (a killed process loses
+        nothing already appended; only a power cut could, and fsync per line would be slow)."""
+        if self._fh is None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._repair_before_append()
+            self._fh = self.path.open("a", encoding="utf-8")
+        self._fh.write(_line(obj))
+        self._fh.flush()
+
+    def close(self) -> None:
+        if self._fh is not None:
+            self._fh.close()
+            self._fh = None
+
+
 def append_jsonl(path: str | Path, obj: dict[str, Any] | BaseModel) -> None:
     """Append one record and flush it, so that a crash loses nothing already written."""
-    data = obj.model_dump(mode="json") if isinstance(obj, BaseModel) else obj
-    with Path(path).open("a", encoding="utf-8") as fh:
-        fh.write(json.dumps(data, ensure_ascii=False) + "\n")
-        fh.flush()
+    log_ = JsonlLog(path)
+    try:
+        log_.append(obj)
+    finally:
+        log_.close()

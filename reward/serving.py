@@ -24,9 +24,20 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-__all__ = ["JUDGE_API_KEY_ENV", "GENERATE_API_KEY_ENV", "NO_RETRY_STATUSES", "RetryPolicy", "api_key",
-           "auth_headers", "first_served_model", "list_models", "normalise_url", "resolve_served_model",
-           "server_root", "split_urls"]
+__all__ = [
+    "GENERATE_API_KEY_ENV",
+    "JUDGE_API_KEY_ENV",
+    "NO_RETRY_STATUSES",
+    "RetryPolicy",
+    "api_key",
+    "auth_headers",
+    "first_served_model",
+    "list_models",
+    "normalise_url",
+    "resolve_served_model",
+    "server_root",
+    "split_urls",
+]
 
 JUDGE_API_KEY_ENV = "RUBRICSTREE_JUDGE_API_KEY"
 GENERATE_API_KEY_ENV = "RUBRICSTREE_GENERATE_API_KEY"

@@ -18,12 +18,10 @@ as they are drawn, so a killed filter resumes without drawing them again.
 
 from __future__ import annotations
 
-import asyncio
 import inspect
 import json
 import logging
 import math
-import os
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -45,7 +43,7 @@ class Window(BaseModel):
     hi_inclusive: bool = True
 
     @model_validator(mode="after")
-    def _ordered(self) -> "Window":
+    def _ordered(self) -> Window:
         if self.lo > self.hi:
             raise ValueError(f"window lo {self.lo} is above hi {self.hi}")
         return self
@@ -95,78 +93,49 @@ class DifficultyConfig(BaseModel):
 
 
 # ---------------------------------------------------------------------------------- generation
-def _progress(total: int, desc: str):
-    from tqdm.auto import tqdm
-
-    # disable=None: a bar on a terminal, silence in logs and tests
-    return tqdm(total=total, desc=desc, unit="prompt", disable=None, dynamic_ncols=True)
-
-
 OnSamples = Callable[[int, list[str]], None]
 
 
-def served_model_name(url: str) -> str:
-    """The first model an OpenAI-compatible server lists."""
-    import httpx
+def _settings(cfg: DifficultyConfig):
+    from training.generation import GenerationSettings
 
-    from reward.judge.endpoints import normalise_url
+    return GenerationSettings(max_new_tokens=cfg.max_new_tokens, temperature=cfg.temperature, top_p=cfg.top_p,
+                              seed=cfg.seed or 0)
+
+
+def _draw(generator, prompts: Sequence[list[dict]], cfg: DifficultyConfig,
+          on_done: OnSamples | None) -> list[list[str]]:
+    """``cfg.n`` samples per prompt from a :mod:`training.generation` backend; a prompt whose
+    request failed (after the generator's retries) stops the filter with its error."""
+    from training.generation import GenOutput, GenRequest
+
+    requests = [GenRequest(str(i), list(p), n=cfg.n, seed=None if cfg.seed is None else cfg.seed + i)
+                for i, p in enumerate(prompts)]
+    out: dict[int, list[str]] = {}
+
+    def done(key: str, output: GenOutput) -> None:
+        if not output.ok:
+            raise RuntimeError(f"difficulty filter: sampling prompt {key} failed: {output.error}")
+        out[int(key)] = list(output.samples)
+        if on_done is not None:
+            on_done(int(key), out[int(key)])
 
     try:
-        return httpx.get(f"{normalise_url(url)}/models", timeout=30).json()["data"][0]["id"]
-    except (httpx.HTTPError, KeyError, IndexError, TypeError, ValueError) as exc:
-        raise ValueError(f"difficulty filter: cannot list the models served at {url} ({type(exc).__name__}: "
-                         f"{exc}); set difficulty.served_model") from exc
+        generator.generate(requests, done, desc="difficulty: sample")
+    finally:
+        generator.close()
+    return [out[i] for i in range(len(prompts))]
 
 
 def generate_with_server(prompts: Sequence[list[dict]], *, url: str, model: str | None, cfg: DifficultyConfig,
                          timeout_s: float = 600.0, on_done: OnSamples | None = None) -> list[list[str]]:
-    """``n`` samples per prompt from an OpenAI-compatible ``/v1/chat/completions`` endpoint;
-    ``on_done(i, samples)`` is called as each prompt's samples arrive."""
-    import httpx
+    """``n`` samples per prompt from an OpenAI-compatible ``/v1/chat/completions`` endpoint
+    (``model`` None: the first it serves); ``on_done(i, samples)`` is called as each arrives."""
+    from training.generation import HTTPGenerator
 
-    from reward.judge.endpoints import normalise_url
-
-    base = normalise_url(url)
-    if model is None:
-        model = served_model_name(url)
-
-    async def run() -> list[list[str]]:
-        sem = asyncio.Semaphore(cfg.concurrency)
-        async with httpx.AsyncClient(timeout=timeout_s) as client:
-            async def one(i: int, msgs: list[dict]) -> list[str]:
-                body: dict[str, Any] = {"model": model, "messages": msgs, "n": cfg.n, "temperature": cfg.temperature,
-                                        "top_p": cfg.top_p, "max_tokens": cfg.max_new_tokens}
-                if cfg.seed is not None:
-                    body["seed"] = cfg.seed + i
-                if cfg.chat_template_kwargs:
-                    body["chat_template_kwargs"] = cfg.chat_template_kwargs
-                async with sem:
-                    for attempt in range(3):
-                        try:
-                            resp = await client.post(f"{base}/chat/completions", json=body)
-                            resp.raise_for_status()
-                            break
-                        except httpx.HTTPError:
-                            if attempt == 2:
-                                raise
-                            await asyncio.sleep(1.0 + attempt)
-                choices = sorted(resp.json()["choices"], key=lambda c: c.get("index", 0))
-                return [c["message"].get("content") or "" for c in choices]
-
-            async def counted(i: int, msgs: list[dict]) -> list[str]:
-                out = await one(i, msgs)
-                if on_done is not None:
-                    on_done(i, out)
-                bar.update(1)
-                return out
-
-            return list(await asyncio.gather(*(counted(i, list(p)) for i, p in enumerate(prompts))))
-
-    bar = _progress(len(prompts), "difficulty: sample")
-    try:
-        return asyncio.run(run())
-    finally:
-        bar.close()
+    generator = HTTPGenerator(url, model, _settings(cfg), concurrency=cfg.concurrency, timeout_s=timeout_s,
+                              chat_template_kwargs=cfg.chat_template_kwargs)
+    return _draw(generator, prompts, cfg, on_done)
 
 
 def generate_in_process(prompts: Sequence[list[dict]], *, model: Any, cfg: DifficultyConfig,
@@ -178,48 +147,11 @@ def generate_in_process(prompts: Sequence[list[dict]], *, model: Any, cfg: Diffi
         tokenizer: required when ``model`` is a loaded model without a name to load one from.
         on_done: called as ``on_done(i, samples)`` after each batch, for each of its prompts.
     """
-    import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from training.generation import TransformersGenerator
 
-    if isinstance(model, (str, Path)):
-        tokenizer = tokenizer or AutoTokenizer.from_pretrained(str(model))
-        # on a GPU machine the policy samples on this process's GPU in bf16, not on the CPU
-        device = (torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0"))) if torch.cuda.is_available()
-                  else torch.device("cpu"))
-        dtype = torch.bfloat16 if device.type == "cuda" else torch.float32
-        model = AutoModelForCausalLM.from_pretrained(str(model), dtype=dtype).to(device)
-    elif tokenizer is None:
-        tokenizer = AutoTokenizer.from_pretrained(model.config._name_or_path)
-    if cfg.seed is not None:
-        torch.manual_seed(cfg.seed)
-    pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
-    was_training = model.training
-    model.eval()
-    out: list[list[str]] = []
-    bar = _progress(len(prompts), "difficulty: sample")
-    try:
-        for start in range(0, len(prompts), cfg.batch_size):
-            chunk = prompts[start:start + cfg.batch_size]
-            texts = [tokenizer.apply_chat_template(list(p), tokenize=False, add_generation_prompt=True,
-                                                   **cfg.chat_template_kwargs) for p in chunk]
-            enc = tokenizer(texts, return_tensors="pt", padding=True, padding_side="left",
-                            add_special_tokens=False).to(model.device)
-            kw = ({"do_sample": True, "temperature": cfg.temperature, "top_p": cfg.top_p}
-                  if cfg.temperature > 0 else {"do_sample": False})
-            with torch.inference_mode():
-                gen = model.generate(**enc, max_new_tokens=cfg.max_new_tokens, num_return_sequences=cfg.n,
-                                     pad_token_id=pad, **kw)
-            new = gen[:, enc["input_ids"].shape[1]:]
-            decoded = tokenizer.batch_decode(new, skip_special_tokens=True)
-            for i in range(len(chunk)):
-                out.append(decoded[i * cfg.n:(i + 1) * cfg.n])
-                if on_done is not None:
-                    on_done(start + i, out[-1])
-            bar.update(len(chunk))
-    finally:
-        bar.close()
-        model.train(was_training)
-    return out
+    generator = TransformersGenerator(model, _settings(cfg), batch_size=cfg.batch_size, tokenizer=tokenizer,
+                                      chat_template_kwargs=cfg.chat_template_kwargs)
+    return _draw(generator, prompts, cfg, on_done)
 
 
 def sample_prompts(prompts: Sequence[list[dict]], *, model: Any, cfg: DifficultyConfig,
@@ -234,7 +166,7 @@ def sample_prompts(prompts: Sequence[list[dict]], *, model: Any, cfg: Difficulty
     """
     import hashlib
 
-    from training.eval.store import JsonlLog
+    from reward.jsonl import JsonlLog
 
     ident = (served_model or generate_url) if generate_url else (
         str(model) if isinstance(model, (str, Path)) else getattr(getattr(model, "config", None), "_name_or_path", ""))
@@ -339,24 +271,18 @@ def filter_rows(raw_rows: Sequence[dict], dataset, samples: Sequence[Sequence[st
     log.info("difficulty filter: %d rows -> %s (windows %s)", len(raw_rows),
              ", ".join(f"{k} {v}" for k, v in counts.items()), windows)
     if out_dir is not None:
+        from reward.jsonl import write_jsonl
+
         out = Path(out_dir)
         out.mkdir(parents=True, exist_ok=True)
-        _write_jsonl(out / "scores.jsonl", records)
+        write_jsonl(out / "scores.jsonl", records)
         for split in cfg.splits:
-            _write_jsonl(out / f"{split}.jsonl", splits[split])
+            write_jsonl(out / f"{split}.jsonl", splits[split])
         # last, and atomically: its presence means the folder is complete (other ranks wait for it)
         tmp = out / "stats.json.tmp"
         tmp.write_text(stats.model_dump_json(indent=2))
         tmp.replace(out / "stats.json")
     return splits, stats
-
-
-def _write_jsonl(path: Path, rows: Sequence[dict]) -> None:
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    with tmp.open("w", encoding="utf-8") as f:
-        for r in rows:
-            f.write(json.dumps(r, ensure_ascii=False) + "\n")
-    tmp.replace(path)
 
 
 def read_rows(path: str | Path) -> list[dict]:

@@ -8,12 +8,41 @@ from __future__ import annotations
 
 from reward.judge.base import Judge
 from reward.judge.cache import VerdictCache, default_cache_dir
-from reward.judge.templates import CHOICE, EXPLAIN, RELEVANCE, URGENCY, Template, load_template
-from reward.judge.types import JSONResult, JudgeConfig, JudgeItem, JudgeStats, Message, Verdict
+from reward.judge.templates import (
+    CHOICE,
+    EXPLAIN,
+    RELEVANCE,
+    URGENCY,
+    Template,
+    load_template,
+)
+from reward.judge.types import (
+    JSONResult,
+    JudgeConfig,
+    JudgeItem,
+    JudgeStats,
+    Message,
+    Verdict,
+)
 
-__all__ = ["CHOICE", "EXPLAIN", "JSONResult", "RELEVANCE", "URGENCY", "Judge", "JudgeConfig", "JudgeItem",
-           "JudgeStats", "Message", "Template", "Verdict", "VerdictCache", "default_cache_dir",
-           "load_template", "make_judge"]
+__all__ = [
+    "CHOICE",
+    "EXPLAIN",
+    "RELEVANCE",
+    "URGENCY",
+    "JSONResult",
+    "Judge",
+    "JudgeConfig",
+    "JudgeItem",
+    "JudgeStats",
+    "Message",
+    "Template",
+    "Verdict",
+    "VerdictCache",
+    "default_cache_dir",
+    "load_template",
+    "make_judge",
+]
 
 
 def make_judge(*, judge_url: str | list[str] | None = None, judge_model: str | None = None,
@@ -34,34 +63,13 @@ def make_judge(*, judge_url: str | list[str] | None = None, judge_model: str | N
         cache = None
     if judge_url:
         from reward.judge.http import HTTPJudge
+        from reward.serving import JUDGE_API_KEY_ENV, first_served_model, split_urls
 
-        urls = [u.strip() for u in judge_url.split(",")] if isinstance(judge_url, str) else list(judge_url)
-        model = served_model or _first_served_model(urls, kwargs.get("api_key_env"))
+        urls = split_urls(judge_url)
+        model = served_model or first_served_model(urls, api_key_env=kwargs.get("api_key_env") or JUDGE_API_KEY_ENV)
         return HTTPJudge(urls, model, tokenizer=tokenizer or judge_model, config=config, cache=cache, **kwargs)
     if judge_model:
         from reward.judge.inprocess import TransformersJudge
 
         return TransformersJudge(judge_model, config=config, cache=cache, **kwargs)
     raise ValueError("give a judge: --judge-url URL (a vLLM server) or --judge-model PATH (in-process)")
-
-
-def _first_served_model(urls: str | list[str], api_key_env: str | None) -> str:
-    """The first model listed by the first endpoint that answers (a dead replica listed first
-    must not stop a judge that would route around it)."""
-    import os
-
-    import httpx
-
-    from reward.judge.endpoints import normalise_url
-    from reward.judge.http import API_KEY_ENV
-
-    key = os.environ.get(api_key_env or API_KEY_ENV, "")
-    headers = {"Authorization": f"Bearer {key}"} if key else {}
-    errors = []
-    for url in [urls] if isinstance(urls, str) else urls:
-        try:
-            data = httpx.get(f"{normalise_url(url)}/models", headers=headers, timeout=10).json()
-            return data["data"][0]["id"]
-        except (httpx.HTTPError, KeyError, IndexError, TypeError, ValueError) as exc:
-            errors.append(f"{url}: {type(exc).__name__}: {exc}")
-    raise ValueError(f"cannot list the served models ({'; '.join(errors)}); pass the served model name")

@@ -9,6 +9,8 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
+from reward.serving import normalise_url
+
 
 @dataclass
 class Endpoint:
@@ -46,9 +48,3 @@ class EndpointPool:
             ep.failures += 1
             ep.last_failure = time.monotonic()
             ep.down_until = ep.last_failure + self.cooldown_s
-
-
-def normalise_url(url: str) -> str:
-    """Accept ``http://host:port``, ``.../v1`` or ``.../v1/``; return the ``.../v1`` base."""
-    url = url.rstrip("/")
-    return url if url.endswith("/v1") else url + "/v1"

@@ -23,22 +23,26 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
-import random
 
 import httpx
 
 from reward.judge.base import Judge
 from reward.judge.cache import VerdictCache
 from reward.judge.endpoints import EndpointPool
-from reward.judge.parsing import logprobs_by_token_id, p_yes_from_logprobs, parse_explain, parse_json_object
+from reward.judge.parsing import (
+    logprobs_by_token_id,
+    p_yes_from_logprobs,
+    parse_explain,
+    parse_json_object,
+)
 from reward.judge.render import PromptRenderer, load_tokenizer
 from reward.judge.templates import Template
 from reward.judge.types import JSONResult, JudgeConfig, JudgeItem, Verdict
+from reward.serving import JUDGE_API_KEY_ENV, RetryPolicy, auth_headers, list_models
 
 log = logging.getLogger(__name__)
 
-API_KEY_ENV = "RUBRICSTREE_JUDGE_API_KEY"
+API_KEY_ENV = JUDGE_API_KEY_ENV
 EXPLAIN_SCHEMA = {
     "type": "object",
     "properties": {"explanation": {"type": "string"}, "criteria_met": {"type": "boolean"}},
@@ -75,9 +79,9 @@ class HTTPJudge(Judge):
         self.pool = EndpointPool([urls] if isinstance(urls, str) else list(urls), cooldown_s=cooldown_s)
         self.model = model
         self.timeout_s, self.max_retries = timeout_s, max_retries
-        self.backoff_s, self.max_backoff_s = backoff_s, max_backoff_s
-        api_key = os.environ.get(api_key_env, "")
-        self._headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        self.retry = RetryPolicy(max_retries=max_retries, backoff_s=backoff_s, max_backoff_s=max_backoff_s)
+        self._api_key_env = api_key_env
+        self._headers = auth_headers(api_key_env)
         self._transport = transport
         self._client: httpx.AsyncClient | None = None
         self._sem: asyncio.Semaphore | None = None
@@ -98,15 +102,11 @@ class HTTPJudge(Judge):
         return f"HTTPJudge(urls={[e.url for e in self.pool.endpoints]}, model={self.model!r})"
 
     def _discover_root(self) -> str | None:
-        for ep in self.pool.endpoints:
-            try:
-                data = httpx.get(f"{ep.url}/models", headers=self._headers, timeout=10).json()
-                for m in data.get("data", []):
-                    if m.get("id") == self.model and m.get("root"):
-                        return str(m["root"])
-            except (httpx.HTTPError, ValueError, AttributeError):
-                continue
-        return None
+        try:
+            models = list_models([ep.url for ep in self.pool.endpoints], api_key_env=self._api_key_env)
+        except ValueError:
+            return None
+        return next((str(m["root"]) for m in models if m.get("id") == self.model and m.get("root")), None)
 
     # ------------------------------------------------------------------ transport
     def _ensure_client(self) -> httpx.AsyncClient:
@@ -135,8 +135,7 @@ class HTTPJudge(Judge):
         for attempt in range(self.max_retries + 1):
             if attempt:
                 self.stats.retries += 1
-                delay = min(self.max_backoff_s, self.backoff_s * 2 ** (attempt - 1))
-                await asyncio.sleep(delay * random.uniform(0.5, 1.5))
+                await asyncio.sleep(self.retry.delay(attempt))
             async with self._sem:
                 # Pick the endpoint once a slot is free, not while queued: a queued request that
                 # counted as outstanding would make least-outstanding balancing round-robin.
@@ -156,7 +155,7 @@ class HTTPJudge(Judge):
                             return data
                     else:
                         last = f"HTTP {resp.status_code} from {ep.url}: {resp.text[:300]}"
-                        if resp.status_code in (400, 401, 403, 404, 422) and not self._maybe_legacy(resp, body):
+                        if not self.retry.retryable_status(resp.status_code) and not self._maybe_legacy(resp, body):
                             raise _Retryable(last)  # a bad request will not get better by retrying
                 except httpx.TimeoutException:
                     last = f"timeout after {self.timeout_s}s at {ep.url}"

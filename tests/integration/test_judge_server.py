@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 
 from reward.cli import app
 from reward.judge import JudgeConfig, JudgeItem, Message, VerdictCache, make_judge
-from reward.judge.endpoints import normalise_url
+from reward.serving import normalise_url
 
 pytestmark = pytest.mark.server
 

@@ -13,10 +13,11 @@ from pathlib import Path
 
 import pytest
 
-import reward.healthbench.variants as variants
 from reward.errors import InputError
+from reward.healthbench import variants
+from reward.jsonl import JsonlLog
 from training.eval.data import resolve_healthbench
-from training.eval.store import CrashHook, JsonlLog, check_settings
+from training.eval.store import CrashHook, check_settings
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 OWN = FIXTURES / "eval_hb_own.jsonl"

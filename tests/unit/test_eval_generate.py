@@ -9,7 +9,14 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from training.eval.generate import GenerationSettings, GenRequest, HTTPGenerator, prompt_seed, split_reasoning
+from reward.serving import RetryPolicy
+from training.generation import (
+    GenerationSettings,
+    GenRequest,
+    HTTPGenerator,
+    prompt_seed,
+    split_reasoning,
+)
 
 
 def test_split_reasoning():
@@ -71,9 +78,9 @@ def scripted_server():
 
 def test_http_generator_resolves_names_retries_and_reports_failures(scripted_server, monkeypatch):
     url, seen = scripted_server
-    monkeypatch.setattr("training.eval.generate.random.uniform", lambda a, b: 0.01)  # short backoff
     settings = GenerationSettings(max_new_tokens=8, temperature=0.7, seed=5)
-    gen = HTTPGenerator(url, "/ckpt", settings, max_retries=2)  # a path the server reports as root
+    retry = RetryPolicy(max_retries=2, backoff_s=0.01)  # short backoff
+    gen = HTTPGenerator(url, "/ckpt", settings, retry=retry)  # a path the server reports as root
     assert gen.model == "served"
     got = {}
     gen.generate([GenRequest(k, [{"role": "user", "content": k}]) for k in ("hi", "flaky", "bad", "think")],

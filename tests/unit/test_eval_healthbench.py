@@ -13,7 +13,7 @@ from reward.errors import InputError
 from reward.healthbench.schema import load_healthbench
 from reward.healthbench.variants import LENGTH_ADJUST
 from tests.fakes import FakeJudge
-from training.eval.generate import GenerationSettings, GenOutput
+from training.generation import GenerationSettings, GenOutput
 from training.eval.healthbench import HealthBenchEvalConfig, run_healthbench
 from training.system_prompt import SYSTEM_PROMPT
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from reward.errors import InputError
-from training.eval.generate import GenerationSettings, GenOutput
+from training.generation import GenerationSettings, GenOutput
 from training.eval.mcq import MCQEvalConfig, run_mcq
 from training.eval.mcq_formats import load_mcq_eval, mcq_prompt
 

@@ -9,11 +9,24 @@ import multiprocessing as mp
 import pytest
 
 from reward.errors import InputError, JudgeError
-from reward.judge import CHOICE, EXPLAIN, JudgeItem, Message, Verdict, VerdictCache, load_template
+from reward.judge import (
+    CHOICE,
+    EXPLAIN,
+    JudgeItem,
+    Message,
+    Verdict,
+    VerdictCache,
+    load_template,
+)
 from reward.judge.base import stage_by_prefix
 from reward.judge.cache import verdict_key
-from reward.judge.endpoints import EndpointPool, normalise_url
-from reward.judge.parsing import logprobs_by_token_id, p_yes_from_logprobs, parse_explain
+from reward.judge.endpoints import EndpointPool
+from reward.judge.parsing import (
+    logprobs_by_token_id,
+    p_yes_from_logprobs,
+    parse_explain,
+)
+from reward.serving import normalise_url
 from tests.fakes import FakeJudge
 
 CONV = (Message(role="user", content="I have chest pain {and} sweating."),)

@@ -110,7 +110,7 @@ def test_served_model_is_found_past_a_dead_first_endpoint():
     from reward.judge import make_judge
 
     class Models(BaseHTTPRequestHandler):
-        def do_GET(self):  # noqa: N802 - the http.server API
+        def do_GET(self):
             body = json.dumps({"data": [{"id": "served-judge"}]}).encode()
             self.send_response(200)
             self.send_header("Content-Type", "application/json")
@@ -130,9 +130,10 @@ def test_served_model_is_found_past_a_dead_first_endpoint():
         live = f"http://127.0.0.1:{server.server_address[1]}"
         judge = make_judge(judge_url=f"{dead},{live}", tokenizer=_WordTokenizer(), cache=False)
         assert judge.model == "served-judge"
-        from reward.judge import _first_served_model
+        from reward.serving import first_served_model
 
-        assert _first_served_model(live, None) == "served-judge"  # one URL as a string (eval's call)
+        assert first_served_model(live) == "served-judge"  # one URL as a string (eval's call)
+        assert first_served_model(f"{live}/v1/,") == "served-judge"  # /v1, a trailing slash and comma
         with pytest.raises(ValueError, match="cannot list the served models.*pass the served model name"):
             make_judge(judge_url=dead, tokenizer=_WordTokenizer(), cache=False)
     finally:

@@ -27,8 +27,7 @@ import json
 import sys
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
-from datetime import datetime, timezone
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
@@ -38,11 +37,21 @@ from reward.errors import InputError
 from reward.healthbench.schema import HealthBenchRow, load_healthbench
 from reward.healthbench.scoring import example_score, length_adjusted, score_healthbench
 from reward.healthbench.variants import LENGTH_ADJUST
+from reward.jsonl import JsonlLog
 from training.eval.data import HealthBenchData, resolve_healthbench
-from training.eval.generate import GenerationSettings, GenOutput, GenRequest, make_generator
-from training.eval.store import CrashHook, JsonlLog, check_settings, model_identity
+from training.eval.records import (
+    Failure,
+    Generation,
+    RunRecord,
+    VerdictLine,
+    now,
+    read_generations,
+    read_verdicts,
+)
+from training.eval.steps import generate_step
+from training.eval.store import CrashHook, check_settings, model_identity
+from training.generation import GenerationSettings, GenRequest, make_generator
 from training.system_prompt import apply_system_prompt, system_prompt_id
-
 
 
 class HealthBenchEvalConfig(BaseModel):
@@ -86,6 +95,31 @@ class ExampleResult:
     score_adjusted: float | None
 
 
+@dataclass
+class EvalRun:
+    """What the steps of one invocation share: the inputs, the folder, and what it has done."""
+
+    cfg: HealthBenchEvalConfig
+    data: HealthBenchData
+    all_rows: list[HealthBenchRow]
+    rows: list[HealthBenchRow]
+    settings: dict[str, Any]
+    out: Path
+    crash: CrashHook
+    record: RunRecord
+    generator: Any = None
+    judge: Any = None
+    generation_errors: dict[str, str] = field(default_factory=dict)
+    judge_errors: dict[tuple[str, int], str] = field(default_factory=dict)
+
+    @property
+    def n_items(self) -> dict[str, int]:
+        return {row.prompt_id: len(row.rubrics) for row in self.rows}
+
+
+GradeTask = tuple[HealthBenchRow, str, list[int]]  # a row, its response, the rubric items to grade
+
+
 # ---------------------------------------------------------------------------------------------
 # settings and records
 # ---------------------------------------------------------------------------------------------
@@ -102,9 +136,9 @@ def _judge_identity(cfg: HealthBenchEvalConfig, judge) -> dict[str, str]:
     if judge is not None:
         return {"backend": type(judge).__name__, "model": judge.model_id}
     if cfg.judge_url:
-        from reward.judge import _first_served_model
+        from reward.serving import first_served_model, split_urls
 
-        served = cfg.served_judge or _first_served_model(cfg.judge_url.split(",")[0].strip(), None)
+        served = cfg.served_judge or first_served_model(split_urls(cfg.judge_url)[0])
         return {"backend": "http", "model": served}
     if cfg.judge_model:
         return {"backend": "inprocess", "model": model_identity(cfg.judge_model)}
@@ -128,29 +162,6 @@ def run_settings(cfg: HealthBenchEvalConfig, data: HealthBenchData, judge=None, 
     }
 
 
-def _load_generations(log_: JsonlLog, wanted: set[str]) -> dict[str, dict[str, Any]]:
-    out: dict[str, dict[str, Any]] = {}
-    for i, rec in enumerate(log_.load(), start=1):
-        pid, resp = rec.get("prompt_id"), rec.get("response")
-        if not isinstance(pid, str) or not isinstance(resp, str):
-            raise InputError("a generation needs a string prompt_id and response", file=str(log_.path), record=f"line {i}")
-        if pid in wanted:
-            out.setdefault(pid, rec)  # the first one written is the one that was graded
-    return out
-
-
-def _load_verdicts(log_: JsonlLog, n_items: dict[str, int]) -> dict[tuple[str, int], dict[str, Any]]:
-    out: dict[tuple[str, int], dict[str, Any]] = {}
-    for i, rec in enumerate(log_.load(), start=1):
-        pid, idx, met = rec.get("prompt_id"), rec.get("rubric_index"), rec.get("criteria_met")
-        if not isinstance(pid, str) or not isinstance(idx, int) or not isinstance(met, bool):
-            raise InputError("a verdict needs prompt_id, an integer rubric_index and a boolean criteria_met",
-                             file=str(log_.path), record=f"line {i}")
-        if pid in n_items and 0 <= idx < n_items[pid]:
-            out.setdefault((pid, idx), rec)
-    return out
-
-
 def _check_rows(rows: Sequence[HealthBenchRow], src: str) -> None:
     for row in rows:
         if not any(item.points > 0 for item in row.rubrics):
@@ -163,43 +174,19 @@ def _check_rows(rows: Sequence[HealthBenchRow], src: str) -> None:
 # ---------------------------------------------------------------------------------------------
 
 
-def _generate(cfg: HealthBenchEvalConfig, rows: Sequence[HealthBenchRow], out: Path, generator,
-              crash: CrashHook, run: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    """Generate the missing responses; returns the new records and failures (by prompt id)."""
-    gens, fails = JsonlLog(out / "generations.jsonl"), JsonlLog(out / "generation_failures.jsonl")
-    new: dict[str, dict[str, Any]] = {}
-    failures: dict[str, str] = {}
-    requests = [GenRequest(row.prompt_id, apply_system_prompt(row.prompt, cfg.system_prompt)) for row in rows]
-
-    def on_done(key: str, output: GenOutput) -> None:
-        crash.guard()
-        if output.ok:
-            rec = {"prompt_id": key, "response": output.text, "finish_reason": output.finish_reason,
-                   "completion_tokens": output.completion_tokens}
-            if output.reasoning:
-                rec["reasoning"] = output.reasoning
-            gens.append(rec)
-            new[key] = rec
-        else:
-            fails.append({"prompt_id": key, "error": output.error, "time": _now()})
-            failures[key] = output.error or "unknown error"
-        crash.tick("generations")
-
-    own = generator is None
-    if own:
-        generator = make_generator(cfg.model, cfg.generation, generate_url=cfg.generate_url,
-                                   concurrency=cfg.concurrency, batch_size=cfg.batch_size)
-    try:
-        generator.generate(requests, on_done, desc="generate")
-    finally:
-        gens.close()
-        fails.close()
-        if own:
-            generator.close()
-    run["generated"] = len(new)
-    run["generation_failures"] = len(failures)
-    run["_generation_errors"] = failures
-    return new
+def _generate(run: EvalRun, missing: Sequence[HealthBenchRow]) -> dict[str, Generation]:
+    """Generate the missing responses; returns the new ones (failures go to ``run``)."""
+    cfg = run.cfg
+    requests = [GenRequest(row.prompt_id, apply_system_prompt(row.prompt, cfg.system_prompt)) for row in missing]
+    result = generate_step(requests, run.out, key_field="prompt_id", crash=run.crash, generator=run.generator,
+                           make_generator=lambda: make_generator(cfg.model, cfg.generation,
+                                                                 generate_url=cfg.generate_url,
+                                                                 concurrency=cfg.concurrency,
+                                                                 batch_size=cfg.batch_size))
+    run.record.generated = len(result.new)
+    run.record.generation_failures = len(result.errors)
+    run.generation_errors = result.errors
+    return result.new
 
 
 def _make_judge(cfg: HealthBenchEvalConfig):
@@ -212,7 +199,7 @@ def _make_judge(cfg: HealthBenchEvalConfig):
                       config=config, cache=cfg.use_cache, **kwargs)
 
 
-def _chunks(todo: list[tuple[HealthBenchRow, str, list[int]]], judge) -> list[list[tuple[HealthBenchRow, str, list[int]]]]:
+def _chunks(todo: list[GradeTask], judge) -> list[list[GradeTask]]:
     """Server judges take one example per call, many calls in flight (each example's items share
     a prefix); an in-process judge gets several examples per call, so its batches fill up."""
     if getattr(judge, "concurrency", 1) > 1:
@@ -232,17 +219,17 @@ def _chunks(todo: list[tuple[HealthBenchRow, str, list[int]]], judge) -> list[li
     return out
 
 
-async def _grade(judge, todo: list[tuple[HealthBenchRow, str, list[int]]], out: Path, crash: CrashHook,
-                 run: dict[str, Any]) -> None:
-    from reward.judge import JudgeItem, Message
+async def _grade(judge, todo: list[GradeTask], run: EvalRun) -> None:
     from tqdm.auto import tqdm
 
-    verdicts, fails = JsonlLog(out / "verdicts.jsonl"), JsonlLog(out / "judge_failures.jsonl")
+    from reward.judge import JudgeItem, Message
+
+    crash = run.crash
+    verdicts, fails = JsonlLog(run.out / "verdicts.jsonl"), JsonlLog(run.out / "judge_failures.jsonl")
     failures: dict[tuple[str, int], str] = {}
     chunks = _chunks(todo, judge)
     in_flight = asyncio.Semaphore(16 if getattr(judge, "concurrency", 1) > 1 else 1)
     bar = tqdm(total=sum(len(t[2]) for t in todo), desc="grade", unit="item", disable=None, dynamic_ncols=True)
-    run.setdefault("graded_items", 0)
 
     async def grade_chunk(chunk) -> None:
         items, where = [], []
@@ -258,15 +245,14 @@ async def _grade(judge, todo: list[tuple[HealthBenchRow, str, list[int]]], out: 
         for (pid, i), v in zip(where, result):
             crash.guard()
             if v.ok:
-                rec = {"prompt_id": pid, "rubric_index": i, "criteria_met": bool(v.met), "p_yes": v.p_yes}
-                if v.explanation:
-                    rec["explanation"] = v.explanation
-                verdicts.append(rec)
-                run["graded_items"] += 1
+                verdicts.append(VerdictLine(prompt_id=pid, rubric_index=i, criteria_met=bool(v.met), p_yes=v.p_yes,
+                                            explanation=v.explanation or None).to_json())
+                run.record.graded_items += 1
                 crash.tick("verdicts")
             else:
-                fails.append({"prompt_id": pid, "rubric_index": i, "failure": v.failure, "time": _now()})
-                failures[(pid, i)] = v.failure or "unknown failure"
+                why = v.failure or "unknown failure"
+                fails.append(Failure(key=pid, rubric_index=i, error=why).to_json("prompt_id"))
+                failures[(pid, i)] = why
         bar.update(len(items))
 
     tasks = [asyncio.ensure_future(grade_chunk(c)) for c in chunks]
@@ -281,12 +267,8 @@ async def _grade(judge, todo: list[tuple[HealthBenchRow, str, list[int]]], out: 
         bar.close()
         verdicts.close()
         fails.close()
-        run["judge_failures"] = len(failures)
-        run["_judge_errors"] = failures
-
-
-def _now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+        run.record.judge_failures = len(failures)
+        run.judge_errors = failures
 
 
 # ---------------------------------------------------------------------------------------------
@@ -294,12 +276,10 @@ def _now() -> str:
 # ---------------------------------------------------------------------------------------------
 
 
-def _score(cfg: HealthBenchEvalConfig, data: HealthBenchData, rows: Sequence[HealthBenchRow],
-           gens: dict[str, dict[str, Any]], verdicts: dict[tuple[str, int], dict[str, Any]],
-           run: dict[str, Any], settings: dict[str, Any], rows_in_file: int
+def _score(run: EvalRun, gens: dict[str, Generation], verdicts: dict[tuple[str, int], bool]
            ) -> tuple[dict[str, Any], list[ExampleResult]]:
-    gen_errors = run.get("_generation_errors", {})
-    judge_errors: dict[tuple[str, int], str] = run.get("_judge_errors", {})
+    cfg, data, rows, settings = run.cfg, run.data, run.rows, run.settings
+    gen_errors, judge_errors = run.generation_errors, run.judge_errors
     scored: list[HealthBenchRow] = []
     results: list[ExampleResult] = []
     unscored: list[dict[str, str]] = []
@@ -315,8 +295,8 @@ def _score(cfg: HealthBenchEvalConfig, data: HealthBenchData, rows: Sequence[Hea
             unscored.append({"prompt_id": pid, "reason": f"{len(missing)} of {len(row.rubrics)} rubric items "
                                                          f"without a verdict; first (item {missing[0]}): {why}"})
             continue
-        met = [verdicts[(pid, i)]["criteria_met"] for i in range(len(row.rubrics))]
-        response = gens[pid]["response"]
+        met = [verdicts[(pid, i)] for i in range(len(row.rubrics))]
+        response = gens[pid].response
         value = example_score([r.points for r in row.rubrics], met)
         adjusted = length_adjusted(value, response, p) if p is not None else None
         scored.append(row)
@@ -327,7 +307,7 @@ def _score(cfg: HealthBenchEvalConfig, data: HealthBenchData, rows: Sequence[Hea
         "model": cfg.model,
         "generate_backend": settings["generate_backend"],
         "data": {"source": cfg.data, "file": data.path.name, "sha256": data.sha256, "variant": data.variant,
-                 "variant_source": data.variant_source, "rows_in_file": rows_in_file, "limit": cfg.limit},
+                 "variant_source": data.variant_source, "rows_in_file": len(run.all_rows), "limit": cfg.limit},
         "system_prompt": settings["system_prompt"],
         "generation": settings["generation"],
         "grading": {**settings["grading"], "judge_backend": settings["judge"]["backend"],
@@ -347,7 +327,7 @@ def _score(cfg: HealthBenchEvalConfig, data: HealthBenchData, rows: Sequence[Hea
         chars = [len(r.response) for r in results]
         finish: dict[str, int] = {}
         for r in results:
-            reason = str(gens[r.row.prompt_id].get("finish_reason"))
+            reason = str(gens[r.row.prompt_id].finish_reason)
             finish[reason] = finish.get(reason, 0) + 1
         # an answer cut off while thinking is graded as what follows </think>: often nothing
         metrics["responses"] = {"mean_chars": sum(chars) / len(chars), "finish_reasons": dict(sorted(finish.items())),
@@ -385,18 +365,20 @@ def run_healthbench(cfg: HealthBenchEvalConfig, *, generator=None, judge=None) -
     _check_rows(rows, str(data.path))
     settings = run_settings(cfg, data, judge, generator)
     check_settings(out / "config.json", settings)
-    crash = CrashHook()
-    run: dict[str, Any] = {"started": _now(), "argv": sys.argv[1:], "generated": 0, "graded_items": 0}
+    record = RunRecord(argv=sys.argv[1:], graded_items=0)
+    run = EvalRun(cfg, data, all_rows, rows, settings, out, CrashHook(), record,
+                  generator=generator, judge=judge)
     try:
-        metrics = _run_steps(cfg, data, all_rows, rows, settings, out, generator, judge, crash, run)
+        metrics = _run_steps(run)
     except BaseException as exc:
         # the crashed run is on record too, with what it did (judge requests included)
-        run.update(finished=_now(), wall_s=round(time.time() - t0, 2), error=f"{type(exc).__name__}: {exc}")
-        JsonlLog(out / "runs.jsonl").append({k: v for k, v in run.items() if not k.startswith("_")})
+        run.record.finished, run.record.wall_s = now(), round(time.time() - t0, 2)
+        run.record.error = f"{type(exc).__name__}: {exc}"
+        JsonlLog(out / "runs.jsonl").append(run.record.to_json())
         raise
-    run.update(finished=_now(), wall_s=round(time.time() - t0, 2), n_scored=metrics["n_scored"],
-               n_unscored=metrics["n_unscored"])
-    JsonlLog(out / "runs.jsonl").append({k: v for k, v in run.items() if not k.startswith("_")})
+    run.record.finished, run.record.wall_s = now(), round(time.time() - t0, 2)
+    run.record.n_scored, run.record.n_unscored = metrics["n_scored"], metrics["n_unscored"]
+    JsonlLog(out / "runs.jsonl").append(run.record.to_json())
     if cfg.wandb:
         from training.eval.tracking import log_to_wandb
 
@@ -404,46 +386,49 @@ def run_healthbench(cfg: HealthBenchEvalConfig, *, generator=None, judge=None) -
     return metrics
 
 
-def _run_steps(cfg: HealthBenchEvalConfig, data: HealthBenchData, all_rows: list[HealthBenchRow],
-               rows: list[HealthBenchRow], settings: dict[str, Any], out: Path, generator, judge,
-               crash: CrashHook, run: dict[str, Any]) -> dict[str, Any]:
-    n_items = {row.prompt_id: len(row.rubrics) for row in rows}
-    gens = _load_generations(JsonlLog(out / "generations.jsonl"), set(n_items))
-    run["generations_found"] = len(gens)
-    missing = [row for row in rows if row.prompt_id not in gens]
-    if missing:
-        gens.update(_generate(cfg, missing, out, generator, crash, run))
+def _grading_todo(run: EvalRun, gens: dict[str, Generation], verdicts: dict[tuple[str, int], bool]) -> list[GradeTask]:
+    todo = []
+    for row in run.rows:
+        if row.prompt_id in gens:
+            idx = [i for i in range(len(row.rubrics)) if (row.prompt_id, i) not in verdicts]
+            if idx:
+                todo.append((row, gens[row.prompt_id].response, idx))
+    return todo
 
-    verdicts = _load_verdicts(JsonlLog(out / "verdicts.jsonl"), n_items)
-    run["verdicts_found"] = len(verdicts)
-    judge_obj, own = judge, judge is None
+
+def _run_steps(run: EvalRun) -> dict[str, Any]:
+    n_items = run.n_items
+    gens = read_generations(run.out / "generations.jsonl", "prompt_id", set(n_items))
+    run.record.generations_found = len(gens)
+    missing = [row for row in run.rows if row.prompt_id not in gens]
+    if missing:
+        gens.update(_generate(run, missing))
+
+    verdicts = read_verdicts(run.out / "verdicts.jsonl", n_items, exact=False)
+    run.record.verdicts_found = len(verdicts)
+    judge_obj, own = run.judge, run.judge is None
     # a second pass retries what failed in the first (a server restart, a busy replica);
     # what still fails stays unscored and the next run tries it again
-    for _ in range(cfg.judge_passes):
-        todo = []
-        for row in rows:
-            if row.prompt_id in gens:
-                idx = [i for i in range(len(row.rubrics)) if (row.prompt_id, i) not in verdicts]
-                if idx:
-                    todo.append((row, gens[row.prompt_id]["response"], idx))
+    for _ in range(run.cfg.judge_passes):
+        todo = _grading_todo(run, gens, verdicts)
         if not todo:
             break
         if judge_obj is None:
-            judge_obj = _make_judge(cfg)
+            judge_obj = _make_judge(run.cfg)
 
         async def grade_pass(j=judge_obj, todo=todo) -> None:
             try:
-                await _grade(j, todo, out, crash, run)
+                await _grade(j, todo, run)
             finally:
-                run["judge_stats"] = j.stats.as_dict()
+                run.record.judge_stats = j.stats.as_dict()
                 if own:
                     await j.aclose()  # the HTTP client belongs to this pass's event loop
 
         asyncio.run(grade_pass())
-        verdicts = _load_verdicts(JsonlLog(out / "verdicts.jsonl"), n_items)
+        verdicts = read_verdicts(run.out / "verdicts.jsonl", n_items, exact=False)
 
-    metrics, results = _score(cfg, data, rows, gens, verdicts, run, settings, len(all_rows))
-    _write_outputs(cfg, out, metrics, results)
+    metrics, results = _score(run, gens, verdicts)
+    _write_outputs(run.cfg, run.out, metrics, results)
     return metrics
 
 

@@ -19,10 +19,13 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from reward.healthbench.variants import sha256_file
+from reward.jsonl import JsonlLog
 from reward.stages.mcq import grade_mcq
-from training.eval.generate import GenerationSettings, GenOutput, GenRequest, make_generator
 from training.eval.mcq_formats import PROMPT_VERSION, EvalMCQ, load_mcq_eval, mcq_prompt
-from training.eval.store import CrashHook, JsonlLog, check_settings, model_identity
+from training.eval.records import RunRecord, now, read_generations
+from training.eval.steps import generate_step
+from training.eval.store import CrashHook, check_settings, model_identity
+from training.generation import GenerationSettings, GenRequest, make_generator
 from training.system_prompt import apply_system_prompt, system_prompt_id
 
 
@@ -73,47 +76,27 @@ def run_mcq(cfg: MCQEvalConfig, *, generator=None) -> dict[str, Any]:
                 "data_sha256": sha256_file(cfg.data), "format": fmt, "prompt": PROMPT_VERSION,
                 "system_prompt": system_prompt_id(cfg.system_prompt), "generation": cfg.generation.model_dump()}
     check_settings(out / "config.json", settings)
-    crash = CrashHook()
     wanted = {r.id for r in rows}
-    gens_log, fails_log = JsonlLog(out / "generations.jsonl"), JsonlLog(out / "generation_failures.jsonl")
-    gens: dict[str, str] = {}
-    for rec in gens_log.load():
-        if rec.get("id") in wanted and isinstance(rec.get("response"), str):
-            gens.setdefault(rec["id"], rec["response"])
-    run: dict[str, Any] = {"argv": sys.argv[1:], "generations_found": len(gens), "generated": 0}
+    gens = {k: g.response for k, g in read_generations(out / "generations.jsonl", "id", wanted).items()}
+    run = RunRecord(argv=sys.argv[1:], generations_found=len(gens))
     errors: dict[str, str] = {}
     missing = [r for r in rows if r.id not in gens]
     if missing:
-        def on_done(key: str, output: GenOutput) -> None:
-            crash.guard()
-            if output.ok:
-                gens_log.append({"id": key, "response": output.text, "finish_reason": output.finish_reason,
-                                 "completion_tokens": output.completion_tokens})
-                gens[key] = output.text or ""
-                run["generated"] += 1
-            else:
-                fails_log.append({"id": key, "error": output.error})
-                errors[key] = output.error or "unknown error"
-            crash.tick("generations")
-
-        own = generator is None
-        if own:
-            generator = make_generator(cfg.model, cfg.generation, generate_url=cfg.generate_url,
-                                       concurrency=cfg.concurrency, batch_size=cfg.batch_size)
         requests = [GenRequest(r.id, apply_system_prompt([{"role": "user", "content": mcq_prompt(r)}],
                                                          cfg.system_prompt)) for r in missing]
-        try:
-            generator.generate(requests, on_done, desc="generate")
-        finally:
-            gens_log.close()
-            fails_log.close()
-            if own:
-                generator.close()
+        result = generate_step(requests, out, key_field="id", crash=CrashHook(), generator=generator,
+                               make_generator=lambda: make_generator(cfg.model, cfg.generation,
+                                                                     generate_url=cfg.generate_url,
+                                                                     concurrency=cfg.concurrency,
+                                                                     batch_size=cfg.batch_size))
+        gens.update({k: g.response for k, g in result.new.items()})
+        run.generated, errors = len(result.new), result.errors
 
     metrics = _score(cfg, rows, all_rows, gens, errors, settings)
     _write(out, metrics, rows, gens)
-    run.update(wall_s=round(time.time() - t0, 2), generation_failures=len(errors))
-    JsonlLog(out / "runs.jsonl").append(run)
+    run.finished, run.wall_s, run.generation_failures = now(), round(time.time() - t0, 2), len(errors)
+    run.n_scored, run.n_unscored = metrics["n_scored"], metrics["n_unscored"]
+    JsonlLog(out / "runs.jsonl").append(run.to_json())
     if cfg.wandb:
         from training.eval.tracking import log_to_wandb
 

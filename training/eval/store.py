@@ -1,94 +1,22 @@
-"""Append-only JSONL records that survive a kill, and the run's settings check.
+"""An evaluation run's folder: its settings check, model identity and the crash test hook.
 
-Every generation and every verdict is one line, appended and flushed as soon as it exists. A
-process killed mid-write can leave a last line without its newline; on reopening, that torn tail
-is cut off (it is the one record that was not finished) and the run redoes only that record.
+Records themselves are append-only JSONL (:class:`reward.jsonl.JsonlLog`): every generation and
+every verdict is one line, appended and flushed as soon as it exists; a torn last line left by a
+kill is cut off on reopening and the run redoes only that record.
 """
 
 from __future__ import annotations
 
 import json
-import logging
 import os
 from pathlib import Path
 from typing import Any
 
 from reward.errors import InputError
 
-log = logging.getLogger(__name__)
+__all__ = ["CRASH_ENV", "CrashHook", "check_settings", "model_identity"]
 
 CRASH_ENV = "RUBRICSTREE_EVAL_CRASH_AFTER"
-
-
-class JsonlLog:
-    """An append-only JSONL file: :meth:`load` reads (and repairs) it, :meth:`append` writes.
-
-    Args:
-        path: the file; created on the first append.
-    """
-
-    def __init__(self, path: str | Path) -> None:
-        self.path = Path(path)
-        self._fh = None
-
-    def load(self) -> list[dict[str, Any]]:
-        """Every complete record. A torn last line (no newline, a kill mid-write) is removed from
-        the file; a bad line elsewhere is an error naming the file and line, because it means
-        the file was edited, not interrupted."""
-        if not self.path.exists():
-            return []
-        raw = self.path.read_bytes()
-        good_end = self._cut_torn_tail(len(raw), raw.rfind(b"\n") + 1)
-        out: list[dict[str, Any]] = []
-        for lineno, line in enumerate(raw[:good_end].decode("utf-8").splitlines(), start=1):
-            if not line.strip():
-                continue
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise InputError(f"invalid JSON: {exc.msg}", file=str(self.path), record=f"line {lineno}") from exc
-            if not isinstance(obj, dict):
-                raise InputError("each line must be a JSON object", file=str(self.path), record=f"line {lineno}")
-            out.append(obj)
-        return out
-
-    def _cut_torn_tail(self, size: int, good_end: int) -> int:
-        if good_end < size:
-            log.warning("%s: dropping an unfinished last line (the run was interrupted)", self.path)
-            with self.path.open("r+b") as fh:
-                fh.truncate(good_end)
-        return good_end
-
-    def _repair_before_append(self) -> None:
-        """Files that are only appended to (failures, runs) are never loaded first: cut a torn
-        tail here, else the next record would be glued to it and the line would not parse."""
-        if not self.path.exists():
-            return
-        with self.path.open("rb") as fh:
-            size = fh.seek(0, os.SEEK_END)
-            if size == 0:
-                return
-            fh.seek(size - 1)
-            if fh.read(1) == b"\n":
-                return
-            fh.seek(0)
-            raw = fh.read()
-        self._cut_torn_tail(size, raw.rfind(b"\n") + 1)
-
-    def append(self, obj: dict[str, Any]) -> None:
-        """Write one record and flush it to the operating system (a killed process loses
-        nothing already appended; only a power cut could, and fsync per line would be slow)."""
-        if self._fh is None:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._repair_before_append()
-            self._fh = self.path.open("a", encoding="utf-8")
-        self._fh.write(json.dumps(obj, ensure_ascii=False) + "\n")
-        self._fh.flush()
-
-    def close(self) -> None:
-        if self._fh is not None:
-            self._fh.close()
-            self._fh = None
 
 
 class CrashHook:
