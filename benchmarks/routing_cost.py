@@ -23,11 +23,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout without installing
 
-from reward.cli.demo import demo_rollouts_path  # noqa: E402
-from reward.judge import make_judge  # noqa: E402
-from reward.router import LLMTreeRouter  # noqa: E402
-from reward.stages.rubric_reward import Rollout, RubricReward, load_rollouts  # noqa: E402
-from reward.tree import load_tree  # noqa: E402
+from reward.demo import demo_rollouts_path
+from reward.judge import make_judge
+from reward.router import LLMTreeRouter
+from reward.stages.rubric_reward import Rollout, RubricReward, load_rollouts
+from reward.tree import load_tree
 
 
 def build_batch(prompts: list[Rollout], completions: list[str], per_prompt: int) -> list[Rollout]:

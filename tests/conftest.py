@@ -1,8 +1,8 @@
 """Shared fixtures: the tiny local model, the real vLLM judge server, the shared data folder.
 
-Server tests are marked ``server`` and need ``RUBRICSTREE_JUDGE_URL`` (``.ci/run`` and
-``make test-server`` start a vLLM CPU server and set it, with ``RUBRICSTREE_TINY_MODEL`` pointing
-at the model it serves). Without it they are skipped, so unit tests run anywhere.
+Server tests are marked ``server`` and need ``RUBRICSTREE_JUDGE_URL`` (``make test``, and so
+``.ci/run``, starts a vLLM server through ``scripts/run_tests.sh`` and sets it, with
+``RUBRICSTREE_TINY_MODEL`` pointing at the model it serves). Without it they are skipped, so unit tests run anywhere.
 """
 
 from __future__ import annotations

@@ -96,14 +96,6 @@ class PromptRenderer:
         ids += self._trusted(f.after_user)
         return ids
 
-    def render_text(self, template: Template, item: JudgeItem) -> str:
-        """The prompt as text, for display and debugging only (the ids are what is sent)."""
-        return self.tokenizer.decode(self.render_ids(template, item))
-
-    def prefix_key(self, template: Template, item: JudgeItem) -> tuple:
-        """Items with the same key share every prompt token before the criterion."""
-        return (template.version, item.conversation, item.response)
-
 
 def load_tokenizer(name_or_path: str):
     """Load a transformers tokenizer (lazily imported: only judge backends need it)."""

@@ -13,7 +13,7 @@ import httpx
 import pytest
 from typer.testing import CliRunner
 
-from reward.cli import app
+from rubricstree import app
 from reward.judge import JudgeConfig, JudgeItem, Message, VerdictCache, make_judge
 from reward.serving import normalise_url
 

@@ -161,7 +161,7 @@ def test_stage3_per_epoch_filter_loop(smoke_env, judge_url, monkeypatch):
 def test_cli_train_filter_and_run(tiny_model_dir, tmp_path, monkeypatch):
     from typer.testing import CliRunner
 
-    from reward.cli import app
+    from rubricstree import app
 
     runner = CliRunner()
     out = tmp_path / "filtered"

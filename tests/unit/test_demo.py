@@ -9,9 +9,9 @@ import pytest
 from typer.testing import CliRunner
 
 from reward._optional import is_available
-from reward.cli import app
-from reward.cli.demo import demo_rollouts_path
+from reward.demo import demo_rollouts_path
 from reward.stages.rubric_reward import load_rollouts
+from rubricstree import app
 
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(
     not all(is_available(m) for m in ("torch", "transformers", "tokenizers", "sentence_transformers",

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from reward.cli import app
+from rubricstree import app
 from reward.errors import InputError
 from training.eval.compare import compare_runs, paired_bootstrap
 

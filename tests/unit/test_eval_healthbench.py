@@ -235,7 +235,7 @@ def test_rows_without_positive_points_are_rejected_before_any_work(tmp_path):
 def test_responses_cut_off_while_thinking_are_counted_and_the_cli_warns(tmp_path, capsys):
     """Qwen3 thinks by default: an answer cut off inside <think> leaves nothing to grade, which
     looks like a bad model. metrics.json counts them and the command says so."""
-    from reward.cli.eval import _print_healthbench
+    from rubricstree.eval import _print_healthbench
 
     class Truncating(FakeGenerator):
         def generate(self, requests, on_done, desc="generate") -> None:

@@ -11,7 +11,7 @@ from pathlib import Path
 from typer.testing import CliRunner
 
 import reward.healthbench.variants as variants
-from reward.cli import app
+from rubricstree import app
 from training.eval.tracking import flat_metrics, log_to_wandb
 
 OWN = Path(__file__).resolve().parents[1] / "fixtures" / "eval_hb_own.jsonl"

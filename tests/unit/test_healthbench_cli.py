@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from reward.cli import app
+from rubricstree import app
 from reward.healthbench.schema import load_healthbench
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "healthbench_own.jsonl"

@@ -261,7 +261,7 @@ async def test_a_backend_that_loses_verdicts_is_an_error_not_a_shift():
 def test_judge_check_cli_bad_settings_exit_2_with_a_message():
     from typer.testing import CliRunner
 
-    from reward.cli import app
+    from rubricstree import app
 
     res = CliRunner().invoke(app, ["judge", "check"])  # no judge at all
     assert res.exit_code == 2 and "--judge-url" in res.output

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from reward.cli import app
+from rubricstree import app
 from reward.errors import InputError, ScoringError
 from reward.stages.mcq import MCQResult, MCQRow, extract_choice, grade_mcq, load_mcq, mcq_reward, score_mcq
 

@@ -7,7 +7,7 @@ import json
 
 from typer.testing import CliRunner
 
-from reward.cli import app
+from rubricstree import app
 
 runner = CliRunner()
 

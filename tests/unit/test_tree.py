@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from reward.cli import app
+from rubricstree import app
 from reward.errors import InputError, TaxonomyError
 from reward.tree import Node, RubricTree, load_tree
 

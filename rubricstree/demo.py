@@ -12,30 +12,25 @@ from __future__ import annotations
 
 import asyncio
 import json
-from importlib import resources
 from pathlib import Path
 
 import typer
 
+from reward.demo import DEMO_ROLLOUTS, demo_rollouts_path
 from reward.errors import RubricsTreeError
 
-DEMO_ROLLOUTS = "demo_rollouts.jsonl"
 NOTE = ("The judge here is a tiny model with random weights, built on this machine: its verdicts, "
         "and so these scores, are meaningless. The pipeline is the real one (routing, judge prompts, "
         "caching, scoring, report); point --judge-url at a served judge model for real scores.")
 
 
-def demo_rollouts_path() -> Path:
-    return Path(str(resources.files("reward") / "data" / DEMO_ROLLOUTS))
-
-
 def run_demo(out: Path, *, router: str = "embedding", scoring: str = "soft", progress: bool = True) -> dict:
     """Build (or reuse) the tiny model, score the demo rollouts into ``out``; return the summary."""
     from reward._optional import require
-    from reward.cli.score import build_router, run_scoring
     from reward.judge import VerdictCache, make_judge
     from reward.stages.rubric_reward import RubricReward, load_rollouts
     from reward.tree import load_tree
+    from rubricstree.score import build_router, run_scoring
 
     for module in ("torch", "transformers", "tokenizers"):
         require(module, "the demo's in-process judge")
@@ -67,7 +62,7 @@ def demo_command(
     as_json: bool = typer.Option(False, "--json", help="print the summary as one JSON line"),
 ) -> None:
     """Score bundled demo rollouts with the tiny local model: the real pipeline, no download."""
-    from reward.cli.score import print_summary
+    from rubricstree.score import print_summary
 
     try:
         summary = run_demo(out, router=router, progress=not as_json)

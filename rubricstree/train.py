@@ -11,7 +11,6 @@ import json
 import logging
 import sys
 from pathlib import Path
-from typing import Optional
 
 import typer
 
@@ -46,7 +45,7 @@ def filter_command(
     data: Path = typer.Option(..., "--data", help="rows: MCQ JSONL (question, options, answer_idx) or HealthBench JSONL"),
     model: str = typer.Option(..., "--model", help="the policy: a model name/path (served name with --generate-url)"),
     out: Path = typer.Option(..., "--out", help="output folder: scores.jsonl, one JSONL per split, stats.json"),
-    generate_url: Optional[str] = typer.Option(None, "--generate-url", help="sample from this vLLM/OpenAI server"),
+    generate_url: str | None = typer.Option(None, "--generate-url", help="sample from this vLLM/OpenAI server"),
     kind: str = typer.Option("mcq", "--kind", help="mcq (stages 1-2: split rubric/rule) or healthbench (stage 3: keep)"),
     n: int = typer.Option(8, "--n", min=1, help="completions per row"),
     temperature: float = typer.Option(1.0, "--temperature", min=0.0),
@@ -54,10 +53,10 @@ def filter_command(
     rubric_window: str = typer.Option("0.1,0.4", "--rubric-window", help="[lo, hi] routed to the rubric stage"),
     rule_window: str = typer.Option("0.4,0.7", "--rule-window", help="(lo, hi] routed to the rule stage"),
     keep_window: str = typer.Option("0.15,0.7", "--keep-window", help="[lo, hi] kept (healthbench)"),
-    system_prompt: Optional[str] = typer.Option(None, "--system-prompt", help="ours | none | FILE"),
-    limit: Optional[int] = typer.Option(None, "--limit", min=1),
-    judge_url: Optional[str] = typer.Option(None, "--judge-url", help="healthbench: the rubric judge server"),
-    judge_served: Optional[str] = typer.Option(None, "--judge-served-model"),
+    system_prompt: str | None = typer.Option(None, "--system-prompt", help="ours | none | FILE"),
+    limit: int | None = typer.Option(None, "--limit", min=1),
+    judge_url: str | None = typer.Option(None, "--judge-url", help="healthbench: the rubric judge server"),
+    judge_served: str | None = typer.Option(None, "--judge-served-model"),
     rubric_source: str = typer.Option("rows", "--rubric-source", help="healthbench: rows | tree | both"),
     as_json: bool = typer.Option(False, "--json", help="print the stats as JSON"),
 ) -> None:

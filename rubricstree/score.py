@@ -19,7 +19,7 @@ import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 import typer
 
@@ -208,21 +208,21 @@ def build_router(name: str, tree, judge, *, threshold: float | None = None,
 def score_command(
     rollouts: Path = typer.Option(..., "--rollouts", help="rollouts JSONL: id, prompt, completion, rubrics?"),
     out: Path = typer.Option(..., "--out", help="results JSONL, one line per rollout (rewritten)"),
-    taxonomy: Optional[Path] = typer.Option(None, "--taxonomy", help="taxonomy YAML (default: the packaged one)"),
+    taxonomy: Path | None = typer.Option(None, "--taxonomy", help="taxonomy YAML (default: the packaged one)"),
     router: str = typer.Option("llm", "--router", help="llm, embedding or static"),
-    judge_url: Optional[str] = typer.Option(None, "--judge-url", help="vLLM endpoint(s), comma-separated"),
-    judge_model: Optional[str] = typer.Option(None, "--judge-model",
+    judge_url: str | None = typer.Option(None, "--judge-url", help="vLLM endpoint(s), comma-separated"),
+    judge_model: str | None = typer.Option(None, "--judge-model",
                                               help="in-process model path (or the tokenizer for --judge-url)"),
-    served_model: Optional[str] = typer.Option(None, "--served-model", help="model name on the server"),
+    served_model: str | None = typer.Option(None, "--served-model", help="model name on the server"),
     scoring: str = typer.Option("hard", "--scoring", help="hard (yes/no) or soft (p_yes)"),
     combine: str = typer.Option("tree", "--combine", help="with row rubrics: tree, points or mean"),
     on_failure: str = typer.Option("skip", "--on-failure", help="skip (unscored, with reasons) or raise"),
-    threshold: Optional[float] = typer.Option(None, "--threshold", help="router relevance threshold"),
-    emergency_threshold: Optional[float] = typer.Option(None, "--emergency-threshold",
+    threshold: float | None = typer.Option(None, "--threshold", help="router relevance threshold"),
+    emergency_threshold: float | None = typer.Option(None, "--emergency-threshold",
                                                         help="router threshold for urgent prompts"),
-    report: Optional[Path] = typer.Option(None, "--report", help="write a markdown report here"),
+    report: Path | None = typer.Option(None, "--report", help="write a markdown report here"),
     concurrency: int = typer.Option(8, "--concurrency", help="prompts scored at once"),
-    cache_dir: Optional[Path] = typer.Option(None, "--cache-dir",
+    cache_dir: Path | None = typer.Option(None, "--cache-dir",
                                              help="verdict/routing cache folder (default: $RUBRICSTREE_CACHE_DIR or the user cache)"),
     no_cache: bool = typer.Option(False, "--no-cache", help="no durable cache (routings kept in memory only)"),
     as_json: bool = typer.Option(False, "--json", help="print the summary as one JSON line"),

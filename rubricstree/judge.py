@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from typing import Optional
 
 import typer
 
@@ -12,9 +11,9 @@ app = typer.Typer(no_args_is_help=True)
 
 @app.command()
 def check(
-    judge_url: Optional[str] = typer.Option(None, "--judge-url", help="vLLM endpoint(s), comma-separated"),
-    judge_model: Optional[str] = typer.Option(None, "--judge-model", help="in-process model path or name (or the tokenizer for --judge-url)"),
-    served_model: Optional[str] = typer.Option(None, "--served-model", help="model name on the server (default: its first)"),
+    judge_url: str | None = typer.Option(None, "--judge-url", help="vLLM endpoint(s), comma-separated"),
+    judge_model: str | None = typer.Option(None, "--judge-model", help="in-process model path or name (or the tokenizer for --judge-url)"),
+    served_model: str | None = typer.Option(None, "--served-model", help="model name on the server (default: its first)"),
     mode: str = typer.Option("choice", "--mode", help="choice or explain"),
     criterion: str = typer.Option("Advises the user to call emergency services now.", help="criterion to check"),
     prompt: str = typer.Option("I have crushing chest pain spreading to my left arm and I'm sweating.", help="user message"),

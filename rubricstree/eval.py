@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import logging
 from pathlib import Path
-from typing import Optional
 
 import typer
 
@@ -37,8 +36,8 @@ def _logging() -> None:
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
 
 
-def _generation(max_new_tokens: int, temperature: float, top_p: float, seed: int, thinking: Optional[bool]):
-    from training.eval.generate import GenerationSettings
+def _generation(max_new_tokens: int, temperature: float, top_p: float, seed: int, thinking: bool | None):
+    from training.generation import GenerationSettings
 
     return GenerationSettings(max_new_tokens=max_new_tokens, temperature=temperature, top_p=top_p,
                               seed=seed, thinking=thinking)
@@ -80,26 +79,26 @@ def healthbench(
     data: str = typer.Option(..., "--data", help="HealthBench JSONL: a path, an http(s) URL, or full|hard|consensus "
                                                  "(official files; a known file name must have its published SHA-256)"),
     out: Path = typer.Option(..., "--out", help="output folder; rerunning the same command resumes"),
-    generate_url: Optional[str] = typer.Option(None, "--generate-url", help="OpenAI-compatible server serving the "
+    generate_url: str | None = typer.Option(None, "--generate-url", help="OpenAI-compatible server serving the "
                                                "checkpoint (vLLM); default: generate in-process with transformers"),
-    judge_url: Optional[str] = typer.Option(None, "--judge-url", help="judge vLLM endpoint(s), comma-separated"),
-    judge_model: Optional[str] = typer.Option(None, "--judge-model", help="in-process judge model (or, with "
+    judge_url: str | None = typer.Option(None, "--judge-url", help="judge vLLM endpoint(s), comma-separated"),
+    judge_model: str | None = typer.Option(None, "--judge-model", help="in-process judge model (or, with "
                                               "--judge-url, the judge's tokenizer)"),
-    served_judge: Optional[str] = typer.Option(None, "--served-judge", help="judge model name on the server "
+    served_judge: str | None = typer.Option(None, "--served-judge", help="judge model name on the server "
                                                "(default: the first it lists)"),
     grading: str = typer.Option("explain", "--grading", help="explain: JSON verdict with an explanation "
                                 "(official-comparable); choice: one yes/no token (fast)"),
     system_prompt: str = typer.Option("none", "--system-prompt", help="ours | none | FILE (the official setting is none)"),
-    grader_template: Optional[Path] = typer.Option(None, "--grader-template", help="your grader template file "
+    grader_template: Path | None = typer.Option(None, "--grader-template", help="your grader template file "
                                                    "(placeholders {{conversation}}, {{response}}, {{rubric_item}}, ...)"),
     length_adjust: bool = typer.Option(False, "--length-adjust", help="also report the length-adjusted score "
                                        "(coefficient of the detected variant, hard when unknown)"),
-    limit: Optional[int] = typer.Option(None, "--limit", help="evaluate the first N rows only"),
+    limit: int | None = typer.Option(None, "--limit", help="evaluate the first N rows only"),
     max_new_tokens: int = typer.Option(2048, "--max-new-tokens", help="response length budget in tokens"),
     temperature: float = typer.Option(0.0, "--temperature", help="0 = greedy"),
     top_p: float = typer.Option(1.0, "--top-p"),
     seed: int = typer.Option(0, "--seed", help="sampling and bootstrap seed"),
-    thinking: Optional[bool] = typer.Option(None, "--thinking/--no-thinking", help="chat template enable_thinking "
+    thinking: bool | None = typer.Option(None, "--thinking/--no-thinking", help="chat template enable_thinking "
                                             "(default: the template's own default)"),
     judge_max_tokens: int = typer.Option(512, "--judge-max-tokens", help="explain-mode verdict budget"),
     concurrency: int = typer.Option(32, "--concurrency", help="generation requests in flight (server)"),
@@ -150,15 +149,15 @@ def mcq(
     model: str = typer.Option(..., "--model", help="checkpoint path or name; with --generate-url, the served model name"),
     data: Path = typer.Option(..., "--data", help="multiple-choice JSONL (MedQA, MedBullets or MedXpertQA)"),
     out: Path = typer.Option(..., "--out", help="output folder; rerunning the same command resumes"),
-    fmt: Optional[str] = typer.Option(None, "--format", help="medqa | medbullets | medxpertqa (default: detected)"),
-    generate_url: Optional[str] = typer.Option(None, "--generate-url", help="OpenAI-compatible server (vLLM)"),
+    fmt: str | None = typer.Option(None, "--format", help="medqa | medbullets | medxpertqa (default: detected)"),
+    generate_url: str | None = typer.Option(None, "--generate-url", help="OpenAI-compatible server (vLLM)"),
     system_prompt: str = typer.Option("none", "--system-prompt", help="ours | none | FILE"),
-    limit: Optional[int] = typer.Option(None, "--limit", help="evaluate the first N rows only"),
+    limit: int | None = typer.Option(None, "--limit", help="evaluate the first N rows only"),
     max_new_tokens: int = typer.Option(1024, "--max-new-tokens"),
     temperature: float = typer.Option(0.0, "--temperature", help="0 = greedy"),
     top_p: float = typer.Option(1.0, "--top-p"),
     seed: int = typer.Option(0, "--seed"),
-    thinking: Optional[bool] = typer.Option(None, "--thinking/--no-thinking"),
+    thinking: bool | None = typer.Option(None, "--thinking/--no-thinking"),
     concurrency: int = typer.Option(32, "--concurrency"),
     batch_size: int = typer.Option(8, "--batch-size"),
     wandb: bool = typer.Option(False, "--wandb"),

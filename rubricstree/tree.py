@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Optional
 
 import typer
 
@@ -15,7 +14,7 @@ app = typer.Typer(no_args_is_help=True)
 TaxonomyOpt = typer.Option(None, "--taxonomy", help="taxonomy YAML (default: the packaged one)")
 
 
-def _load(path: Optional[Path]):
+def _load(path: Path | None):
     from reward.tree import load_tree
 
     try:
@@ -26,7 +25,7 @@ def _load(path: Optional[Path]):
 
 
 @app.command()
-def stats(taxonomy: Optional[Path] = TaxonomyOpt,
+def stats(taxonomy: Path | None = TaxonomyOpt,
           as_json: bool = typer.Option(False, "--json", help="print JSON")) -> None:
     """Counts of leaves and nodes, depth, macro capabilities and the leaf weight sum."""
     s = _load(taxonomy).stats()
@@ -45,7 +44,7 @@ def validate(file: Path = typer.Argument(..., help="taxonomy YAML to check")) ->
 
 
 @app.command()
-def show(taxonomy: Optional[Path] = TaxonomyOpt,
+def show(taxonomy: Path | None = TaxonomyOpt,
          max_depth: int = typer.Option(99, help="stop below this depth")) -> None:
     """Print the tree with each node's auto-weight; nodes with several parents are marked."""
     from rich.console import Console

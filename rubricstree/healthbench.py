@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Optional
 
 import typer
 
@@ -25,48 +24,14 @@ def _length_coefficient(value: str) -> float:
                          field="--length-adjust") from None
 
 
-def _load_verdicts(path: Path, rows) -> dict[str, list[Optional[bool]]]:
-    """Read ``{"prompt_id", "rubric_index", "criteria_met"}`` lines into one list per prompt,
-    checking each line against the rows so the error can name the file and line."""
-    from pydantic import BaseModel, ConfigDict, Field, StrictBool, ValidationError
-
-    from reward.jsonl import iter_jsonl, validation_error
-
-    class VerdictLine(BaseModel):
-        model_config = ConfigDict(extra="ignore")
-        prompt_id: str = Field(min_length=1)
-        rubric_index: int = Field(ge=0)
-        criteria_met: Optional[StrictBool]  # null = unscored by the judge; reported as missing
+def _load_verdicts(path: Path, rows) -> dict[str, list[bool]]:
+    """Read ``{"prompt_id", "rubric_index", "criteria_met"}`` lines into one list per prompt with
+    the evaluation's verdicts reader, exactly: every item of every row once, nothing else."""
+    from training.eval.records import read_verdicts
 
     n_items = {row.prompt_id: len(row.rubrics) for row in rows}
-    out: dict[str, list[Optional[bool]]] = {pid: [None] * n for pid, n in n_items.items()}
-    seen: dict[tuple[str, int], int] = {}
-    src = str(path)
-    for lineno, obj in iter_jsonl(path):
-        rec = f"line {lineno}"
-        try:
-            v = VerdictLine.model_validate(obj)
-        except ValidationError as exc:
-            raise validation_error(exc, file=src, record=rec) from exc
-        if v.prompt_id not in n_items:
-            raise InputError(f"prompt_id '{v.prompt_id}' is not in the data file", file=src,
-                             record=rec, field="prompt_id")
-        if v.rubric_index >= n_items[v.prompt_id]:
-            raise InputError(f"rubric_index {v.rubric_index} out of range: prompt_id '{v.prompt_id}' "
-                             f"has {n_items[v.prompt_id]} rubric items", file=src, record=rec,
-                             field="rubric_index")
-        key = (v.prompt_id, v.rubric_index)
-        if key in seen:
-            raise InputError(f"duplicate verdict for prompt_id '{v.prompt_id}' rubric_index "
-                             f"{v.rubric_index} (first on line {seen[key]})", file=src, record=rec)
-        seen[key] = lineno
-        out[v.prompt_id][v.rubric_index] = v.criteria_met
-    for pid, items in out.items():
-        for i, m in enumerate(items):
-            if m is None:
-                why = "criteria_met is null (unscored)" if (pid, i) in seen else "no verdict"
-                raise InputError(f"{why} for prompt_id '{pid}' rubric_index {i}", file=src)
-    return out
+    met = read_verdicts(path, n_items, exact=True)
+    return {pid: [met[(pid, i)] for i in range(n)] for pid, n in n_items.items()}
 
 
 def _load_responses(path: Path, rows) -> dict[str, str]:
@@ -121,9 +86,9 @@ def score(
     data: Path = typer.Option(..., "--data", help="HealthBench rows (JSONL; Professional format too)"),
     verdicts: Path = typer.Option(..., "--verdicts",
                                   help='JSONL of {"prompt_id", "rubric_index", "criteria_met"}'),
-    responses: Optional[Path] = typer.Option(None, "--responses",
+    responses: Path | None = typer.Option(None, "--responses",
                                              help='JSONL of {"prompt_id", "response"}'),
-    length_adjust: Optional[str] = typer.Option(
+    length_adjust: str | None = typer.Option(
         None, "--length-adjust",
         help="length-adjustment coefficient p, or a variant name (hard, full, consensus, professional); "
              "needs --responses"),
