@@ -155,6 +155,22 @@ def test_the_old_manager_path_is_the_same_class():
     assert old.RubricsTreeRewardManager is new.RubricsTreeRewardManager
 
 
+@pytest.mark.parametrize("path, name", [("pkg://reward.verl_rewards", "compute_score"),
+                                        ("pkg://reward.integrations.verl.compute_score", "compute_score"),
+                                        ("pkg://reward.verl_manager", "RubricsTreeRewardManager"),
+                                        ("pkg://reward.integrations.verl.manager", "RubricsTreeRewardManager")])
+def test_verl_loads_old_and_new_config_paths_to_the_same_object(path, name):
+    """User configs written for the old paths keep loading the same function and manager."""
+    pytest.importorskip("verl")
+    from verl.utils.import_utils import load_extern_object
+
+    from reward.integrations.verl import compute_score
+    from reward.integrations.verl.manager import RubricsTreeRewardManager
+
+    want = {"compute_score": compute_score, "RubricsTreeRewardManager": RubricsTreeRewardManager}[name]
+    assert load_extern_object(path, name) is want
+
+
 def test_error_rubric_config_is_the_settings_model():
     from reward.stages.error_rubric import ErrorRubricConfig
 

@@ -96,7 +96,8 @@ def _settings_cached(path: str | None, mtime: float | None, inline_json: str) ->
 
 def load_settings(config: str | os.PathLike | None = None, **inline: Any) -> VerlRewardSettings:
     """Settings from a YAML file (``config``, else ``$RUBRICSTREE_VERL_CONFIG``) overridden by
-    ``inline`` keys. Cached, so a per-rollout call costs a dictionary lookup.
+    ``inline`` keys. Cached, so a per-rollout call costs a dictionary lookup (the file's
+    ``${oc.env:...}`` are resolved when it is first read, or read again after it changes).
 
     Raises:
         InputError: the file is missing or invalid, or a key is unknown or has a bad value.
