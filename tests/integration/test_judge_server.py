@@ -13,9 +13,9 @@ import httpx
 import pytest
 from typer.testing import CliRunner
 
-from rubricstree import app
 from reward.judge import JudgeConfig, JudgeItem, Message, VerdictCache, make_judge
 from reward.serving import normalise_url
+from rubricstree import app
 
 pytestmark = pytest.mark.server
 

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from rubricstree import app
 from reward.demo import demo_rollouts_path
+from rubricstree import app
 
 pytestmark = pytest.mark.server
 runner = CliRunner()

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from rubricstree import app
 from reward.errors import InputError
+from rubricstree import app
 from training.eval.compare import compare_runs, paired_bootstrap
 
 runner = CliRunner()

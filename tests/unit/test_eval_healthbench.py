@@ -13,8 +13,8 @@ from reward.errors import InputError
 from reward.healthbench.schema import load_healthbench
 from reward.healthbench.variants import LENGTH_ADJUST
 from tests.fakes import FakeJudge
-from training.generation import GenerationSettings, GenOutput
 from training.eval.healthbench import HealthBenchEvalConfig, run_healthbench
+from training.generation import GenerationSettings, GenOutput
 from training.system_prompt import SYSTEM_PROMPT
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "eval_hb_own.jsonl"

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from reward.errors import InputError
-from training.generation import GenerationSettings, GenOutput
 from training.eval.mcq import MCQEvalConfig, run_mcq
 from training.eval.mcq_formats import load_mcq_eval, mcq_prompt
+from training.generation import GenerationSettings, GenOutput
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 MEDQA = FIXTURES / "mcq_own.jsonl"

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from rubricstree import app
 from reward.healthbench.schema import load_healthbench
+from rubricstree import app
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "healthbench_own.jsonl"
 runner = CliRunner()

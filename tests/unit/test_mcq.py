@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from rubricstree import app
 from reward.errors import InputError, ScoringError
 from reward.stages.mcq import MCQResult, MCQRow, extract_choice, grade_mcq, load_mcq, mcq_reward, score_mcq
+from rubricstree import app
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "mcq_own.jsonl"
 

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from rubricstree import app
 from reward.errors import InputError, TaxonomyError
 from reward.tree import Node, RubricTree, load_tree
+from rubricstree import app
 
 # A DAG where leaf y has two parents: root -> A, B; A -> x, y; B -> y, z.
 DIAMOND = """\
