@@ -42,7 +42,6 @@ from reward.serving import JUDGE_API_KEY_ENV, RetryPolicy, auth_headers, list_mo
 
 log = logging.getLogger(__name__)
 
-API_KEY_ENV = JUDGE_API_KEY_ENV
 EXPLAIN_SCHEMA = {
     "type": "object",
     "properties": {"explanation": {"type": "string"}, "criteria_met": {"type": "boolean"}},
@@ -74,7 +73,7 @@ class HTTPJudge(Judge):
     def __init__(self, urls: list[str] | str, model: str, *, tokenizer=None, config: JudgeConfig | None = None,
                  cache: VerdictCache | None = None, concurrency: int = 64, timeout_s: float = 60.0,
                  max_retries: int = 4, backoff_s: float = 0.5, max_backoff_s: float = 8.0,
-                 api_key_env: str = API_KEY_ENV, cooldown_s: float = 10.0,
+                 api_key_env: str = JUDGE_API_KEY_ENV, cooldown_s: float = 10.0,
                  transport: httpx.AsyncBaseTransport | None = None) -> None:
         self.pool = EndpointPool([urls] if isinstance(urls, str) else list(urls), cooldown_s=cooldown_s)
         self.model = model
