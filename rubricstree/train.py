@@ -102,7 +102,7 @@ def run_command(
     dry_run: bool = typer.Option(False, "--dry-run", help="validate and print the config, do not train"),
 ) -> None:
     """Train a stage with TRL (GSPO); resumes from the last checkpoint in output_dir."""
-    from training.trl_launcher import load_config
+    from training.trl_config import load_config
 
     _log_to_stderr()
     try:

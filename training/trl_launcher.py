@@ -1,6 +1,6 @@
 """Launch a Fathom-Vaidya stage with TRL's GRPOTrainer (GSPO) from a YAML config.
 
-Data flow: YAML (``${oc.env:VAR,default}`` expanded, ``--set`` overrides) -> :class:`TrainConfig` (validated)
+Data flow: YAML -> :class:`TrainConfig` (``training.trl_config``: overrides, env, validation)
 -> optional difficulty filter (once, cached under ``difficulty.out_dir``) -> dataset
 (``training.data``) -> reward functions (``reward.integrations.trl``) -> ``GRPOTrainer`` -> train,
 resuming from the last ``checkpoint-*`` in ``output_dir`` when there is one.
@@ -35,134 +35,17 @@ import os
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
-import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field
 
-from reward.envvars import expand_env
 from reward.errors import InputError
-from reward.settings import JudgeSettings, StageRewardSettings
+from reward.settings import JudgeSettings
+from training.trl_config import TrainConfig, load_config
 
 log = logging.getLogger(__name__)
 
-Stage = Literal["mcq", "error_rubric", "clinical_rubric"]
-
-
-# ---------------------------------------------------------------------------------- config
-class DataConfig(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    paths: list[str] = Field(min_length=1, description="JSONL files of one kind")
-    kind: Literal["mcq", "healthbench"] | None = Field(None, description="default: healthbench for stage 3, else mcq")
-    system_prompt: str | None = Field(None, description="ours | none | a file; default: none for MCQ, ours for stage 3")
-    limit: int | None = Field(None, ge=1)
-
-
-class DifficultyOptions(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    enabled: bool = False
-    use_split: Literal["rubric", "rule", "keep"] | None = Field(
-        None, description="which split trains: rule (stage 1), rubric (stage 2), keep (stage 3)")
-    out_dir: str | None = Field(None, description="where results go (reused when present); default output_dir/difficulty")
-    per_epoch: bool = Field(False, description="stage 3: re-filter with the current policy before each epoch")
-    generate_url: str | None = None
-    served_model: str | None = None
-    n: int = Field(8, ge=1)
-    temperature: float = Field(1.0, ge=0.0)
-    max_new_tokens: int = Field(1024, ge=1)
-    batch_size: int = Field(8, ge=1)
-    rubric: tuple[float, float] = (0.1, 0.4)
-    rule: tuple[float, float] = (0.4, 0.7)  # (lo, hi]: lo exclusive
-    keep: tuple[float, float] = (0.15, 0.7)
-    chat_template_kwargs: dict[str, Any] = Field(default_factory=dict)
-
-    def config(self, mode: str):
-        from training.difficulty import DifficultyConfig, Window
-
-        return DifficultyConfig(
-            n=self.n, temperature=self.temperature, max_new_tokens=self.max_new_tokens, mode=mode,
-            batch_size=self.batch_size, chat_template_kwargs=self.chat_template_kwargs,
-            rubric=Window(lo=self.rubric[0], hi=self.rubric[1]),
-            rule=Window(lo=self.rule[0], hi=self.rule[1], lo_inclusive=False),
-            keep=Window(lo=self.keep[0], hi=self.keep[1]))
-
-
-class TrainConfig(BaseModel):
-    """One training run; see configs/trl/*.yaml."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    model: str
-    stage: Stage
-    output_dir: str
-    data: DataConfig
-    # the shared models of reward.settings: the verl YAML and the CLI read the same keys
-    judge: JudgeSettings = JudgeSettings()
-    reward: StageRewardSettings = StageRewardSettings()
-    difficulty: DifficultyOptions = DifficultyOptions()
-    generation_bias: dict[str, float] = Field(
-        default_factory=dict, description="text -> logit bias for transformers generation (sequence_bias); "
-                                          "the smoke configs use it so a random policy answers with letters")
-    seed: int = 42
-    grpo: dict[str, Any] = Field(default_factory=dict, description="keyword arguments of trl.GRPOConfig")
-
-    @model_validator(mode="after")
-    def _consistent(self) -> "TrainConfig":
-        if "output_dir" in self.grpo:
-            raise ValueError("set output_dir at the top level, not under grpo")
-        if self.stage != "mcq" and not (self.judge.url or self.judge.model):
-            raise ValueError(f"stage {self.stage} needs a judge: judge.url or judge.model")
-        if self.difficulty.per_epoch and self.stage != "clinical_rubric":
-            raise ValueError("difficulty.per_epoch is the stage 3 (clinical_rubric) filter")
-        return self
-
-    @property
-    def data_kind(self) -> str:
-        return self.data.kind or ("healthbench" if self.stage == "clinical_rubric" else "mcq")
-
-
-# ---------------------------------------------------------------------------------- loading
-def apply_overrides(raw: dict, overrides: Sequence[str]) -> dict:
-    """Apply ``key.sub=value`` overrides; values are read as YAML (``1e-6``, ``true``, ``[a, b]``)."""
-    raw = json.loads(json.dumps(raw))
-    for item in overrides:
-        if "=" not in item:
-            raise InputError(f"--set expects key=value, got {item!r}")
-        key, text = item.split("=", 1)
-        node = raw
-        parts = key.strip().split(".")
-        for p in parts[:-1]:
-            node = node.setdefault(p, {})
-            if not isinstance(node, dict):
-                raise InputError(f"--set {key}: '{p}' is not a mapping")
-        node[parts[-1]] = yaml.safe_load(text) if text.strip() else None
-    return raw
-
-
-def load_config(path: str | Path, overrides: Sequence[str] = ()) -> TrainConfig:
-    """Read, override, expand and validate a training config; errors name the file and field."""
-    path = Path(path)
-    if not path.is_file():
-        raise InputError("config file not found", file=str(path))
-    try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    except yaml.YAMLError as exc:
-        raise InputError(f"not valid YAML: {exc}", file=str(path)) from exc
-    raw = apply_overrides(raw, overrides)
-    try:
-        raw = expand_env(raw)
-    except InputError as exc:
-        raise InputError(exc.reason, file=str(path), field=exc.field) from exc
-    try:
-        return TrainConfig.model_validate(raw)
-    except ValidationError as exc:
-        from reward.jsonl import validation_error
-
-        raise validation_error(exc, file=str(path), record="config") from exc
-
-
+# the run's configuration (schema and YAML loader) lives in training.trl_config
 # ---------------------------------------------------------------------------------- pieces
 def judge_spec(cfg: TrainConfig) -> JudgeSettings:
     """The judge the reward builds: with a url the server's (never judge.model as its tokenizer:
