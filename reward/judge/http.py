@@ -38,7 +38,13 @@ from reward.judge.parsing import (
 from reward.judge.render import PromptRenderer, load_tokenizer
 from reward.judge.templates import Template
 from reward.judge.types import JSONResult, JudgeConfig, JudgeItem, Verdict
-from reward.serving import JUDGE_API_KEY_ENV, RetryPolicy, auth_headers, list_models
+from reward.serving import (
+    JUDGE_API_KEY_ENV,
+    RetryPolicy,
+    auth_headers,
+    list_models,
+    split_urls,
+)
 
 log = logging.getLogger(__name__)
 
@@ -59,7 +65,7 @@ class HTTPJudge(Judge):
     """Judge served by one or more vLLM (or other OpenAI-compatible) endpoints.
 
     Args:
-        urls: endpoint base URLs (``http://127.0.0.1:8000`` or ``.../v1``).
+        urls: endpoint base URLs (``http://127.0.0.1:8000`` or ``.../v1``), a list or comma-separated.
         model: the served model name.
         tokenizer: tokenizer name or path; by default the model's ``root`` reported by the
             server's ``/v1/models``, else ``model``.
@@ -75,7 +81,7 @@ class HTTPJudge(Judge):
                  max_retries: int = 4, backoff_s: float = 0.5, max_backoff_s: float = 8.0,
                  api_key_env: str = JUDGE_API_KEY_ENV, cooldown_s: float = 10.0,
                  transport: httpx.AsyncBaseTransport | None = None) -> None:
-        self.pool = EndpointPool([urls] if isinstance(urls, str) else list(urls), cooldown_s=cooldown_s)
+        self.pool = EndpointPool(split_urls(urls), cooldown_s=cooldown_s)
         self.model = model
         self.timeout_s, self.max_retries = timeout_s, max_retries
         self.retry = RetryPolicy(max_retries=max_retries, backoff_s=backoff_s, max_backoff_s=max_backoff_s)
