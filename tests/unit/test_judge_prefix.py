@@ -120,7 +120,7 @@ def test_shared_prefix_scoring_matches_one_forward_per_item(tiny_model_dir, bloc
 @pytest.mark.slow
 def test_a_single_criterion_and_a_single_item(tiny_model_dir):
     one = [_item()]
-    fast, slow, judge = _both(tiny_model_dir, one, 32)
+    fast, slow, _ = _both(tiny_model_dir, one, 32)
     _assert_same(fast, slow)
     two_rollouts = [_item(resp=RESPONSES[0]), _item(resp=RESPONSES[1])]
     fast, slow, _ = _both(tiny_model_dir, two_rollouts, 32)
