@@ -20,7 +20,7 @@ from reward._optional import require
 from reward.judge.base import Judge
 from reward.judge.cache import VerdictCache
 from reward.judge.parsing import parse_explain, parse_json_object
-from reward.judge.prefix_reuse import group_by_prefix, score_shared_prefix
+from reward.judge.prefix_reuse import common_prefix_len, encode_prefix, group_by_prefix, score_suffixes
 from reward.judge.render import PromptRenderer, load_tokenizer
 from reward.judge.templates import Template
 from reward.judge.types import JSONResult, JudgeConfig, JudgeItem, Verdict
@@ -41,7 +41,7 @@ class TransformersJudge(Judge):
 
     def __init__(self, model: str, *, device: str | None = None, dtype: str | None = None,
                  config: JudgeConfig | None = None, cache: VerdictCache | None = None,
-                 batch_size: int = 16, prefix_reuse: bool = True, prefix_chunk: int = 32) -> None:
+                 batch_size: int = 16, prefix_reuse: bool = True, prefix_chunk: int = 16) -> None:
         torch = require("torch", "the in-process judge")
         transformers = require("transformers", "the in-process judge")
         self.device = device or ("cuda" if torch.cuda.is_available() else "cpu")
@@ -67,7 +67,8 @@ class TransformersJudge(Judge):
         ids = [self.renderer.render_ids(template, it) for it in items]
         if template.mode == "choice" and self.prefix_reuse:
             keys = [self.renderer.prefix_key(template, it) for it in items]
-            return await asyncio.to_thread(self._choice_shared, ids, keys, _on_loop(on_done))
+            conv_keys = [(template.version, it.conversation) for it in items]
+            return await asyncio.to_thread(self._choice_shared, ids, keys, conv_keys, _on_loop(on_done))
         fn = self._choice_batch if template.mode == "choice" else self._explain_batch
         return await asyncio.to_thread(self._run_batched, fn, ids, Verdict.failed, _on_loop(on_done))
 
@@ -90,7 +91,7 @@ class TransformersJudge(Judge):
                         on_done(i, r)
         return out
 
-    def _choice_shared(self, ids: list[list[int]], keys: list, on_done=None) -> list[Verdict]:
+    def _choice_shared(self, ids: list[list[int]], keys: list, conv_keys: list, on_done=None) -> list[Verdict]:
         """Choice verdicts with each group's shared prefix encoded once; prompts alone in their
         group go through the batched full-forward path. A group that raises fails its items."""
         out: list = [None] * len(ids)
@@ -105,25 +106,46 @@ class TransformersJudge(Judge):
         if singles:
             self._run_batched(self._choice_batch, [ids[i] for i in singles], Verdict.failed,
                               lambda j, v: done(singles[j], v))
+        multi = [(idx, p) for idx, p in groups if len(idx) > 1]
+        # Rollouts of one conversation: their common prefix (instructions + conversation) once.
+        by_conv: dict[tuple, list[tuple[list[int], int]]] = {}
+        for idx, p in multi:
+            by_conv.setdefault(conv_keys[idx[0]], []).append((idx, p))
+        answer = (self.renderer.yes_id, self.renderer.no_id)
         with self._lock:
-            for idx, p in groups:
-                if len(idx) == 1:
-                    continue
-                try:
-                    p_yes = score_shared_prefix(
-                        self.model, ids[idx[0]][:p], [ids[i][p:] for i in idx],
-                        answer_ids=(self.renderer.yes_id, self.renderer.no_id), pad_id=self.pad_id,
-                        chunk=self.prefix_chunk, device=self.device)
-                    verdicts = [Verdict(met=q >= 0.5, p_yes=q, mode="choice") for q in p_yes]
-                except Exception as exc:
-                    verdicts = [Verdict.failed(f"{type(exc).__name__}: {exc}")] * len(idx)
-                self.stats.requests += len(idx)
-                self.stats.prompt_tokens += sum(len(ids[i]) for i in idx)
-                self.stats.cached_tokens += p * (len(idx) - 1)  # prefix tokens reused, not recomputed
-                self.stats.completion_tokens += len(idx)
-                for i, v in zip(idx, verdicts):
-                    done(i, v)
+            for rollouts in by_conv.values():
+                shared = self._conversation_prefix(ids, rollouts)
+                if shared is not None:
+                    self.stats.cached_tokens -= shared[1]  # computed once, counted as reused below
+                for idx, p in rollouts:
+                    try:
+                        kv = encode_prefix(self.model, ids[idx[0]][:p], past=shared, device=self.device)
+                        p_yes = score_suffixes(self.model, kv, p, [ids[i][p:] for i in idx], answer_ids=answer,
+                                               pad_id=self.pad_id, chunk=self.prefix_chunk, device=self.device)
+                        verdicts = [Verdict(met=q >= 0.5, p_yes=q, mode="choice") for q in p_yes]
+                    except Exception as exc:
+                        verdicts = [Verdict.failed(f"{type(exc).__name__}: {exc}")] * len(idx)
+                    self.stats.requests += len(idx)
+                    self.stats.prompt_tokens += sum(len(ids[i]) for i in idx)
+                    # prefix tokens not recomputed: all but the rollout's own part of its prefix
+                    self.stats.cached_tokens += p * len(idx) - (p - (shared[1] if shared else 0))
+                    self.stats.completion_tokens += len(idx)
+                    for i, v in zip(idx, verdicts):
+                        done(i, v)
         return out
+
+    def _conversation_prefix(self, ids: list[list[int]], rollouts: list[tuple[list[int], int]]):
+        """(kv, n) of the ids every rollout of one conversation shares, or None (one rollout,
+        nothing shared, or an error: each rollout then encodes its whole prefix)."""
+        if len(rollouts) < 2:
+            return None
+        n = min(common_prefix_len([ids[idx[0]][:p] for idx, p in rollouts]), *(p for _, p in rollouts))
+        if n < 1:
+            return None
+        try:
+            return encode_prefix(self.model, ids[rollouts[0][0][0]][:n], device=self.device), n
+        except Exception:  # the rollouts' own encodings will fail visibly if the model is broken
+            return None
 
     def _pad(self, batch: list[list[int]]):
         torch = require("torch", "the in-process judge")
