@@ -40,8 +40,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-# Published Qwen3 shapes (config.json of the Qwen3 releases); "demo" is the demo's tiny model.
+# Published Qwen3 shapes (config.json of the Qwen3 releases); "demo" is the demo's tiny model and
+# "mini" a CPU-sized shape with the real vocabulary, to smoke-test the real-size code path.
 SHAPES = {
+    "mini": dict(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
+                 num_key_value_heads=2, head_dim=16, vocab_size=151936, tie_word_embeddings=True),
     "0.6b": dict(hidden_size=1024, intermediate_size=3072, num_hidden_layers=28, num_attention_heads=16,
                  num_key_value_heads=8, head_dim=128, vocab_size=151936, tie_word_embeddings=True),
     "1.7b": dict(hidden_size=2048, intermediate_size=6144, num_hidden_layers=28, num_attention_heads=16,

@@ -69,3 +69,25 @@ def test_routing_cost_with_embedding_answers_expands_the_walk():
     tree = load_tree()
     assert first["routing_requests_per_prompt"] > len(tree[tree.root].children) + 1
     assert 0 < first["active_fraction"] < 0.5
+
+
+@pytest.mark.slow
+def test_judge_inprocess_runs_every_mode_on_a_real_vocabulary_shape():
+    """The code path of the GPU variant (a Qwen3 shape with the real 151,936-token vocabulary,
+    all four modes), CPU-sized: shared-prefix choice agrees with one forward per item."""
+    cmd = [sys.executable, str(REPO / "benchmarks" / "judge_inprocess.py"), "--size", "mini", "--workload",
+           "synthetic", "--rollouts", "2", "--criteria", "3", "--modes", "choice,choice_per_item,explain,rubric_batch",
+           "--explain-tokens", "16", "--repeat", "1", "--json"]
+    proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=900,
+                          env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    res = json.loads(proc.stdout)
+    m = res["modes"]
+    assert res["items"] == 6 and res["rollouts"] == 2 and set(m) == {"choice", "choice_per_item", "explain",
+                                                                     "rubric_batch"}
+    g = res["agreement_choice_vs_per_item"]
+    assert g["identical_verdicts"] and g["compared"] == 6 and g["max_abs_p_yes_diff"] < 1e-4
+    assert m["choice"]["cached_tokens"] > 0 and m["choice_per_item"]["cached_tokens"] == 0
+    assert m["choice"]["prompt_tokens"] == m["choice_per_item"]["prompt_tokens"]
+    assert m["rubric_batch"]["forwards_or_requests"] == 2  # one generation per rollout
+    assert m["explain"]["completion_tokens"] > m["choice"]["completion_tokens"] == 6
