@@ -50,7 +50,7 @@ def test_shared_prefixes_end_on_a_block_boundary(tokenizer, block, template):
     assert _lcp(a, b) % block == 0
 
 
-def test_padding_is_bounded_neutral_and_off_by_default_setting_zero(tokenizer):
+def test_padding_is_bounded_and_neutral_and_block_zero_is_off(tokenizer):
     plain, padded = PromptRenderer(tokenizer), PromptRenderer(tokenizer, block_size=32)
     for resp in RESPONSES:
         it = _item(resp=resp)
