@@ -20,8 +20,8 @@ The same rollouts x criteria are graded three times against a real vLLM server:
     per rollout showing all its criteria as a numbered list, answered with one JSON list of
     verdicts (``benchmarks/rubric_batch.py``; one attempt, a whitespace-free JSON grammar with one
     entry per criterion, ids free; budget: the longest well-formed answer + 16 tokens), through
-    the judge's usual staging. A criterion
-    without exactly one verdict in the list is lost: ``verdicts_lost_share``.
+    the judge's usual staging. A criterion without exactly one verdict in the list is lost:
+    ``verdicts_lost_share``.
 
 The workload is synthetic medical text of our own, generated deterministically from ``--seed``:
 ``--rollouts`` split into GRPO-like groups of ``--group-size`` rollouts per prompt (16 rollouts
@@ -39,11 +39,12 @@ clients of the same server would show up there). Ratios reference / choice for w
 computed tokens. The lower bound for (a) is computed from the renderer's exact token ids: per
 conversation, the size of the prefix trie of its prompts (the conversation prefix, each
 response segment and each criterion segment counted once), plus one decoded token per item;
-``choice_over_bound`` is choice's computed tokens over it. Choice mode's prompts are block-aligned
-(``JudgeConfig.prefix_block``, filler tokens included in the bound); ``choice_over_unpadded_bound``
-sets the same computed tokens against the bound of the unpadded ids (the stricter yardstick). ``block_model_tokens`` is what a
-prefix cache that reuses only whole blocks of ``block_size`` tokens would compute under our
-staging (the partial last block of a shared prefix is recomputed by every request).
+``choice_over_bound`` is choice's computed tokens over it. Choice mode's prompts are
+block-aligned (``JudgeConfig.prefix_block``; the filler tokens count in the bound);
+``choice_over_unpadded_bound`` sets the same computed tokens against the bound of the unpadded
+ids (the stricter yardstick). ``block_model_tokens`` is what a prefix cache that reuses only
+whole blocks of ``block_size`` tokens would compute under our staging (the partial last block
+of a shared prefix is recomputed by every request).
 """
 
 from __future__ import annotations
