@@ -1,9 +1,9 @@
-"""What does grading cost? Our one-token shared-prefix judge against reference-style grading.
+"""What does grading cost? Our one-token shared-prefix judge against two other layouts.
 
     python benchmarks/judge_cost.py --judge-url http://127.0.0.1:8011 [--model tiny] \
         [--tokenizer /tmp/tiny] [--rollouts 16] [--criteria 12] [--json] [--json-out FILE]
 
-The same rollouts x criteria are graded twice against a real vLLM server:
+The same rollouts x criteria are graded three times against a real vLLM server:
 
 (a) ``choice``: our layout ``[instructions][conversation][response][criterion]``, one constrained
     yes/no token per item, through :func:`reward.judge.make_judge` (``JudgeConfig(mode="choice")``,
@@ -16,6 +16,12 @@ The same rollouts x criteria are graded twice against a real vLLM server:
     every item goes out at once (concurrency = number of items), as the reference grader fires
     its calls from a thread pool. A random tiny model often writes JSON that does not parse:
     those items are counted as failures, and their cost is measured all the same.
+(c) ``rubric_batch``: the peers' layout (verifiers' rubric judge, many RL recipes): one request
+    per rollout showing all its criteria as a numbered list, answered with one JSON list of
+    verdicts (``benchmarks/rubric_batch.py``; one attempt, a whitespace-free JSON grammar with one
+    entry per criterion, ids free; budget: the longest well-formed answer + 16 tokens), through
+    the judge's usual staging. A criterion without exactly one verdict in the list is lost:
+    ``verdicts_lost_share``.
 
 The workload is synthetic medical text of our own, generated deterministically from ``--seed``:
 ``--rollouts`` split into GRPO-like groups of ``--group-size`` rollouts per prompt (16 rollouts
@@ -33,9 +39,12 @@ clients of the same server would show up there). Ratios reference / choice for w
 computed tokens. The lower bound for (a) is computed from the renderer's exact token ids: per
 conversation, the size of the prefix trie of its prompts (the conversation prefix, each
 response segment and each criterion segment counted once), plus one decoded token per item;
-``choice_over_bound`` is choice's computed tokens over it. ``block_model_tokens`` is what a
-prefix cache that reuses only whole blocks of ``block_size`` tokens would compute under our
-staging (the partial last block of a shared prefix is recomputed by every request).
+``choice_over_bound`` is choice's computed tokens over it. Choice mode's prompts are
+block-aligned (``JudgeConfig.prefix_block``; the filler tokens count in the bound);
+``choice_over_unpadded_bound`` sets the same computed tokens against the bound of the unpadded
+ids (the stricter yardstick). ``block_model_tokens`` is what a prefix cache that reuses only
+whole blocks of ``block_size`` tokens would compute under our staging (the partial last block
+of a shared prefix is recomputed by every request).
 """
 
 from __future__ import annotations
@@ -57,9 +66,11 @@ if __package__ in (None, ""):  # run as a script: make the repository importable
 
 import httpx
 
+from benchmarks.rubric_batch import grade_rubric_batch, rubric_batch_template
 from reward.judge import CHOICE, JudgeConfig, JudgeItem, Message, Template, make_judge
 from reward.judge.base import stage_by_prefix
 from reward.judge.http import HTTPJudge
+from reward.judge.render import PromptRenderer
 from reward.judge.types import Verdict
 from reward.serving import server_root
 
@@ -336,12 +347,16 @@ def lower_bound(renderer, template: Template, items: list[JudgeItem], block: int
 
 
 # =============================================================================== running
-async def run_mode(judge: HTTPJudge, template: Template, items: list[JudgeItem], url: str) -> dict:
+async def run_mode(judge: HTTPJudge, template: Template, items: list[JudgeItem], url: str, grade=None) -> dict:
+    """Grade ``items`` once (``grade(judge, template, items)`` or ``judge.grade``) and report costs."""
     reset = reset_prefix_cache(url)
     before, _ = read_metrics(url)
     judge.stats.reset()
     t0 = time.perf_counter()
-    verdicts = await judge.grade(items, template, use_cache=False)
+    if grade is None:
+        verdicts = await judge.grade(items, template, use_cache=False)
+    else:
+        verdicts = await grade(judge, template, items)
     wall = time.perf_counter() - t0
     after, _ = read_metrics(url)
     await judge.aclose()
@@ -355,6 +370,7 @@ async def run_mode(judge: HTTPJudge, template: Template, items: list[JudgeItem],
         "computed_tokens": s.prompt_tokens - s.cached_tokens + s.completion_tokens,
         "wall_s": round(wall, 3),
         "failures": sum(not v.ok for v in verdicts),
+        "verdicts_lost_share": round(sum(not v.ok for v in verdicts) / max(1, len(items)), 4),
         "retries": s.retries,
         "reset_prefix_cache": reset,
         "nonce": template.name.rsplit("+", 1)[-1],
@@ -383,8 +399,11 @@ async def benchmark(args) -> dict:
     reference = ReferenceStyleJudge(args.judge_url, choice.model, tokenizer=renderer.tokenizer,
                                     config=JudgeConfig(mode="explain", max_explain_tokens=256, explain_attempts=1),
                                     cache=None, concurrency=max(args.concurrency, len(items)), **common)
+    rubric = make_judge(judge_url=args.judge_url, served_model=args.model, tokenizer=renderer.tokenizer,
+                        config=JudgeConfig(mode="explain"), cache=False, concurrency=args.concurrency, **common)
     run_id = secrets.token_hex(4)
     t_choice, t_ref = choice_template(f"{run_id}c"), reference_template(f"{run_id}r")
+    t_rubric = rubric_batch_template(f"{run_id}b", _nonce_line(f"{run_id}b"))
     _, block = read_metrics(args.judge_url)
     block = block or args.block_size
     tok = renderer.tokenizer
@@ -406,25 +425,33 @@ async def benchmark(args) -> dict:
         "criterion_tokens_mean": round(sum(ntok(c) for c in crits) / len(crits), 1),
         "choice_prompt_tokens_mean": round(sum(len(renderer.render_ids(t_choice, it)) for it in items) / len(items), 1),
         "reference_prompt_tokens_mean": round(sum(len(renderer.render_ids(t_ref, it)) for it in items) / len(items), 1),
+        "prefix_block": renderer.block_size,
     }
     bound = lower_bound(renderer, t_choice, items, block)
+    # The same bound for the unpadded ids: the content's own prefill, without our filler tokens
+    # (the stricter yardstick: padding may not buy its savings with tokens it adds).
+    unpadded = lower_bound(PromptRenderer(tok), t_choice, items, block)
     modes = {}
-    order = [("choice", choice, t_choice), ("reference", reference, t_ref)]
+    order = [("choice", choice, t_choice, None), ("reference", reference, t_ref, None),
+             ("rubric_batch", rubric, t_rubric, grade_rubric_batch)]
     if args.reference_first:
-        order.reverse()
-    for name, judge, template in order:
-        modes[name] = await run_mode(judge, template, items, args.judge_url)
-    c, r = modes["choice"], modes["reference"]
+        order = order[1:2] + order[:1] + order[2:]
+    for name, judge, template, grade in order:
+        modes[name] = await run_mode(judge, template, items, args.judge_url, grade)
+    c = modes["choice"]
     bound["choice_over_bound"] = _ratio(c["computed_tokens"], bound["tokens"])
+    bound["unpadded_tokens"] = unpadded["tokens"]
+    bound["choice_over_unpadded_bound"] = _ratio(c["computed_tokens"], unpadded["tokens"])
     if "block_model_tokens" in bound:
         bound["choice_over_block_model"] = _ratio(c["computed_tokens"], bound["block_model_tokens"])
-    ratios = {
-        "wall_s": _ratio(r["wall_s"], c["wall_s"]),
-        "computed_tokens": _ratio(r["computed_tokens"], c["computed_tokens"]),
-        "prompt_tokens": _ratio(r["prompt_tokens"], c["prompt_tokens"]),
-        "requests": _ratio(r["requests"], c["requests"]),
-    }
-    return {"choice": c, "reference": r, "ratios": ratios, "lower_bound": bound, "workload": workload}
+        bound["unpadded_block_model_tokens"] = unpadded["block_model_tokens"]
+
+    def ratios(other: dict) -> dict:
+        return {k: _ratio(other[k], c[k]) for k in ("wall_s", "computed_tokens", "prompt_tokens", "requests")}
+
+    return {"choice": c, "reference": modes["reference"], "rubric_batch": modes["rubric_batch"],
+            "ratios": ratios(modes["reference"]), "ratios_rubric_batch": ratios(modes["rubric_batch"]),
+            "lower_bound": bound, "workload": workload}
 
 
 # =============================================================================== output
@@ -440,19 +467,24 @@ def print_table(res: dict) -> None:
                   f"~{w['response_tokens_mean']} tok {w['response_tokens_range']}, criterion "
                   f"~{w['criterion_tokens_mean']} tok; prompt ~{w['choice_prompt_tokens_mean']} (choice) / "
                   f"~{w['reference_prompt_tokens_mean']} (reference) tok")
-    t = Table(title="per mode")
+    t = Table(title="per mode (x: over choice)")
     t.add_column("metric")
     t.add_column("choice (ours)", justify="right")
     t.add_column("reference-style", justify="right")
-    t.add_column("reference / choice", justify="right")
+    t.add_column("x", justify="right")
+    t.add_column("rubric batch (peers)", justify="right")
+    t.add_column("x", justify="right")
     keys = ["requests", "prompt_tokens", "cached_tokens", "completion_tokens", "computed_tokens", "wall_s",
-            "failures", "retries", "metrics_prefix_cache_queries", "metrics_prefix_cache_hits",
+            "failures", "verdicts_lost_share", "retries", "metrics_prefix_cache_queries", "metrics_prefix_cache_hits",
             "metrics_prompt_tokens", "metrics_generation_tokens", "metrics_consistent", "reset_prefix_cache"]
     for k in keys:
         if k not in res["choice"]:
             continue
-        ratio = res["ratios"].get(k)
-        t.add_row(k, str(res["choice"][k]), str(res["reference"][k]), "" if ratio is None else f"{ratio:g}x")
+        row = [k, str(res["choice"][k])]
+        for mode, rk in (("reference", "ratios"), ("rubric_batch", "ratios_rubric_batch")):
+            ratio = res[rk].get(k)
+            row += [str(res[mode][k]), "" if ratio is None else f"{ratio:g}x"]
+        t.add_row(*row)
     console.print(t)
     b = Table(title="lower bound for choice mode (prefill of each distinct segment once + 1 decoded token per item)")
     b.add_column("quantity")

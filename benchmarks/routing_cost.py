@@ -10,6 +10,14 @@ batch, to set routing against grading (which does grow with the rollouts).
 
     python benchmarks/routing_cost.py --judge-url http://127.0.0.1:8000 [--json]
     python benchmarks/routing_cost.py --judge-model /path/to/model       # in-process judge
+    python benchmarks/routing_cost.py --oracle embedding --json         # non-random answers
+
+A random tiny judge answers every relevance question near 0.5, so its walk does not show how
+far a real walk expands. ``--oracle embedding`` serves the embedding router's relevance (the
+bundled MiniLM) as the judge's answers (``routing_oracle.py``): the walk then opens the branches
+that real relevance opens, and the report adds sequential rounds (judge calls one after the
+other: the latency a walk adds) per prompt. The oracle replaces the judge model, so its
+wall times are not a judge's.
 """
 
 from __future__ import annotations
@@ -47,11 +55,14 @@ async def measure(tree, judge, prompts, completions, sizes, *, grade: bool, rout
         batch = build_batch(prompts, completions, n)
         reward = RubricReward(tree, LLMTreeRouter(tree, judge, **router_kw), judge)  # fresh routing memory
         judge.stats.reset()
+        if hasattr(judge, "reset"):
+            judge.reset()
         t0 = time.perf_counter()
         routings = await reward.route(batch)
         route_s = time.perf_counter() - t0
         route_requests = judge.stats.requests
         active = [len(r.active) for r in routings.values()]
+        rounds = list(getattr(judge, "rounds", {}).values())
         row = {
             "rollouts_per_prompt": n, "prompts": len(prompts), "rollouts": len(batch),
             "routing_requests": route_requests,
@@ -60,6 +71,9 @@ async def measure(tree, judge, prompts, completions, sizes, *, grade: bool, rout
             "active_leaves_mean": sum(active) / len(active),
             "active_fraction": sum(active) / len(active) / n_leaves,
         }
+        if rounds:
+            row.update(rounds_per_prompt_mean=sum(rounds) / len(rounds), rounds_per_prompt_max=max(rounds),
+                       expanded_nodes_mean=sum(len(r.expanded) for r in routings.values()) / len(routings))
         if grade:
             judge.stats.reset()
             t0 = time.perf_counter()
@@ -72,10 +86,13 @@ async def measure(tree, judge, prompts, completions, sizes, *, grade: bool, rout
 def print_table(rows: list[dict], grade: bool) -> None:
     cols = ["rollouts_per_prompt", "rollouts", "routing_requests", "routing_requests_per_prompt",
             "routing_s", "routing_s_per_prompt", "active_leaves_mean", "active_fraction"]
+    heads = ["per prompt", "rollouts", "route req", "req/prompt", "route s", "s/prompt", "active", "active frac"]
+    if "rounds_per_prompt_mean" in rows[0]:
+        cols += ["rounds_per_prompt_mean", "rounds_per_prompt_max", "expanded_nodes_mean"]
+        heads += ["rounds", "max rounds", "expanded"]
     if grade:
         cols += ["grading_requests", "grading_s"]
-    heads = ["per prompt", "rollouts", "route req", "req/prompt", "route s", "s/prompt", "active", "active frac",
-             "grade req", "grade s"][:len(cols)]
+        heads += ["grade req", "grade s"]
     width = [max(len(h), 10) for h in heads]
     print("  ".join(h.rjust(w) for h, w in zip(heads, width)))
     for r in rows:
@@ -121,6 +138,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--threshold", type=float, default=0.5)
     ap.add_argument("--emergency-threshold", type=float, default=0.2)
     ap.add_argument("--grade", action="store_true", help="also grade the batch")
+    ap.add_argument("--oracle", choices=["embedding"], default=None,
+                    help="answer the routing questions from the embedding router's relevance (no judge model)")
     ap.add_argument("--json", action="store_true", help="print JSON instead of a table")
     ap.add_argument("--plot", help="also write a PNG of judge calls per prompt against rollouts per prompt")
     args = ap.parse_args(argv)
@@ -131,8 +150,18 @@ def main(argv: list[str] | None = None) -> int:
     completions = [r.completion for r in demo]
     sizes = [int(s) for s in args.sizes.split(",")]
     # No verdict cache: every size must pay for its own routing, or the flat line would be the cache's.
-    judge = make_judge(judge_url=args.judge_url, judge_model=args.judge_model,
-                       served_model=args.served_model, cache=False)
+    if args.oracle:
+        if args.grade:
+            ap.error("--grade needs a judge model; the oracle answers routing questions only")
+        from benchmarks.routing_oracle import EmbeddingRelevanceJudge
+        from reward.router.embedding import EmbeddingRouter
+
+        judge = EmbeddingRelevanceJudge(EmbeddingRouter(tree))
+    else:
+        if not (args.judge_url or args.judge_model):
+            ap.error("give --judge-url or --judge-model (or --oracle embedding)")
+        judge = make_judge(judge_url=args.judge_url, judge_model=args.judge_model,
+                           served_model=args.served_model, cache=False)
 
     async def run():
         try:
@@ -145,6 +174,7 @@ def main(argv: list[str] | None = None) -> int:
     rows = asyncio.run(run())
     per_prompt = [r["routing_requests_per_prompt"] for r in rows]
     result = {"judge": judge.model_id, "taxonomy": tree.name, "leaves": len(tree.leaves),
+              "inner_nodes": len(tree.topological_order) - len(tree.leaves) - 1,
               "flat": max(per_prompt) == min(per_prompt), "rows": rows}
     if args.plot:
         plot(rows, args.plot)

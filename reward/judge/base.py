@@ -33,7 +33,9 @@ class Judge(ABC):
     def __init__(self, renderer: PromptRenderer, *, model_id: str, config: JudgeConfig | None = None,
                  cache: VerdictCache | None = None, concurrency: int = 64) -> None:
         self.renderer = renderer
-        self.model_id = model_id
+        # Block-aligned prompts have other ids than unpadded ones: their verdicts get their own
+        # cache keys (unpadded keys stay as they were).
+        self.model_id = model_id + (f"+block{renderer.block_size}" if renderer.block_size else "")
         self.config = config or JudgeConfig()
         self.cache = cache
         self.concurrency = concurrency

@@ -100,7 +100,8 @@ class HTTPJudge(Judge):
         if tokenizer is None or isinstance(tokenizer, str):
             tokenizer = load_tokenizer(tokenizer or self.served_root or self.model)
         model_id = f"http:{model}" + (f"@{self.served_root}" if self.served_root else "")
-        super().__init__(PromptRenderer(tokenizer), model_id=model_id, config=config,
+        block = (config or JudgeConfig()).prefix_block
+        super().__init__(PromptRenderer(tokenizer, block_size=block), model_id=model_id, config=config,
                          cache=cache, concurrency=concurrency)
 
     def __repr__(self) -> str:  # never show the key

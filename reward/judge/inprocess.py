@@ -5,8 +5,10 @@ choice mode reads the next-token logits of the two answer tokens (p_yes normalis
 which is what the server's constrained logprobs give), explain mode generates and parses JSON.
 ``generate_json`` generates and parses too (no grammar constraint in process, so a weak model
 may fail more often; attempts are bounded and a failure is recorded, never an empty object).
-Items are batched by length with left padding; the model runs in a worker thread so the event
-loop stays free.
+Choice mode encodes the prefix a rollout's criteria share once and scores the criteria against
+its KV cache in chunks (``prefix_reuse.py``; same ids, same p_yes); ``prefix_reuse=False`` keeps
+the one-forward-per-item path (the reference the fast path is tested against). Other work is
+batched by length with left padding; the model runs in a worker thread so the event loop stays free.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from reward._optional import require
 from reward.judge.base import Judge
 from reward.judge.cache import VerdictCache
 from reward.judge.parsing import parse_explain, parse_json_object
+from reward.judge.prefix_reuse import common_prefix_len, encode_prefix, group_by_prefix, score_suffixes
 from reward.judge.render import PromptRenderer, load_tokenizer
 from reward.judge.templates import Template
 from reward.judge.types import JSONResult, JudgeConfig, JudgeItem, Verdict
@@ -30,12 +33,15 @@ class TransformersJudge(Judge):
         model: a model name or local path; the same one a vLLM server would serve.
         device: ``"cuda"``, ``"cpu"`` or None (CUDA when available).
         dtype: torch dtype name; default float32 on CPU, bfloat16 on CUDA.
-        batch_size: items per forward pass.
+        batch_size: items per forward pass (one-forward-per-item path and explain mode).
+        prefix_reuse: choice mode encodes each rollout's shared prefix once (default); False
+            runs one full forward per item.
+        prefix_chunk: criteria scored per forward against one shared prefix (bounds memory).
     """
 
     def __init__(self, model: str, *, device: str | None = None, dtype: str | None = None,
                  config: JudgeConfig | None = None, cache: VerdictCache | None = None,
-                 batch_size: int = 16) -> None:
+                 batch_size: int = 16, prefix_reuse: bool = True, prefix_chunk: int = 16) -> None:
         torch = require("torch", "the in-process judge")
         transformers = require("transformers", "the in-process judge")
         self.device = device or ("cuda" if torch.cuda.is_available() else "cpu")
@@ -43,12 +49,14 @@ class TransformersJudge(Judge):
         self.torch_dtype = getattr(torch, dtype)
         self.model_name = model
         self.batch_size = batch_size
+        self.prefix_reuse, self.prefix_chunk = prefix_reuse, max(1, prefix_chunk)
         tokenizer = load_tokenizer(model)
         self.model = transformers.AutoModelForCausalLM.from_pretrained(model, dtype=self.torch_dtype)
         self.model.to(self.device).eval()
         self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
         self._lock = threading.Lock()  # one forward at a time on this model
-        super().__init__(PromptRenderer(tokenizer), model_id=f"hf:{model}:{dtype}", config=config,
+        block = (config or JudgeConfig()).prefix_block
+        super().__init__(PromptRenderer(tokenizer, block_size=block), model_id=f"hf:{model}:{dtype}", config=config,
                          cache=cache, concurrency=1)
 
     async def _grade_one(self, template: Template, item: JudgeItem, ids: list[int]) -> Verdict:
@@ -57,6 +65,10 @@ class TransformersJudge(Judge):
     async def _grade_uncached(self, template: Template, items: list[JudgeItem], *,
                               on_done=None) -> list[Verdict]:
         ids = [self.renderer.render_ids(template, it) for it in items]
+        if template.mode == "choice" and self.prefix_reuse:
+            keys = [self.renderer.prefix_key(template, it) for it in items]
+            conv_keys = [(template.version, it.conversation) for it in items]
+            return await asyncio.to_thread(self._choice_shared, ids, keys, conv_keys, _on_loop(on_done))
         fn = self._choice_batch if template.mode == "choice" else self._explain_batch
         return await asyncio.to_thread(self._run_batched, fn, ids, Verdict.failed, _on_loop(on_done))
 
@@ -78,6 +90,62 @@ class TransformersJudge(Judge):
                     if on_done is not None:
                         on_done(i, r)
         return out
+
+    def _choice_shared(self, ids: list[list[int]], keys: list, conv_keys: list, on_done=None) -> list[Verdict]:
+        """Choice verdicts with each group's shared prefix encoded once; prompts alone in their
+        group go through the batched full-forward path. A group that raises fails its items."""
+        out: list = [None] * len(ids)
+
+        def done(i: int, v: Verdict) -> None:
+            out[i] = v
+            if on_done is not None:
+                on_done(i, v)
+
+        groups = group_by_prefix(ids, keys)
+        singles = [i for idx, _ in groups if len(idx) == 1 for i in idx]
+        if singles:
+            self._run_batched(self._choice_batch, [ids[i] for i in singles], Verdict.failed,
+                              lambda j, v: done(singles[j], v))
+        multi = [(idx, p) for idx, p in groups if len(idx) > 1]
+        # Rollouts of one conversation: their common prefix (instructions + conversation) once.
+        by_conv: dict[tuple, list[tuple[list[int], int]]] = {}
+        for idx, p in multi:
+            by_conv.setdefault(conv_keys[idx[0]], []).append((idx, p))
+        answer = (self.renderer.yes_id, self.renderer.no_id)
+        with self._lock:
+            for rollouts in by_conv.values():
+                shared = self._conversation_prefix(ids, rollouts)
+                if shared is not None:
+                    self.stats.cached_tokens -= shared[1]  # computed once, counted as reused below
+                for idx, p in rollouts:
+                    try:
+                        kv = encode_prefix(self.model, ids[idx[0]][:p], past=shared, device=self.device)
+                        p_yes = score_suffixes(self.model, kv, p, [ids[i][p:] for i in idx], answer_ids=answer,
+                                               pad_id=self.pad_id, chunk=self.prefix_chunk, device=self.device)
+                        verdicts = [Verdict(met=q >= 0.5, p_yes=q, mode="choice") for q in p_yes]
+                    except Exception as exc:
+                        verdicts = [Verdict.failed(f"{type(exc).__name__}: {exc}")] * len(idx)
+                    self.stats.requests += len(idx)
+                    self.stats.prompt_tokens += sum(len(ids[i]) for i in idx)
+                    # prefix tokens not recomputed: all but the rollout's own part of its prefix
+                    self.stats.cached_tokens += p * len(idx) - (p - (shared[1] if shared else 0))
+                    self.stats.completion_tokens += len(idx)
+                    for i, v in zip(idx, verdicts):
+                        done(i, v)
+        return out
+
+    def _conversation_prefix(self, ids: list[list[int]], rollouts: list[tuple[list[int], int]]):
+        """(kv, n) of the ids every rollout of one conversation shares, or None (one rollout,
+        nothing shared, or an error: each rollout then encodes its whole prefix)."""
+        if len(rollouts) < 2:
+            return None
+        n = min(common_prefix_len([ids[idx[0]][:p] for idx, p in rollouts]), *(p for _, p in rollouts))
+        if n < 1:
+            return None
+        try:
+            return encode_prefix(self.model, ids[rollouts[0][0][0]][:n], device=self.device), n
+        except Exception:  # the rollouts' own encodings will fail visibly if the model is broken
+            return None
 
     def _pad(self, batch: list[list[int]]):
         torch = require("torch", "the in-process judge")

@@ -7,6 +7,16 @@ parsed, while untrusted pieces (conversation, response, criterion) are tokenised
 tokens split into plain text, so a completion containing ``<|im_end|>`` cannot close its turn.
 Pieces are tokenised separately and concatenated, so every criterion of one rollout shares the
 same prefix ids and hits the server's prefix cache.
+
+Block alignment (``block_size``): a prefix cache reuses whole KV blocks only, so the partial last
+block of a shared prefix is recomputed by every request that shares it. The renderer pads the
+ids before the first response-level value (``response``, ``conversation_with_response``) and
+before the first criterion-level value (``criterion``, ``points``, ``rubric_item``) to a multiple
+of ``block_size`` with a neutral filler (repeats of one whitespace token, a run of blank lines
+in the decoded prompt; ``.`` or ``-`` for a tokenizer without a one-token whitespace). The filler goes at the last blank line of the template text before that value
+(after ``</response>``, before ``Criterion:``), so the template's own words around the value stay
+as they are. The ids then depend on the block size: it is part of the judge's cache key (see
+``Judge.__init__``), and both backends must use the same setting to see the same ids.
 """
 
 from __future__ import annotations
@@ -21,6 +31,10 @@ from reward.judge.types import JudgeItem
 # several tokens, the first token decides it under the yes/no constraint, so p_yes is read on
 # the first tokens (documented in the README).
 ANSWER_PAIRS = (("yes", "no"), ("Yes", "No"), ("true", "false"), ("Y", "N"))
+
+# Where ids are block-aligned: before the first value of each level (see the module docstring).
+ALIGN_LEVELS = ({"response", "conversation_with_response"}, {"criterion", "points", "rubric_item"})
+FILLER_TEXTS = ("\n", " ", ".", "-")  # the first that is one token is the filler
 
 _SYS, _USR = "\x00RT_SYSTEM\x00", "\x00RT_USER\x00"
 
@@ -55,8 +69,9 @@ def chat_framing(tokenizer) -> Framing:
 class PromptRenderer:
     """Renders judge prompts to token ids for one tokenizer and knows its answer tokens."""
 
-    def __init__(self, tokenizer) -> None:
+    def __init__(self, tokenizer, *, block_size: int = 0) -> None:
         self.tokenizer = tokenizer
+        self.block_size = int(block_size or 0)
         self.framing = chat_framing(tokenizer)
         self.yes_word, self.no_word, self.yes_id, self.no_id = self._answer_tokens()
         self._trusted = lru_cache(maxsize=4096)(self._encode_trusted)
@@ -65,6 +80,14 @@ class PromptRenderer:
         # 10.7 s on 2 CPU cores, blocking the event loop; 0.23 s with this cache). Bounded, as
         # long texts hold many ids.
         self._untrusted = lru_cache(maxsize=1024)(self._encode_untrusted)
+        self.filler_id = self._filler() if self.block_size else None
+
+    def _filler(self) -> int:
+        for text in FILLER_TEXTS:
+            ids = self.tokenizer.encode(text, add_special_tokens=False)
+            if len(ids) == 1:
+                return ids[0]
+        raise ValueError("the judge tokenizer has no one-token whitespace filler; set prefix_block=0")
 
     def _answer_tokens(self) -> tuple[str, str, int, int]:
         for yes, no in ANSWER_PAIRS:
@@ -91,8 +114,26 @@ class PromptRenderer:
             ids += self._trusted(f.before_system) + self._trusted(template.system) + self._trusted(f.between)
         else:
             ids += self._trusted(f.before_system) + self._trusted(template.system + "\n\n")
-        for text, trusted in template.pieces(item):
-            ids += self._trusted(text) if trusted else self._untrusted(text)
+        pieces = template.named_pieces(item)
+        if not self.block_size:
+            for text, trusted, _ in pieces:
+                ids += self._trusted(text) if trusted else self._untrusted(text)
+            ids += self._trusted(f.after_user)
+            return ids
+        pending = [set(level) for level in ALIGN_LEVELS]
+        for k, (text, trusted, _) in enumerate(pieces):
+            nxt = pieces[k + 1][2] if k + 1 < len(pieces) else None
+            level = next((lv for lv in pending if nxt in lv), None)
+            if not trusted:
+                ids += self._untrusted(text)
+            elif level is None:
+                ids += self._trusted(text)
+            else:  # the template text before a level's first value: filler at its last blank line
+                pending.remove(level)
+                cut = max(text.rfind("\n\n"), 0)
+                head, tail = self._trusted(text[:cut]), self._trusted(text[cut:])
+                need = -(len(ids) + len(head) + len(tail)) % self.block_size
+                ids += head + (self.filler_id,) * need + tail
         ids += self._trusted(f.after_user)
         return ids
 

@@ -49,19 +49,23 @@ class Template:
 
     def pieces(self, item: JudgeItem) -> list[tuple[str, bool]]:
         """The user body as ``(text, trusted)`` pieces: template text is trusted, values are not."""
+        return [(text, trusted) for text, trusted, _ in self.named_pieces(item)]
+
+    def named_pieces(self, item: JudgeItem) -> list[tuple[str, bool, str | None]]:
+        """Like :meth:`pieces`, with the placeholder name of each value (None for template text)."""
         values = _values(item)
-        out: list[tuple[str, bool]] = []
+        out: list[tuple[str, bool, str | None]] = []
         pos = 0
         for m in PLACEHOLDER.finditer(self.user):
             name = m.group(1) or m.group(2)
             if name not in KNOWN:
                 continue  # an unknown <<word>> is literal text of the template
             if m.start() > pos:
-                out.append((self.user[pos:m.start()], True))
-            out.append((values[name], False))
+                out.append((self.user[pos:m.start()], True, None))
+            out.append((values[name], False, name))
             pos = m.end()
         if pos < len(self.user):
-            out.append((self.user[pos:], True))
+            out.append((self.user[pos:], True, None))
         return out
 
 

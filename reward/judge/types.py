@@ -93,6 +93,11 @@ class JudgeConfig(BaseModel):
     explain_attempts: int = Field(3, ge=1, le=10, description="parse attempts in explain mode before a failure")
     template_file: str | None = Field(None, description="a user template file replacing ours (explain mode)")
     temperature: float = Field(0.0, ge=0.0, description="sampling temperature of explain mode")
+    prefix_block: int = Field(32, ge=0, description=(
+        "pad the ids shared by a rollout's criteria (and by a conversation's responses) to a multiple of this "
+        "many tokens, so a server's prefix cache, which reuses whole KV blocks, reuses all of them; use the "
+        "server's block size or a multiple of it (32 covers vLLM's GPU default 16 and our CPU server's 32); "
+        "0 = no padding. Changes the prompt ids, so it is part of the verdict cache key"))
 
 
 class JSONResult(BaseModel):

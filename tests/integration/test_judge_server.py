@@ -214,4 +214,4 @@ def test_cache_identity_includes_what_the_server_serves(judge, judge_url):
     models = httpx.get(normalise_url(judge_url) + "/models", timeout=10).json()["data"]
     root = next(m["root"] for m in models if m["id"] == judge.model)
     assert judge.served_root == root
-    assert judge.model_id == f"http:{judge.model}@{root}"
+    assert judge.model_id == f"http:{judge.model}@{root}+block{judge.renderer.block_size}"
