@@ -18,6 +18,9 @@ app.add_typer(train_cli.app, name="train", help="Difficulty filtering and TRL tr
 from reward.cli import eval as eval_cli  # noqa: E402  (the module name shadows a builtin)
 app.add_typer(eval_cli.app, name="eval", help="Evaluate checkpoints (HealthBench, MCQ) and compare runs.")
 
+from reward.cli import metaeval as metaeval_cli  # noqa: E402
+app.add_typer(metaeval_cli.app, name="meta-eval", help="Agreement with experts and physicians, stability.")
+
 from reward.cli.demo import demo_command  # noqa: E402  (light: heavy imports are inside)
 from reward.cli.score import score_command  # noqa: E402
 
