@@ -198,8 +198,10 @@ async def grade_rows(rows: Sequence[MetaRow], judges: dict[str, Any], out: Path,
                 continue
             if r.get("met") is not None:
                 done[(r["mode"], int(r["row"]))] = r["met"]
-    items = [JudgeItem(conversation=tuple(rows[i].prompt), response=rows[i].completion, criterion=rows[i].rubric)
-             for i in range(len(rows))]
+    from reward.router.base import as_conversation
+
+    items = [JudgeItem(conversation=as_conversation(r.prompt), response=r.completion, criterion=r.rubric)
+             for r in rows]
     total = sum(1 for m in judges for i in range(len(rows)) if (m, i) not in done)
     bar = tqdm(total=total, unit="item", desc="grader meta-eval", file=sys.stderr, disable=not progress or not total)
     try:
