@@ -115,6 +115,8 @@ def _agreement(model: list[float], expert: list[float], *, bins: int, resamples:
                                               n, resamples=resamples, seed=seed)]
         for w in ag.KAPPA_WEIGHTS}
     notes = [r for r in [icc.reason, *kap.reasons.values()] if r]
+    if len(set(model)) == 1:
+        notes.insert(0, "the method gave every pair the same score")
     if notes:
         out["note"] = "; ".join(dict.fromkeys(notes))
     return out

@@ -132,7 +132,9 @@ def _scenario_bars(out: Path, s: dict[str, Any]) -> Path | None:
         ax.bar(xs, vals, width, yerr=[lo, hi], capsize=3, label=m)
     ax.set_xticks([i + width * (len(methods) - 1) / 2 for i in range(len(scen))],
                   [f"{sc} (n={s['table'][methods[0]][sc]['n']})" for sc in scen])
-    ax.set(ylabel="ICC3 vs experts", title="ICC3 per scenario (bootstrap 95%)")
+    # ICC3 lives in [-1, 1]: a fixed scale keeps a value of 1e-15 (float noise around 0) from
+    # filling the plot as if it were a result
+    ax.set(ylabel="ICC3 vs experts", title="ICC3 per scenario (bootstrap 95%)", ylim=(-1.05, 1.05))
     ax.axhline(0, color="black", linewidth=0.6)
     ax.legend()
     fig.tight_layout()
@@ -145,9 +147,10 @@ def _scenario_bars(out: Path, s: dict[str, Any]) -> Path | None:
 # ---------------------------------------------------------------------- stability
 def write_stability_report(out: Path, s: dict[str, Any]) -> dict[str, Path]:
     header = ["backbone", "method", "mode", "temperature", "repeats", "n", "ICC3 across repeats",
-              "verdict flip rate", "mean score std", "routing Jaccard", "unscored", "seconds"]
+              "verdict flip rate", "mean score std", "routing Jaccard", "unscored", "seconds", "note"]
     rows = [[c["backbone"], c["method"], c["mode"], c["temperature"], c["repeats"], c["n"], c.get("icc3"),
-             c.get("flip_rate"), c.get("mean_std"), c.get("routing_jaccard"), c.get("unscored"), c.get("seconds")]
+             c.get("flip_rate"), c.get("mean_std"), c.get("routing_jaccard"), c.get("unscored"), c.get("seconds"),
+             c.get("note", "")]
             for c in s["configs"]]
     sections = [("Stability per configuration", header, rows)]
     if s.get("pairwise"):
@@ -160,7 +163,10 @@ def write_stability_report(out: Path, s: dict[str, Any]) -> dict[str, Path]:
         plots = [p for p in (_curve(out, s, "icc3", "ICC3 across repeats", "stability_icc3.png"),
                              _curve(out, s, "mean_std", "mean per-rollout score std", "stability_std.png"),
                              _curve(out, s, "flip_rate", "verdict flip rate", "stability_flips.png")) if p]
-    return _write(out, "Meta-evaluation: stability across temperatures and judges", NOTE, sections, plots)
+    note = NOTE + (" Choice mode grades each backbone once at temperature 0 (its first row carries that time) and"
+                   " samples every repeat from the judge's p_yes; explain mode and the baseline ask the server"
+                   " afresh for every repeat. Seconds count only work done in the latest run (not resumed work).")
+    return _write(out, "Meta-evaluation: stability across temperatures and judges", note, sections, plots)
 
 
 def _curve(out: Path, s: dict[str, Any], key: str, label: str, name: str) -> Path | None:
