@@ -17,7 +17,13 @@ except ImportError:
 from reward.cli import app
 from reward.judge import JudgeConfig
 from reward.metaeval import agreement as ag
-from reward.metaeval.hb_grader import load_rows, pairwise_f1, physician_ceiling, resolve, run_hb_grader
+from reward.metaeval.hb_grader import (
+    load_rows,
+    pairwise_f1,
+    physician_ceiling,
+    resolve,
+    run_hb_grader,
+)
 
 # (completion, rubric, category, physician labels); the oracle says "met" iff the rubric's
 # keyword is in the completion.
