@@ -28,31 +28,14 @@ import numpy as np
 
 from reward.metaeval import agreement as ag
 from reward.metaeval.formats import ExpertLabel, Pair
+from reward.metaeval.resultlog import append_rows, read_rows
 
 OURS, BASELINE = "rubricstree", "principle"
 
 
 def read_results(path: Path) -> dict[tuple[str, str], dict[str, Any]]:
-    """The last row per (method, id) of an append-only results file; a torn last line (a kill
-    mid-write) is ignored."""
-    out: dict[tuple[str, str], dict[str, Any]] = {}
-    if not path.exists():
-        return out
-    for line in path.read_text(encoding="utf-8").splitlines():
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError:
-            continue
-        if isinstance(row, dict) and "method" in row and "id" in row:
-            out[(row["method"], str(row["id"]))] = row
-    return out
-
-
-def _append(path: Path, rows: Sequence[dict[str, Any]]) -> None:
-    with path.open("a", encoding="utf-8") as fh:
-        for r in rows:
-            fh.write(json.dumps(r, ensure_ascii=False) + "\n")
-        fh.flush()
+    """The last row per (method, id) of the append-only results file."""
+    return {(row["method"], str(row["id"])): row for row in read_rows(path) if "method" in row and "id" in row}
 
 
 async def score_pairs(pairs: Sequence[Pair], *, reward, judge, out_dir: Path, baseline: bool,
@@ -84,7 +67,7 @@ async def score_pairs(pairs: Sequence[Pair], *, reward, judge, out_dir: Path, ba
                     res = await principle_scores(judge, rollouts)
                     new = [{"method": BASELINE, "id": p.id, "score": sc, "failure": why}
                            for p, (sc, why) in zip(part, res)]
-                _append(path, new)
+                append_rows(path, new)
                 for r in new:
                     done[(r["method"], r["id"])] = r
                 bar.update(len(part))

@@ -39,6 +39,7 @@ from reward.errors import InputError
 from reward.healthbench.schema import Message
 from reward.jsonl import iter_jsonl, validation_error
 from reward.metaeval import agreement as ag
+from reward.metaeval.resultlog import append_rows, read_rows
 
 META_EVAL_FILE = "2025-05-07-06-14-12_oss_meta_eval.jsonl"
 META_EVAL_URL = "https://openaipublic.blob.core.windows.net/simple-evals/healthbench/" + META_EVAL_FILE
@@ -189,15 +190,7 @@ async def grade_rows(rows: Sequence[MetaRow], judges: dict[str, Any], out: Path,
 
     from reward.judge.types import JudgeItem
 
-    done: dict[tuple[str, int], bool | None] = {}
-    if out.exists():
-        for line in out.read_text(encoding="utf-8").splitlines():
-            try:
-                r = json.loads(line)
-            except json.JSONDecodeError:
-                continue
-            if r.get("met") is not None:
-                done[(r["mode"], int(r["row"]))] = r["met"]
+    done = {(r["mode"], int(r["row"])): r["met"] for r in read_rows(out) if r.get("met") is not None}
     from reward.router.base import as_conversation
 
     items = [JudgeItem(conversation=as_conversation(r.prompt), response=r.completion, criterion=r.rubric)
@@ -210,12 +203,9 @@ async def grade_rows(rows: Sequence[MetaRow], judges: dict[str, Any], out: Path,
             for s in range(0, len(todo), chunk):
                 part = todo[s:s + chunk]
                 verdicts = await judge.grade([items[i] for i in part])
-                with out.open("a", encoding="utf-8") as fh:
-                    for i, v in zip(part, verdicts):
-                        fh.write(json.dumps({"mode": mode, "row": i, "met": v.met, "p_yes": v.p_yes,
-                                             "failure": v.failure}) + "\n")
-                        if v.ok:
-                            done[(mode, i)] = v.met
+                append_rows(out, [{"mode": mode, "row": i, "met": v.met, "p_yes": v.p_yes, "failure": v.failure}
+                                  for i, v in zip(part, verdicts)])
+                done.update({(mode, i): v.met for i, v in zip(part, verdicts) if v.ok})
                 bar.update(len(part))
     finally:
         bar.close()

@@ -41,6 +41,7 @@ from typing import Any
 import numpy as np
 
 from reward.metaeval import agreement as ag
+from reward.metaeval.resultlog import append_rows, read_rows
 from reward.scoring.tree_score import score_tree
 
 OURS, BASELINE = "rubricstree", "principle"
@@ -105,21 +106,7 @@ class StabilityRun:
 
     # ------------------------------------------------------------------ bookkeeping
     def _done(self) -> dict[tuple, dict[str, Any]]:
-        out: dict[tuple, dict[str, Any]] = {}
-        if self.path.exists():
-            for line in self.path.read_text(encoding="utf-8").splitlines():
-                try:
-                    row = json.loads(line)
-                except json.JSONDecodeError:
-                    continue  # a torn last line from a kill
-                out[(*_key(row), int(row["repeat"]), row["id"])] = row
-        return out
-
-    def _append(self, rows: list[dict[str, Any]]) -> None:
-        with self.path.open("a", encoding="utf-8") as fh:
-            for r in rows:
-                fh.write(json.dumps(r, ensure_ascii=False) + "\n")
-            fh.flush()
+        return {(*_key(row), int(row["repeat"]), row["id"]): row for row in read_rows(self.path)}
 
     def _configs(self) -> list[dict[str, Any]]:
         out = []
@@ -147,7 +134,7 @@ class StabilityRun:
                 t0 = time.perf_counter()
                 missing = [ro for ro in self.rollouts if done.get((*_key(c), r, ro.id), {}).get("score") is None]
                 rows = await self._grade(c, r, missing, choice_cache)
-                self._append(rows)
+                append_rows(self.path, rows)
                 for row in rows:
                     done[(*_key(row), r, row["id"])] = row
                 self.seconds[_key(c)] = self.seconds.get(_key(c), 0.0) + time.perf_counter() - t0

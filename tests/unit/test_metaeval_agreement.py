@@ -31,6 +31,8 @@ def test_icc3_equals_pingouin(seed):
     x = truth + rng.normal(scale=rng.uniform(0.1, 2), size=(n, k)) + rng.normal(size=(1, k))
     if seed % 3 == 0:  # ties: scores on a 5-point grid
         x = np.round(x * 2) / 2
+    if seed % 4 == 1:  # one constant rater among the others
+        x[:, 0] = 0.5
     ours = ag.icc3(x)
     icc, icck, ci = _pingouin_icc3(x)
     assert ours.icc3 == pytest.approx(icc, abs=1e-9)

@@ -80,12 +80,16 @@ def test_hb_grader_metrics_and_resume(tmp_path):
     assert det["majority_ties"] == 1 and det["majority_n"] == 5
     maj = [(p, r.majority) for p, r in zip(pred, rows) if r.majority is not None]
     assert det["majority_macro_f1"] == pytest.approx(ag.macro_f1([a for a, _ in maj], [b for _, b in maj]))
-    # ceiling: d1 vs others by hand. d1 rows: (T;[T,F]) (F;[F]) (T;[F]) (T;[T]) (T;[F,F]) (F;[F,T])
+    # ceiling by hand: each physician's labels against the others' on the same rows
     d1 = pairwise_f1([True, False, True, True, True, False],
-                     [[True, False], [False], [False], [True], [False, False], [False, True]])["f1_balanced"]
-    assert physician_ceiling(rows)["n_physicians"] == 3
-    assert allc["physician_f1"] == pytest.approx(physician_ceiling(rows)["f1_balanced"])
-    assert d1 is not None
+                     [[True, False], [False], [False], [True], [False, False], [False, True]])
+    d2 = pairwise_f1([True, False, False, True, False, False],
+                     [[True, False], [False], [True], [True], [True, False], [False, True]])
+    d3 = pairwise_f1([False, False, True], [[True, True], [True, False], [False, False]])
+    # d3 worked out: "met" never agrees (F1 0); "not met" precision 1/4, recall 1/3 -> F1 2/7
+    assert d3["f1_pos"] == 0.0 and d3["f1_neg"] == pytest.approx(2 / 7) and d3["f1_balanced"] == pytest.approx(1 / 7)
+    assert allc["n_physicians"] == 3
+    assert allc["physician_f1"] == pytest.approx((d1["f1_balanced"] + d2["f1_balanced"] + d3["f1_balanced"]) / 3)
     for f in ("report.md", "report.html", "healthbench_f1.png", "summary.json"):
         assert (out / f).exists()
     # rerun: nothing graded twice

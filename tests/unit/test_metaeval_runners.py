@@ -122,6 +122,22 @@ def test_experts_table_equals_direct_computation_and_resumes(tmp_path):
     assert len(graded) == 2 * 3  # two pairs x three leaves
     assert sum(c[0] == "rubricstree-principle-likert-v1" for c in judge2.calls) == 6
     assert s2["table"]["rubricstree"]["all"]["icc3"] == pytest.approx(row["icc3"])
+    # and the log is whole again: a third run grades nothing
+    judge3 = oracle(likert=_likert)
+    run_experts(pairs, labels, reward=RubricReward(tree, StaticRouter(tree), judge3), judge=judge3,
+                out_dir=out, baseline=True, resamples=50, chunk=4, progress=False)
+    assert judge3.calls == []
+
+
+def test_result_log_ends_a_torn_line_before_appending(tmp_path):
+    from reward.metaeval.resultlog import append_rows, read_rows
+
+    path = tmp_path / "log.jsonl"
+    append_rows(path, [{"a": 1}])
+    with path.open("a") as fh:
+        fh.write('{"a": 2, "b"')  # killed mid-write
+    append_rows(path, [{"a": 3}])
+    assert [r["a"] for r in read_rows(path)] == [1, 3]
 
 
 def test_labels_must_match_pairs(tmp_path):
@@ -169,7 +185,6 @@ def test_stability_choice_sampling_explain_cache_bypass_and_backbones(tmp_path):
     assert t0["flip_rate"] == 0 and t0["mean_std"] == 0 and t0["routing_jaccard"] == 1.0
     t1 = cfg[("a", "rubricstree", "choice", 1.0)]
     assert t1["flip_rate"] > 0 and t1["mean_std"] > 0  # p = 0.8 / 0.2 at T = 1 flips some verdicts
-    assert cfg[("b", "rubricstree", "choice", 1.0)]["flip_rate"] < t1["flip_rate"] + 0.5
     # choice mode is graded once per backbone (cached, T=0); explain and the baseline never use the cache
     assert [(m, t, c) for m, t, c, _ in made if m == "choice"] == [("choice", 0.0, True)] * 2
     assert all(not c for m, t, c, _ in made if m == "explain")
@@ -187,6 +202,23 @@ def test_stability_choice_sampling_explain_cache_bypass_and_backbones(tmp_path):
                     modes=["choice", "explain"], baseline=True, seed=1).run()
     assert made == [] and len((tmp_path / "stab" / "stability.jsonl").read_text().splitlines()) == n_lines
     assert s2["configs"][1]["mean_std"] == s["configs"][1]["mean_std"]
+    # a kill mid-run (half the lines kept, the last one torn): the rerun grades only what is
+    # missing and ends with the same numbers
+    path = tmp_path / "stab" / "stability.jsonl"
+    lines = path.read_text().splitlines()
+    kept = lines[: len(lines) // 2]
+    path.write_text("\n".join(kept) + "\n" + lines[len(kept)][:30])
+    made.clear()
+    s3 = _stability(tmp_path, {"a": backbone(0.8), "b": backbone(0.9)}, temperatures=[0.0, 1.0], repeats=3,
+                    modes=["choice", "explain"], baseline=True, seed=1).run()
+    rows = [json.loads(x) for x in path.read_text().splitlines()[len(kept) + 1:]]
+    assert len(rows) == n_lines - len(kept)  # every missing row once, nothing twice
+    assert {(r["backbone"], r["method"], r["mode"], r["temperature"], r["repeat"], r["id"]) for r in rows} == {
+        (r["backbone"], r["method"], r["mode"], r["temperature"], r["repeat"], r["id"])
+        for r in map(json.loads, lines[len(kept):])}
+    strip = ("seconds",)
+    assert [{k: v for k, v in c.items() if k not in strip} for c in s3["configs"]] == \
+        [{k: v for k, v in c.items() if k not in strip} for c in s["configs"]]
 
 
 def test_stability_sampling_matches_p_yes(tmp_path):
