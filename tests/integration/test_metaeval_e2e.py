@@ -131,3 +131,39 @@ def test_metaeval_against_server_two_endpoints(tmp_path, judge_url, tiny_model_d
                        ["--judge-url", judge_url, "--judge-url", other, "--judge-model", m,
                         "--modes", "choice,explain"], router="llm")
     _hb(tmp_path, ["--judge-url", judge_url, "--judge-model", m])
+
+
+@pytest.mark.server
+def test_stability_killed_mid_run_resumes_without_regrading(tmp_path, judge_url, tiny_model_dir):
+    """SIGKILL the command once some rows are written, run it again: every (configuration,
+    repeat, rollout) ends up in the log exactly once."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    _, _, rollouts, tax = _inputs(tmp_path)
+    out = tmp_path / "stab"
+    cmd = [sys.executable, "-c", "from reward.cli import main; main()", "meta-eval", "stability",
+           "--rollouts", str(rollouts), "--taxonomy", str(tax), "--router", "static", "--judge-url", judge_url,
+           "--judge-model", str(tiny_model_dir), "--temperatures", "0,1", "--repeats", "3",
+           "--modes", "explain", "--no-baseline", "--out", str(out), "--json"]
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    log = out / "stability.jsonl"
+    deadline = time.time() + 120
+    while time.time() < deadline and proc.poll() is None:
+        if log.exists() and len(log.read_text().splitlines()) >= 8:
+            break
+        time.sleep(0.05)
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    before = len(log.read_text().splitlines())
+    assert before < 2 * 3 * 4, "the run finished before it could be killed"
+    done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    rows = [json.loads(x) for x in log.read_text().splitlines()]
+    keys = [(r["temperature"], r["repeat"], r["id"]) for r in rows if r["score"] is not None]
+    assert len(keys) == len(set(keys)) == 2 * 3 * 4  # temperatures x repeats x rollouts, once each
