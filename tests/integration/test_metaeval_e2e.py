@@ -162,7 +162,7 @@ def test_stability_killed_mid_run_resumes_without_regrading(tmp_path, judge_url,
     proc.wait()
     before = len(log.read_text().splitlines())
     assert before < 2 * 3 * 4, "the run finished before it could be killed"
-    done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
+    done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300, check=False)
     assert done.returncode == 0, done.stderr[-2000:]
     rows = [json.loads(x) for x in log.read_text().splitlines()]
     keys = [(r["temperature"], r["repeat"], r["id"]) for r in rows if r["score"] is not None]
