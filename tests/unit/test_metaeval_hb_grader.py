@@ -20,7 +20,6 @@ from reward.metaeval import agreement as ag
 from reward.metaeval.hb_grader import (
     load_rows,
     pairwise_f1,
-    physician_ceiling,
     resolve,
     run_hb_grader,
 )
