@@ -10,6 +10,7 @@ import typer
 
 from rubricstree import eval as eval_cli  # the module name shadows a builtin
 from rubricstree import healthbench, judge, mcq, tree
+from rubricstree import metaeval as metaeval_cli
 from rubricstree import train as train_cli
 from rubricstree.demo import demo_command  # light: heavy imports are inside
 from rubricstree.score import score_command
@@ -24,6 +25,7 @@ app.add_typer(mcq.app, name="mcq", help="Multiple-choice rule reward.")
 app.add_typer(judge.app, name="judge", help="Check a judge backend.")
 app.add_typer(train_cli.app, name="train", help="Difficulty filtering and TRL training runs (GSPO stages).")
 app.add_typer(eval_cli.app, name="eval", help="Evaluate checkpoints (HealthBench, MCQ) and compare runs.")
+app.add_typer(metaeval_cli.app, name="meta-eval", help="Agreement with experts and physicians, stability.")
 app.command("score")(score_command)
 app.command("demo")(demo_command)
 

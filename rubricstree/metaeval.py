@@ -1,0 +1,219 @@
+"""``rubricstree meta-eval``: agreement statistics, agreement with experts, the HealthBench grader
+meta-eval and stability across temperatures and judges (engines in ``reward.metaeval``).
+
+Exit status: 0 done, 2 invalid input or settings (the message names the file, line and field).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import typer
+
+from reward.errors import RubricsTreeError
+
+app = typer.Typer(no_args_is_help=True, add_completion=False,
+                  help="Meta-evaluation: agreement with experts and physicians, stability.")
+
+
+def _fail(exc: Exception) -> None:
+    typer.echo(f"error: {exc}", err=True)
+    raise typer.Exit(2) from exc
+
+
+def _num(v: float) -> float | None:
+    return None if v is None or (isinstance(v, float) and math.isnan(v)) else v
+
+
+@app.command("agreement")
+def agreement_command(
+    scores: Path = typer.Option(..., "--scores", help='JSONL rows {"item": ID, "<rater>": score, ...}'),
+    raters: str = typer.Option(..., "--raters", help="comma-separated rater fields (kappa: the first two)"),
+    bins: int = typer.Option(5, "--bins", help="kappa bins: min(floor(score*bins), bins-1)"),
+    as_json: bool = typer.Option(False, "--json", help="print one JSON object"),
+) -> None:
+    """ICC(3,1), ICC(3,k) with its 95% interval, and Cohen's kappa of the first two raters."""
+    from reward.metaeval import agreement as ag
+    from reward.metaeval.formats import load_scores
+
+    try:
+        names = [r.strip() for r in raters.split(",") if r.strip()]
+        _, rows = load_scores(scores, names)
+        icc = ag.icc3(rows)
+        kap = ag.kappa_binned([r[0] for r in rows], [r[1] for r in rows], bins=bins)
+    except (RubricsTreeError, ValueError) as exc:
+        _fail(exc)
+    out = {"n": icc.n, "icc3": _num(icc.icc3), "icc3k": _num(icc.icc3k),
+           "icc3_ci95": [_num(v) for v in icc.ci95], "kappa": {k: _num(v) for k, v in kap.as_dict().items()}}
+    notes = [n for n in [icc.reason, *kap.reasons.values()] if n]
+    if notes:
+        out["notes"] = list(dict.fromkeys(notes))
+    if as_json:
+        typer.echo(json.dumps(out))
+        return
+    for k, v in out.items():
+        typer.echo(f"{k}: {v}")
+
+
+def _judge_factory(judge_url: str | None, judge_model: str | None, served_model: str | None,
+                   cache_dir: Path | None, no_cache: bool):
+    """``(mode, temperature, use_cache) -> Judge`` for one backbone."""
+    from reward.judge import JudgeConfig, VerdictCache, make_judge
+
+    def make(mode: str = "choice", temperature: float = 0.0, use_cache: bool = True):
+        cache = None if (no_cache or not use_cache) else VerdictCache(cache_dir / "verdicts.sqlite" if cache_dir else None)
+        return make_judge(judge_url=judge_url, judge_model=judge_model, served_model=served_model,
+                          config=JudgeConfig(mode=mode, temperature=temperature),
+                          cache=cache if cache is not None else False)
+    return make
+
+
+def _reward_factory(tree, router: str):
+    from rubricstree.score import build_router
+    from reward.stages.rubric_reward import RubricReward
+
+    def make(judge):
+        return RubricReward(tree, build_router(router, tree, judge), judge)
+    return make
+
+
+@app.command("run")
+def run_command(
+    pairs: Path = typer.Option(..., "--pairs", help="pairs JSONL (see reward/metaeval/formats.py)"),
+    labels: Path = typer.Option(..., "--labels", help="expert labels JSONL, one per pair id"),
+    out: Path = typer.Option(..., "--out", help="output folder (results.jsonl, summary.json, reports)"),
+    router: str = typer.Option("llm", "--router", help="llm, embedding or static"),
+    taxonomy: Path | None = typer.Option(None, "--taxonomy", help="taxonomy YAML (default: packaged)"),
+    judge_url: str | None = typer.Option(None, "--judge-url", help="vLLM endpoint(s), comma-separated"),
+    judge_model: str | None = typer.Option(None, "--judge-model", help="in-process model (or tokenizer)"),
+    served_model: str | None = typer.Option(None, "--served-model"),
+    baseline: bool = typer.Option(False, "--baseline", help="also score the holistic principle baseline"),
+    bins: int = typer.Option(5, "--bins"),
+    resamples: int = typer.Option(1000, "--resamples", help="bootstrap resamples"),
+    seed: int = typer.Option(0, "--seed"),
+    cache_dir: Path | None = typer.Option(None, "--cache-dir"),
+    no_cache: bool = typer.Option(False, "--no-cache"),
+    as_json: bool = typer.Option(False, "--json", help="print the overall rows as one JSON line"),
+) -> None:
+    """Score expert-labelled pairs with our reward (and the baseline); agreement with the experts."""
+    from reward.metaeval.experts import run_experts
+    from reward.metaeval.formats import load_pairs_and_labels
+    from reward.tree import load_tree
+
+    try:
+        prs, labs = load_pairs_and_labels(pairs, labels)
+        tree = load_tree(taxonomy)
+        judge = _judge_factory(judge_url, judge_model, served_model, cache_dir, no_cache)()
+        reward = _reward_factory(tree, router)(judge)
+        meta = {"pairs": str(pairs), "labels": str(labels), "router": router, "judge": judge.model_id,
+                "taxonomy": tree.name}
+        summary = run_experts(prs, labs, reward=reward, judge=judge, out_dir=out, baseline=baseline, bins=bins,
+                              resamples=resamples, seed=seed, progress=not as_json, meta=meta)
+    except (RubricsTreeError, ValueError, OSError) as exc:
+        _fail(exc)
+    overall = {m: per["all"] for m, per in summary["table"].items()}
+    if as_json:
+        typer.echo(json.dumps(overall))
+        return
+    for m, r in overall.items():
+        typer.echo(f"{m}: n={r['n']} ICC3={r.get('icc3')} kappa={r.get('kappa')}")
+    typer.echo(f"report: {out / 'report.md'}")
+
+
+def _floats(text: str, what: str) -> list[float]:
+    try:
+        return [float(x) for x in text.split(",") if x.strip()]
+    except ValueError as exc:
+        raise typer.BadParameter(f"{what}: comma-separated numbers, got '{text}'") from exc
+
+
+@app.command("stability")
+def stability_command(
+    rollouts: Path = typer.Option(..., "--rollouts", help="rollouts JSONL (id, prompt, completion, rubrics?)"),
+    judge_url: list[str] = typer.Option(None, "--judge-url", help="one backbone per flag (repeat it)"),
+    judge_model: list[str] = typer.Option(None, "--judge-model",
+                                          help="in-process backbone per flag, or the tokenizer for one --judge-url"),
+    temperatures: str = typer.Option("0,0.5,1.0", "--temperatures"),
+    repeats: int = typer.Option(3, "--repeats"),
+    modes: str = typer.Option("choice", "--modes", help="choice and/or explain, comma-separated"),
+    router: str = typer.Option("llm", "--router"),
+    taxonomy: Path | None = typer.Option(None, "--taxonomy"),
+    baseline: bool = typer.Option(True, "--baseline/--no-baseline", help="the principle baseline beside ours"),
+    seed: int = typer.Option(0, "--seed"),
+    out: Path = typer.Option(..., "--out"),
+    cache_dir: Path | None = typer.Option(None, "--cache-dir"),
+    as_json: bool = typer.Option(False, "--json"),
+) -> None:
+    """Score rollouts repeatedly per backbone, temperature and mode; ICC3, flip rate, score std,
+    routing Jaccard, backbones pairwise."""
+    from reward.metaeval.stability import StabilityRun
+    from reward.stages.rubric_reward import load_rollouts
+    from reward.tree import load_tree
+
+    try:
+        urls, models = list(judge_url or []), list(judge_model or [])
+        if urls:
+            tok = models[0] if len(models) == 1 else None
+            backbones = {f"judge{i + 1}:{u}": _judge_factory(u, tok, None, cache_dir, False)
+                         for i, u in enumerate(urls)}
+        elif models:
+            backbones = {f"judge{i + 1}:{Path(m).name}": _judge_factory(None, m, None, cache_dir, False)
+                         for i, m in enumerate(models)}
+        else:
+            raise ValueError("give at least one --judge-url (or --judge-model)")
+        tree = load_tree(taxonomy)
+        run = StabilityRun(load_rollouts(rollouts), backbones, _reward_factory(tree, router), tree, out_dir=out,
+                           temperatures=_floats(temperatures, "--temperatures"), repeats=repeats,
+                           modes=[m.strip() for m in modes.split(",") if m.strip()], baseline=baseline, seed=seed,
+                           progress=not as_json)
+        summary = run.run()
+    except (RubricsTreeError, ValueError, OSError) as exc:
+        _fail(exc)
+    if as_json:
+        typer.echo(json.dumps({"configs": summary["configs"], "pairwise": summary["pairwise"]}))
+        return
+    for c in summary["configs"]:
+        typer.echo(f"{c['backbone']} {c['method']} {c['mode']} T={c['temperature']}: ICC3={c.get('icc3')} "
+                   f"std={c.get('mean_std')} flips={c.get('flip_rate')}")
+    typer.echo(f"report: {out / 'report.md'}")
+
+
+@app.command("healthbench")
+def healthbench_command(
+    data: str = typer.Option("official", "--data", help="meta-eval JSONL: a path, a URL or 'official'"),
+    sha256: str | None = typer.Option(None, "--sha256", help="expected SHA-256 of the file"),
+    out: Path = typer.Option(..., "--out"),
+    modes: str = typer.Option("choice,explain", "--modes", help="grader modes, side by side"),
+    judge_url: str | None = typer.Option(None, "--judge-url"),
+    judge_model: str | None = typer.Option(None, "--judge-model"),
+    served_model: str | None = typer.Option(None, "--served-model"),
+    limit: int | None = typer.Option(None, "--limit", help="grade only the first N rows"),
+    cache_dir: Path | None = typer.Option(None, "--cache-dir"),
+    as_json: bool = typer.Option(False, "--json"),
+) -> None:
+    """Our judge vs physicians on HealthBench's grader meta-eval (official pairwise balanced F1,
+    majority macro F1, physician ceiling), per category and mode."""
+    from reward.metaeval.hb_grader import load_rows, resolve, run_hb_grader
+
+    try:
+        path, digest = resolve(data, sha256=sha256, cache_dir=cache_dir)
+        rows = load_rows(path)[:limit] if limit else load_rows(path)
+        make = _judge_factory(judge_url, judge_model, served_model, cache_dir, False)
+        judges = {m.strip(): make(m.strip()) for m in modes.split(",") if m.strip()}
+        bad = [m for m in judges if m not in ("choice", "explain")]
+        if bad:
+            raise ValueError(f"--modes: choice and/or explain, got {bad}")
+        meta = {"data": str(path), "sha256": digest, "sha256_checked": bool(sha256), "rows": len(rows),
+                "judge": next(iter(judges.values())).model_id}
+        summary = run_hb_grader(rows, judges, out, meta=meta, progress=not as_json)
+    except (RubricsTreeError, ValueError, OSError) as exc:
+        _fail(exc)
+    if as_json:
+        typer.echo(json.dumps({c: {k: v for k, v in d.items() if k != "detail"}
+                               for c, d in summary["categories"].items()}))
+        return
+    for c, d in summary["categories"].items():
+        typer.echo(f"{c}: n={d['n']} grader F1 {d['modes']} physicians {d['physician_f1']}")
+    typer.echo(f"report: {out / 'report.md'}")
