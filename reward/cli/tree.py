@@ -70,3 +70,7 @@ def show(taxonomy: Optional[Path] = TaxonomyOpt,
     root = Tree(label(t.root))
     grow(root, t.root, 0)
     Console().print(root)
+
+from reward.cli.tree_evolve import register as _register_evolution
+
+_register_evolution(app)
