@@ -49,6 +49,11 @@ DRAFT_SCHEMA = {
                    "polarity": {"type": "string", "enum": ["positive", "negative"]}, "parent": {"type": "string"}},
     "required": ["title", "criterion", "trigger", "polarity", "parent"],
 }
+# The same object as a whitespace-free regular expression with bounded strings: a weak judge cannot
+# spend its budget on blanks or an endless string (see ``Judge.generate_json``).
+_S = r'[^"\\\n]'
+DRAFT_REGEX = (r'\{"title":"' + _S + r'{1,80}","criterion":"' + _S + r'{1,240}","trigger":"' + _S
+               + r'{0,160}","polarity":"(positive|negative)","parent":"' + _S + r'{1,60}"\}')
 
 
 def placements(tree: RubricTree, cluster: Cluster, encoder: CachedEncoder, k: int = 3) -> list[dict[str, Any]]:
@@ -106,7 +111,8 @@ async def llm_proposals(props: Sequence[Proposal], tree: RubricTree, judge, take
         items = "\n".join(f"- {t}" for t in p.evidence.items[:max_examples])
         cands = "\n".join(f"- {a['id']}: {node_text(tree[a['id']])}" for a in p.placement_alternatives)
         asks.append(JudgeItem(conversation=(Message(role="items", content=items),), response="", criterion=cands))
-    results = await judge.generate_json(DRAFT, asks, schema=DRAFT_SCHEMA, max_tokens=400, on_failure="record")
+    results = await judge.generate_json(DRAFT, asks, schema=DRAFT_SCHEMA, regex=DRAFT_REGEX,
+                                         max_tokens=700, on_failure="record")
     out = []
     for p, r in zip(props, results):
         v = r.value or {}
