@@ -125,3 +125,25 @@ def test_unchanged_leaves_keep_their_cached_verdicts_after_apply():
     assert j2.stats.cache_hits == 2 * len(tree.leaves)
     assert j2.stats.cache_misses == j2.stats.requests == 2 * 2  # only the two new leaves were graded
     assert all(s.score is not None for s in scores)
+
+
+def test_llm_routing_after_apply_asks_only_about_new_nodes():
+    """A routing is keyed by the whole tree's fingerprint, so every prompt is routed again after an
+    apply; but the router's relevance questions are verdicts keyed by the node's text, so only the
+    new nodes cost judge requests."""
+    from reward.judge import VerdictCache
+    from reward.router import CachedRouter, LLMTreeRouter
+    from tests.fakes import FakeJudge
+
+    cache = VerdictCache()
+    judge = FakeJudge(lambda t, it: 0.1 if "urgency" in t.name else 0.9, cache=cache)
+    tree = load_tree()
+    new = apply_proposals(tree, [leaf("p1", "ev_travel_clinic", ["ms_global_health"])]).tree
+    conv = [{"role": "user", "content": "Which vaccines do I need for Ghana?"}]
+    old_routing = CachedRouter(LLMTreeRouter(tree, judge), cache).route_sync(conv)
+    first = judge.stats.requests
+    assert first > 100
+    new_routing = CachedRouter(LLMTreeRouter(new, judge), cache).route_sync(conv)
+    assert not new_routing.cached  # the routing itself was recomputed for the new tree
+    assert judge.stats.requests - first == 1  # ... asking the judge about the one new leaf only
+    assert set(new_routing.leaf_ids) == set(old_routing.leaf_ids) | {"ev_travel_clinic"}
