@@ -69,3 +69,7 @@ def show(taxonomy: Path | None = TaxonomyOpt,
     root = Tree(label(t.root))
     grow(root, t.root, 0)
     Console().print(root)
+
+from rubricstree.tree_evolve import register as _register_evolution
+
+_register_evolution(app)

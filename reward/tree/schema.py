@@ -52,6 +52,17 @@ class Node(BaseModel):
         return self.criterion is not None
 
 
+class ChangelogEntry(BaseModel):
+    """One version's changes, written by ``rubricstree tree apply``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    version: int
+    date: str = ""
+    summary: str = ""
+    changes: list[str] = Field(default_factory=list)
+
+
 class TaxonomyFile(BaseModel):
     """The whole taxonomy file: a root id and a flat list of nodes; edges are the children lists."""
 
@@ -60,4 +71,5 @@ class TaxonomyFile(BaseModel):
     version: int = 1
     name: str = "taxonomy"
     root: str
+    changelog: list[ChangelogEntry] = Field(default_factory=list, description="one entry per version")
     nodes: list[dict]  # validated one by one so errors can name the node
