@@ -11,11 +11,12 @@ transport (httpx, retries, Retry-After, timeouts) runs against it. It answers
   no appear in several spellings whose probabilities sum to ``p_of(key)`` and ``1 - p_of(key)``
   (times 0.9; the rest goes to an unrelated word).
 
-Faults are injected per key: ``faults[key]`` is a list consumed one per request (``"429"`` with
-``Retry-After: 1``, ``"429date"`` with an HTTP-date, ``"500"``, ``"timeout"`` (answers after
-``slow_s``), ``"malformed"`` (200 with prose), ``"nojson"`` (200, not JSON), ``"noanswer"``
-(choice: neither word in the list), ``"401echo"`` (401 quoting the Authorization header)); ``always[key]`` is a fault repeated forever. Every request
-body is recorded in ``requests``.
+Faults are injected per key: ``faults[key]`` is a list consumed one per request, and
+``always[key]`` a fault repeated forever: ``"429"`` (with ``Retry-After: 1``), ``"429date"``
+(an HTTP-date), ``"500"``, ``"timeout"`` (answers after ``slow_s``), ``"malformed"`` (200 with
+prose), ``"nojson"`` (200, not JSON), ``"noanswer"`` (choice: neither word in the list),
+``"401echo"`` (401 quoting the Authorization header). Every request body is recorded in
+``requests``.
 """
 
 from __future__ import annotations

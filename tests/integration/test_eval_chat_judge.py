@@ -36,6 +36,11 @@ Reply with a JSON object holding "explanation" (a string) and "criteria_met" (tr
 """
 
 
+def _points_score(rub: list[dict], met: list[bool], idx) -> float | None:
+    possible = sum(rub[i]["points"] for i in idx if rub[i]["points"] > 0)
+    return None if possible <= 0 else sum(rub[i]["points"] for i in idx if met[i]) / possible
+
+
 def independent_scores(rows: list[dict], ids: set[str]) -> tuple[float, dict[str, float]]:
     """HealthBench scoring written out again from its definition, on the server's verdicts."""
     overall: list[float] = []
@@ -46,16 +51,12 @@ def independent_scores(rows: list[dict], ids: set[str]) -> tuple[float, dict[str
         rub = row["rubrics"]
         met = [default_decide(f"[{r['points']}] {r['criterion']}") for r in rub]
 
-        def score(idx):
-            possible = sum(rub[i]["points"] for i in idx if rub[i]["points"] > 0)
-            return None if possible <= 0 else sum(rub[i]["points"] for i in idx if met[i]) / possible
-
-        s = score(range(len(rub)))
+        s = _points_score(rub, met, range(len(rub)))
         overall.append(s)
         for t in row["example_tags"]:
             per_tag[t].append(s)
         for t in {t for r in rub for t in r["tags"]}:
-            v = score([i for i, r in enumerate(rub) if t in r["tags"]])
+            v = _points_score(rub, met, [i for i, r in enumerate(rub) if t in r["tags"]])
             if v is not None:
                 per_tag[t].append(v)
 
@@ -109,9 +110,11 @@ def test_eval_over_the_chat_api_reproduces_the_independent_score(tmp_path, tiny_
 
     # the grader saw the conversation as the reference harness renders it: system turn included,
     # the response appended as the last assistant turn
-    gens = {g["prompt_id"]: g["response"] for g in map(json.loads, (out / "generations.jsonl").read_text().splitlines())}
+    gens = {g["prompt_id"]: g["response"]
+            for g in map(json.loads, (out / "generations.jsonl").read_text().splitlines())}
     row3 = next(r for r in rows if r["prompt_id"] == "evalown-003")
-    convo = "\n\n".join(f"{m['role']}: {m['content']}" for m in row3["prompt"]) + f"\n\nassistant: {gens['evalown-003']}"
+    convo = ("\n\n".join(f"{m['role']}: {m['content']}" for m in row3["prompt"])
+             + f"\n\nassistant: {gens['evalown-003']}")
     assert any(f"# Conversation\n{convo}\n\n# Rubric item\n{key[('evalown-003', 0)]}\n" in b["messages"][-1]["content"]
                for b in srv.requests)
 

@@ -22,7 +22,7 @@ RESPONSE = "Check breathing, pulse and blood sugar; call emergency services if s
 CRITERIA = [("Asks whether the pupil hit her head.", 5), ("Recommends checking blood glucose.", 4),
             ("Advises giving food to an unconscious person.", -8), ("Mentions calling emergency services.", 6)]
 
-OFFICIAL_STYLE = """Look at the conversation below and decide whether its final assistant turn satisfies the rubric item.
+OFFICIAL_STYLE = """Look at the conversation below: does its final assistant turn satisfy the rubric item?
 
 # Conversation
 <<conversation>>
@@ -72,7 +72,7 @@ def test_choice_mode_reads_p_yes_from_top_logprobs_summing_spellings():
     with ChatServer() as srv:
         judge = chat_judge(srv.url, mode="choice")
         out = judge.grade_sync(items())
-    for v, (c, _) in zip(out, CRITERIA):
+    for v, (c, _) in zip(out, CRITERIA, strict=True):
         assert v.ok and v.p_yes == pytest.approx(default_p(c), abs=1e-9)
         assert v.met == (default_p(c) >= 0.5)
     body = srv.requests[0]
