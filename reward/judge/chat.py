@@ -10,10 +10,14 @@ message content as text).
 
 choice mode: ``max_tokens=1, logprobs=true, top_logprobs=20``; p_yes is read from the two answer
 words in the top list, case and leading-space variants summed (``yes``, `` Yes``, ...), and
-normalised over yes+no. When neither word is in the list the item FAILS: never a silent "no".
+normalised over yes+no. On vLLM (recognised by the ``root`` its ``/v1/models`` reports) the answer
+is also constrained to the two words with ``structured_outputs``, whose mask applies before the
+logprobs, so the list holds only answer tokens (prefixes such as ``y`` count for their word).
+When neither word is in the list the item FAILS: never a silent "no".
 
 explain mode: the JSON verdict ``{"explanation", "criteria_met"}``, constrained with
-``response_format`` (a JSON schema) where the server takes it; a server that rejects the field is
+``response_format`` (a JSON schema) where the server takes it (on vLLM, a whitespace-free regular
+expression in ``structured_outputs`` instead); a server that rejects the field is
 asked again without it, and the text is parsed robustly either way. Only an answer that arrived
 but does not parse is resampled (bounded attempts, later ones at a raised temperature with a
 seed); transport faults are retried at the original settings.
@@ -63,6 +67,9 @@ EXPLAIN_SCHEMA = {
     "required": ["explanation", "criteria_met"],
     "additionalProperties": False,
 }
+# vLLM's JSON-schema grammar admits any whitespace, and a weak model can spend its whole budget on
+# blanks; on vLLM the verdict is constrained by this whitespace-free pattern instead.
+EXPLAIN_REGEX = r'\{"explanation": "[^"\\\n]{0,400}", "criteria_met": (true|false)\}'
 _NO_RETRY = (400, 401, 403, 404, 422)
 
 
@@ -78,22 +85,27 @@ def template_messages(template: Template, item: JudgeItem) -> list[dict[str, str
     return [*msgs, {"role": "user", "content": user}]
 
 
-def p_yes_from_top(top: list[dict]) -> float | None:
+def p_yes_from_top(top: list[dict], *, prefixes: bool = False) -> float | None:
     """p_yes from a chat ``top_logprobs`` list (``[{"token", "logprob"}, ...]``): the
     probabilities of every spelling of the answer words (case, surrounding spaces) are summed
-    and normalised over yes + no. None when neither word is in the list."""
+    and normalised over yes + no. None when neither word is in the list.
+
+    ``prefixes``: the answer was constrained to the two words (vLLM's choice grammar), so every
+    listed token is the start of one of them (``y`` of ``yes``) and counts for it; unconstrained,
+    a ``y`` could start any word and only whole words count."""
     py = pn = 0.0
     seen = False
     for entry in top or []:
-        if not isinstance(entry, dict):
+        if not isinstance(entry, dict) or entry.get("logprob") is None:
             continue
         word = str(entry.get("token", "")).strip().lower()
-        lp = entry.get("logprob")
-        if lp is None or word not in YES_WORDS + NO_WORDS:
+        is_yes = word in YES_WORDS or (prefixes and word and any(w.startswith(word) for w in YES_WORDS))
+        is_no = word in NO_WORDS or (prefixes and word and any(w.startswith(word) for w in NO_WORDS))
+        if is_yes == is_no:  # neither, or a prefix of both
             continue
-        p = math.exp(float(lp))
+        p = math.exp(float(entry["logprob"]))
         seen = True
-        if word in YES_WORDS:
+        if is_yes:
             py += p
         else:
             pn += p
@@ -272,13 +284,18 @@ class ChatJudge(Judge):
 
     # ------------------------------------------------------------------ requests
     def choice_body(self, messages: list[dict]) -> dict:
-        return {"model": self.model, "messages": messages, "max_tokens": 1, "temperature": 0.0,
+        body = {"model": self.model, "messages": messages, "max_tokens": 1, "temperature": 0.0,
                 "logprobs": True, "top_logprobs": TOP_LOGPROBS}
+        if self.served_root:  # vLLM: constrain the answer to the two words (hosted APIs lack the field)
+            body["structured_outputs"] = {"choice": [YES_WORDS[0], NO_WORDS[0]]}
+        return body
 
     def explain_body(self, messages: list[dict]) -> dict:
         body = {"model": self.model, "messages": messages, "max_tokens": self.config.max_explain_tokens,
                 "temperature": self.config.temperature}
-        if self.use_response_format:
+        if self.served_root:
+            body["structured_outputs"] = {"regex": EXPLAIN_REGEX}
+        elif self.use_response_format:
             body["response_format"] = {"type": "json_schema", "json_schema": {
                 "name": "rubric_item_verdict", "schema": EXPLAIN_SCHEMA, "strict": True}}
         return body
@@ -310,7 +327,7 @@ class ChatJudge(Judge):
             top = data["choices"][0]["logprobs"]["content"][0]["top_logprobs"]
         except (KeyError, IndexError, TypeError):
             return Verdict.failed(f"no top_logprobs in the judge's answer: {str(data)[:200]}")
-        p = p_yes_from_top(top)
+        p = p_yes_from_top(top, prefixes=bool(self.served_root))
         if p is None:
             words = [str(e.get("token")) for e in top if isinstance(e, dict)][:8]
             return Verdict.failed(f"neither answer word (yes/no) is in the judge's top logprobs: {words}")
