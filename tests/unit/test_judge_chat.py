@@ -171,3 +171,19 @@ def test_p_yes_from_top_and_retry_after_parsing():
     date = httpx.Headers({"Retry-After": time.strftime("%a, %d %b %Y %H:%M:%S GMT", time.gmtime(now + 10))})
     assert 8.0 <= retry_after_seconds(date, now=now) <= 10.0
     assert retry_after_seconds(httpx.Headers({"Retry-After": "soon"})) is None
+
+
+def test_judge_check_cli_speaks_the_chat_api():
+    import json
+
+    from typer.testing import CliRunner
+
+    from reward.cli import app
+
+    with ChatServer() as srv:
+        res = CliRunner().invoke(app, ["judge", "check", "--judge-url", srv.url, "--judge-api", "chat",
+                                       "--mode", "choice", "--json"])
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.output)
+    default_criterion = "Advises the user to call emergency services now."
+    assert out["failure"] is None and out["p_yes"] == pytest.approx(default_p(default_criterion))
