@@ -76,3 +76,17 @@ def chat_judge_if_chosen(urls: list[str], judge_api: str, served_model: str | No
     if resolve_judge_api(urls, judge_api, key) != "chat":
         return None
     return ChatJudge(urls, served_model or chat_served_model(urls, key), config=config, cache=cache, **kwargs)
+
+
+def served_judge_identity(judge_url: str, judge_api: str = "auto", served_model: str | None = None,
+                          api_key_env: str | None = None) -> dict[str, str]:
+    """``{"backend": "chat"|"http", "model": name}`` of a served judge, without building it (an
+    evaluation records who grades before it loads the judge, and re-scores without it)."""
+    from reward.judge import _first_served_model
+    from reward.judge.chat import API_KEY_ENV, api_key_for
+
+    urls = [u.strip() for u in judge_url.split(",")]
+    key = api_key_for(urls, api_key_env or API_KEY_ENV)
+    if resolve_judge_api(urls, judge_api, key) == "chat":
+        return {"backend": "chat", "model": served_model or chat_served_model(urls, key)}
+    return {"backend": "http", "model": served_model or _first_served_model(urls[0], api_key_env)}

@@ -119,16 +119,9 @@ def _judge_identity(cfg: HealthBenchEvalConfig, judge) -> dict[str, str]:
     if judge is not None:
         return {"backend": type(judge).__name__, "model": judge.model_id}
     if cfg.judge_url:
-        from reward.judge import _first_served_model
-        from reward.judge.api import chat_served_model, resolve_judge_api
-        from reward.judge.chat import API_KEY_ENV, api_key_for
+        from reward.judge.api import served_judge_identity
 
-        urls = [u.strip() for u in cfg.judge_url.split(",")]
-        key = api_key_for(urls, cfg.judge_api_key_env or API_KEY_ENV)
-        if resolve_judge_api(urls, cfg.judge_api, key) == "chat":
-            return {"backend": "chat", "model": cfg.served_judge or chat_served_model(urls, key)}
-        served = cfg.served_judge or _first_served_model(urls[0], cfg.judge_api_key_env)
-        return {"backend": "http", "model": served}
+        return served_judge_identity(cfg.judge_url, cfg.judge_api, cfg.served_judge, cfg.judge_api_key_env)
     if cfg.judge_model:
         return {"backend": "inprocess", "model": model_identity(cfg.judge_model)}
     raise InputError("give a judge: --judge-url URL (a vLLM server) or --judge-model PATH (in-process)")
