@@ -127,3 +127,52 @@ def test_eval_over_the_chat_api_reproduces_the_independent_score(tmp_path, tiny_
         assert reason in notes
     assert "unscored" in " | ".join(m1["comparability_notes"]) and "unscored" not in notes
     assert (out / "report.md").read_text().count("Not comparable to published") == 1
+
+
+OWN_REFERENCE_STYLE = """Score the last assistant turn of the conversation on one rubric item.
+
+# Conversation
+<<conversation>>
+
+# Rubric item
+<<rubric_item>>
+
+# Output
+A json object with "explanation" and "criteria_met", in markdown, nothing else."""
+
+
+def test_grader_official_path_end_to_end(tmp_path, tiny_model_dir, monkeypatch):
+    """--grader official: the template is fetched from the reference harness's source (the network
+    simulated at httpx.get, serving a harness file with OUR wording; the pin is moved to its hash),
+    sent with the reference grader's system message, and the comparability verdict drops the
+    template and grader reasons, keeping the data-file one (our fixture is no published file)."""
+    import httpx
+
+    import reward.judge.official as official
+
+    source = f'GRADER_TEMPLATE = """\n{OWN_REFERENCE_STYLE}\n""".strip()\n'
+    real_get = httpx.get
+
+    def fake_get(url, **kw):
+        if "raw.githubusercontent.com" in str(url):
+            return httpx.Response(200, text=source, request=httpx.Request("GET", url))
+        return real_get(url, **kw)
+
+    monkeypatch.setattr(httpx, "get", fake_get)
+    monkeypatch.setattr(official, "OFFICIAL_TEMPLATE_SHA256", official.text_sha256(OWN_REFERENCE_STYLE))
+    out = tmp_path / "eval"
+    with ChatServer() as srv:
+        res = CliRunner().invoke(app, [
+            "eval", "healthbench", "--model", str(tiny_model_dir), "--data", str(FIXTURE), "--out", str(out),
+            "--judge-url", srv.url, "--judge-api", "chat", "--served-judge", "gpt-4.1", "--grader", "official",
+            "--max-new-tokens", "4", "--no-thinking", "--limit", "1", "--json"])
+    assert res.exit_code == 0, res.output
+    m = json.loads((out / "metrics.json").read_text())
+    assert m["grading"]["template"] == official.OFFICIAL_NAME and m["grading"]["judge_model"] == "gpt-4.1"
+    body = srv.requests[0]
+    assert body["model"] == "gpt-4.1"
+    assert body["messages"][0] == {"role": "system", "content": official.GRADER_SYSTEM_MESSAGE}
+    assert body["messages"][1]["content"].startswith("Score the last assistant turn")
+    notes = " | ".join(m["comparability_notes"])
+    assert "not gpt-4.1" not in notes and "grader template" not in notes
+    assert "not a published HealthBench file" in notes and m["comparable_to_published"] is False

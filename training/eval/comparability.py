@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from reward.healthbench.variants import VARIANTS
-from reward.judge.official import OFFICIAL_TEMPLATE_SHA256
+from reward.judge import official
 
 PUBLISHED_GRADERS = ("gpt-4.1", "gpt-4.1-2025-04-14")
 PUBLISHED_DATA = {v.sha256: v.name for v in VARIANTS.values()}
@@ -46,9 +46,10 @@ def comparability(metrics: Mapping[str, Any]) -> dict[str, Any]:
     judge = g.get("judge_model")
     if not is_published_grader(judge):
         notes.append(f"grader model is {judge!r}, not gpt-4.1 (published numbers are graded by gpt-4.1)")
-    if g.get("template_sha256") != OFFICIAL_TEMPLATE_SHA256:
+    pin = official.OFFICIAL_TEMPLATE_SHA256
+    if g.get("template_sha256") != pin:
         notes.append(f"grader template {g.get('template')!r} is not the official HealthBench grader template "
-                     f"(SHA-256 {str(g.get('template_sha256'))[:16]}..., official {OFFICIAL_TEMPLATE_SHA256[:16]}...)")
+                     f"(SHA-256 {str(g.get('template_sha256'))[:16]}..., official {pin[:16]}...)")
     if g.get("mode") != "explain":
         notes.append(f"grading mode is {g.get('mode')!r} (one yes/no token), not explain (a JSON verdict per item)")
     sha = d.get("sha256")
