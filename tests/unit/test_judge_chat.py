@@ -187,3 +187,18 @@ def test_judge_check_cli_speaks_the_chat_api():
     out = json.loads(res.output)
     default_criterion = "Advises the user to call emergency services now."
     assert out["failure"] is None and out["p_yes"] == pytest.approx(default_p(default_criterion))
+
+
+def test_auto_rule_and_key_fallback(monkeypatch):
+    from reward.judge.api import resolve_judge_api
+    from reward.judge.chat import api_key_for
+
+    assert resolve_judge_api(["http://127.0.0.1:9"], "auto") == "completions"  # loopback, unlisted
+    assert resolve_judge_api(["https://judge.invalid"], "auto") == "chat"  # remote, unlisted
+    assert resolve_judge_api(["https://judge.invalid"], "completions") == "completions"
+    monkeypatch.delenv("RUBRICSTREE_JUDGE_API_KEY", raising=False)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-openai")
+    assert api_key_for(["https://api.openai.com/v1"]) == "sk-openai"
+    assert api_key_for(["https://other.example"]) == ""
+    monkeypatch.setenv("MY_KEY", "sk-mine")
+    assert api_key_for(["https://api.openai.com"], "MY_KEY") == "sk-mine"
