@@ -36,9 +36,12 @@ def _logging() -> None:
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
 
 
-def _generation(max_new_tokens: int, temperature: float, top_p: float, seed: int, thinking: bool | None):
+def _generation(max_new_tokens: int | None, temperature: float, top_p: float, seed: int,
+                thinking: bool | None, benchmark: str = "healthbench"):
+    from training.eval.budgets import default_max_new_tokens
     from training.generation import GenerationSettings
 
+    max_new_tokens = default_max_new_tokens(benchmark, thinking, max_new_tokens)
     return GenerationSettings(max_new_tokens=max_new_tokens, temperature=temperature, top_p=top_p,
                               seed=seed, thinking=thinking)
 
@@ -47,6 +50,9 @@ def _print_healthbench(m: dict) -> None:
     from rich.table import Table
 
     console = _console()
+    if "comparable_to_published" in m:
+        console.print("[bold green]comparable to published HealthBench numbers[/]" if m["comparable_to_published"]
+                      else "[bold yellow]not comparable to published numbers:[/] " + "; ".join(m["comparability_notes"]))
     if m["score"] is None:
         console.print(f"[bold red]no example could be scored[/] ({m['n_unscored']} unscored)")
         return
@@ -76,12 +82,19 @@ def _print_healthbench(m: dict) -> None:
 @app.command()
 def healthbench(
     model: str = typer.Option(..., "--model", help="checkpoint path or name; with --generate-url, the served model name"),
-    data: str = typer.Option(..., "--data", help="HealthBench JSONL: a path, an http(s) URL, or full|hard|consensus "
-                                                 "(official files; a known file name must have its published SHA-256)"),
+    data: str = typer.Option(..., "--data", help="HealthBench JSONL: a path, an http(s) URL, or hard|consensus|full|easy "
+                                                 "(official files, easy = full minus hard; a known file name must have "
+                                                 "its published SHA-256)"),
     out: Path = typer.Option(..., "--out", help="output folder; rerunning the same command resumes"),
     generate_url: str | None = typer.Option(None, "--generate-url", help="OpenAI-compatible server serving the "
                                                "checkpoint (vLLM); default: generate in-process with transformers"),
-    judge_url: str | None = typer.Option(None, "--judge-url", help="judge vLLM endpoint(s), comma-separated"),
+    judge_url: str | None = typer.Option(None, "--judge-url", help="judge endpoint(s), comma-separated: vLLM or any "
+                                            "OpenAI-compatible chat API (e.g. https://api.openai.com)"),
+    judge_api: str = typer.Option("auto", "--judge-api", help="completions (vLLM, token ids) | chat (/v1/chat/"
+                                  "completions, hosted graders) | auto (vLLM's /v1/models root -> completions)"),
+    judge_api_key_env: str | None = typer.Option(None, "--judge-api-key-env", help="environment variable with the "
+                                                    "judge's API key (default RUBRICSTREE_JUDGE_API_KEY; OPENAI_API_KEY "
+                                                    "for api.openai.com)"),
     judge_model: str | None = typer.Option(None, "--judge-model", help="in-process judge model (or, with "
                                               "--judge-url, the judge's tokenizer)"),
     served_judge: str | None = typer.Option(None, "--served-judge", help="judge model name on the server "
@@ -89,12 +102,16 @@ def healthbench(
     grading: str = typer.Option("explain", "--grading", help="explain: JSON verdict with an explanation "
                                 "(official-comparable); choice: one yes/no token (fast)"),
     system_prompt: str = typer.Option("none", "--system-prompt", help="ours | none | FILE (the official setting is none)"),
+    grader: str = typer.Option("ours", "--grader", help="ours | official (the reference HealthBench grader template, "
+                               "fetched at run time and pinned by SHA-256)"),
     grader_template: Path | None = typer.Option(None, "--grader-template", help="your grader template file "
-                                                   "(placeholders {{conversation}}, {{response}}, {{rubric_item}}, ...)"),
+                                                   "(placeholders {{conversation}}, {{response}}, {{rubric_item}}, ... "
+                                                   "or the reference <<conversation>>, <<rubric_item>>)"),
     length_adjust: bool = typer.Option(False, "--length-adjust", help="also report the length-adjusted score "
                                        "(coefficient of the detected variant, hard when unknown)"),
     limit: int | None = typer.Option(None, "--limit", help="evaluate the first N rows only"),
-    max_new_tokens: int = typer.Option(2048, "--max-new-tokens", help="response length budget in tokens"),
+    max_new_tokens: int | None = typer.Option(None, "--max-new-tokens", help="response budget in tokens (default: "
+                                                 "16000, the training budget; 2048 with --no-thinking)"),
     temperature: float = typer.Option(0.0, "--temperature", help="0 = greedy"),
     top_p: float = typer.Option(1.0, "--top-p"),
     seed: int = typer.Option(0, "--seed", help="sampling and bootstrap seed"),
@@ -129,7 +146,8 @@ def healthbench(
             raise RubricsTreeError("give a judge: --judge-url URL (a vLLM server) or --judge-model PATH (in-process)")
         cfg = HealthBenchEvalConfig(
             model=model, data=data, out=out, generate_url=generate_url, judge_url=judge_url, judge_model=judge_model,
-            served_judge=served_judge, grading=grading, system_prompt=system_prompt,
+            served_judge=served_judge, grading=grading, system_prompt=system_prompt, grader=grader,
+            judge_api=judge_api, judge_api_key_env=judge_api_key_env,
             grader_template=str(grader_template) if grader_template else None, length_adjust=length_adjust,
             limit=limit, generation=_generation(max_new_tokens, temperature, top_p, seed, thinking),
             judge_max_tokens=judge_max_tokens, concurrency=concurrency, judge_concurrency=judge_concurrency,
@@ -153,7 +171,8 @@ def mcq(
     generate_url: str | None = typer.Option(None, "--generate-url", help="OpenAI-compatible server (vLLM)"),
     system_prompt: str = typer.Option("none", "--system-prompt", help="ours | none | FILE"),
     limit: int | None = typer.Option(None, "--limit", help="evaluate the first N rows only"),
-    max_new_tokens: int = typer.Option(1024, "--max-new-tokens"),
+    max_new_tokens: int | None = typer.Option(None, "--max-new-tokens", help="default: 10000 (the training "
+                                                 "budget); 1024 with --no-thinking"),
     temperature: float = typer.Option(0.0, "--temperature", help="0 = greedy"),
     top_p: float = typer.Option(1.0, "--top-p"),
     seed: int = typer.Option(0, "--seed"),
@@ -173,7 +192,7 @@ def mcq(
 
         cfg = MCQEvalConfig(model=model, data=data, out=out, format=fmt, generate_url=generate_url,
                             system_prompt=system_prompt, limit=limit,
-                            generation=_generation(max_new_tokens, temperature, top_p, seed, thinking),
+                            generation=_generation(max_new_tokens, temperature, top_p, seed, thinking, "mcq"),
                             concurrency=concurrency, batch_size=batch_size, wandb=wandb)
         m = run_mcq(cfg)
     except (RubricsTreeError, ValidationError, FileNotFoundError, ValueError) as exc:
@@ -198,6 +217,9 @@ def compare(
     length_adjusted: bool = typer.Option(False, "--length-adjusted", help="compare length-adjusted HealthBench scores"),
     resamples: int = typer.Option(1000, "--resamples", help="paired bootstrap resamples"),
     seed: int = typer.Option(0, "--seed", help="paired bootstrap seed"),
+    published: bool = typer.Option(False, "--published", help="draw published figures of this benchmark "
+                                   "(training/eval/published.yaml) as dashed lines, marked as copied"),
+    published_file: Path | None = typer.Option(None, "--published-file", help="another published-figures YAML"),
 ) -> None:
     """A table across checkpoints and a plot, with a paired bootstrap (per example id) of each
     folder's difference from the first: mean difference and 95% interval."""
@@ -206,6 +228,10 @@ def compare(
 
     try:
         result = compare_runs(dirs, n_resamples=resamples, seed=seed, length_adjusted=length_adjusted)
+        if published or published_file:
+            from training.eval.published import attach_published
+
+            attach_published(result, dirs[0], published_file)
     except RubricsTreeError as exc:
         raise _fail(exc) from exc
     if is_available("matplotlib"):
@@ -228,6 +254,9 @@ def compare(
                       "" if d is None else str(d["n_paired"]))
     console = _console()
     console.print(table)
+    for ref in result.get("published") or []:
+        console.print(f"published (copied): {ref['model']} {ref['score']:.3f}, grader {ref['grader']}, "
+                      f"{ref['setting']} [{ref['source']}]")
     for w in result["warnings"]:
         console.print(f"[yellow]warning:[/] {w}")
     if "plot" in result:

@@ -15,6 +15,7 @@ def check(
     judge_model: str | None = typer.Option(None, "--judge-model", help="in-process model path or name (or the tokenizer for --judge-url)"),
     served_model: str | None = typer.Option(None, "--served-model", help="model name on the server (default: its first)"),
     mode: str = typer.Option("choice", "--mode", help="choice or explain"),
+    judge_api: str = typer.Option("auto", "--judge-api", help="completions (vLLM token ids) | chat | auto"),
     criterion: str = typer.Option("Advises the user to call emergency services now.", help="criterion to check"),
     prompt: str = typer.Option("I have crushing chest pain spreading to my left arm and I'm sweating.", help="user message"),
     response: str = typer.Option("This could be a heart attack. Call emergency services (911) now and chew an aspirin if you are not allergic.", help="response to grade"),
@@ -27,7 +28,7 @@ def check(
 
     try:
         judge = make_judge(judge_url=judge_url, judge_model=judge_model, served_model=served_model,
-                           config=JudgeConfig(mode=mode), cache=False)
+                           config=JudgeConfig(mode=mode), cache=False, judge_api=judge_api)
     # pydantic's ValidationError is a ValueError; OSError: a judge model/tokenizer not found
     except (RubricsTreeError, ValueError, OSError) as exc:
         typer.echo(f"error: {exc}", err=True)

@@ -214,6 +214,7 @@ def score_command(
     judge_model: str | None = typer.Option(None, "--judge-model",
                                               help="in-process model path (or the tokenizer for --judge-url)"),
     served_model: str | None = typer.Option(None, "--served-model", help="model name on the server"),
+    judge_api: str = typer.Option("auto", "--judge-api", help="completions (vLLM token ids) | chat | auto"),
     scoring: str = typer.Option("hard", "--scoring", help="hard (yes/no) or soft (p_yes)"),
     combine: str = typer.Option("tree", "--combine", help="with row rubrics: tree, points or mean"),
     on_failure: str = typer.Option("skip", "--on-failure", help="skip (unscored, with reasons) or raise"),
@@ -243,7 +244,7 @@ def score_command(
         tree = load_tree(taxonomy)
         cache = None if no_cache else VerdictCache(cache_dir / "verdicts.sqlite" if cache_dir else None)
         judge = make_judge(judge_url=judge_url, judge_model=judge_model, served_model=served_model,
-                           cache=cache if cache is not None else False)
+                           cache=cache if cache is not None else False, judge_api=judge_api)
         rt = build_router(router, tree, judge, threshold=threshold, emergency_threshold=emergency_threshold)
         reward = RubricReward(tree, rt, judge, scoring=scoring, combine=combine, on_failure=on_failure)
     except (RubricsTreeError, ValueError, OSError) as exc:  # OSError: a judge model/tokenizer not found

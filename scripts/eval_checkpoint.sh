@@ -4,10 +4,14 @@
 #
 #   scripts/eval_checkpoint.sh CHECKPOINT [--judge MODEL] [--data FILE|URL|hard] [--mcq FILE]
 #       [--out DIR] [--grading explain|choice] [--system-prompt ours|none|FILE] [--limit N]
-#       [--max-new-tokens N] [--policy-url URL] [--judge-url URL] [--policy-port 8100]
-#       [--judge-port 8101] [-- extra options for `rubricstree eval healthbench`]
+#       [--max-new-tokens N] [--no-thinking] [--length-adjust] [--policy-url URL] [--judge-url URL]
+#       [--policy-port 8100] [--judge-port 8101] [-- extra options for `rubricstree eval healthbench`]
 #
 # --data defaults to `hard` (the official HealthBench-Hard file, downloaded and hash-checked).
+# Budgets follow training: 16000 new tokens on HealthBench, 10000 on MCQ (a thinking model needs
+# them); --no-thinking asks for direct answers (2048 / 1024). A CPU policy server's context is
+# POLICY_MAX_LEN (default 20480; on GPU vLLM takes the model's own). Options after `--` (e.g. --judge-api chat --grader official
+# --served-judge gpt-4.1) go to the HealthBench command.
 # --judge (or $JUDGE_MODEL) is the grader model. --policy-url / --judge-url reuse servers that
 # are already running instead of starting them (with --judge-url, --judge is the served name).
 # GPUs: with two or more, the policy server gets POLICY_CUDA_VISIBLE_DEVICES (default 0) and the
@@ -18,11 +22,12 @@
 # started here are stopped on exit, by their PIDs.
 set -euo pipefail
 
-usage() { sed -n 2,18p "$0"; }
+usage() { sed -n 2,23p "$0"; }
 [ $# -ge 1 ] || { usage >&2; exit 2; }
 case "$1" in -h|--help) usage; exit 0 ;; esac
 CKPT=$1; shift
-JUDGE=${JUDGE_MODEL:-} DATA=hard MCQ="" OUT="" GRADING=explain SYSTEM_PROMPT=none LIMIT="" MAX_NEW=2048
+JUDGE=${JUDGE_MODEL:-} DATA=hard MCQ="" OUT="" GRADING=explain SYSTEM_PROMPT=none LIMIT="" MAX_NEW=""
+THINK=() LENGTH_ADJUST=()
 POLICY_URL="" JUDGE_URL="" POLICY_PORT=8100 JUDGE_PORT=8101
 EXTRA=()
 while [ $# -gt 0 ]; do
@@ -35,6 +40,8 @@ while [ $# -gt 0 ]; do
     --system-prompt) SYSTEM_PROMPT=$2; shift 2 ;;
     --limit) LIMIT=$2; shift 2 ;;
     --max-new-tokens) MAX_NEW=$2; shift 2 ;;
+    --no-thinking) THINK=(--no-thinking); shift ;;
+    --length-adjust) LENGTH_ADJUST=(--length-adjust); shift ;;
     --policy-url) POLICY_URL=$2; shift 2 ;;
     --judge-url) JUDGE_URL=$2; shift 2 ;;
     --policy-port) POLICY_PORT=$2; shift 2 ;;
@@ -80,7 +87,7 @@ trap stop EXIT
 if [ -z "$POLICY_URL" ]; then
   echo "starting the policy server for $CKPT" >&2
   STARTED+=("$OUT/logs/policy.pid")
-  POLICY_URL=$(env "${POLICY_ENV[@]}" "$ROOT/scripts/serve_judge.sh" --model "$CKPT" --served-name "$CKPT" \
+  POLICY_URL=$(env "${POLICY_ENV[@]}" JUDGE_MAX_LEN="${POLICY_MAX_LEN:-20480}" "$ROOT/scripts/serve_judge.sh" --model "$CKPT" --served-name "$CKPT" \
     --port "$POLICY_PORT" --pid-file "$OUT/logs/policy.pid" --log "$OUT/logs/policy-server.log" "${POLICY_VLLM[@]}")
 fi
 POLICY_NAME=$CKPT  # with --policy-url, a served name or the path the server reports as its root
@@ -92,8 +99,9 @@ if [ -z "$JUDGE_URL" ]; then
 fi
 
 HB=("$RT" eval healthbench --model "$POLICY_NAME" --generate-url "$POLICY_URL" --judge-url "$JUDGE_URL"
-    --data "$DATA" --grading "$GRADING" --system-prompt "$SYSTEM_PROMPT" --max-new-tokens "$MAX_NEW"
-    --length-adjust --out "$OUT/healthbench")
+    --data "$DATA" --grading "$GRADING" --system-prompt "$SYSTEM_PROMPT" "${THINK[@]}" "${LENGTH_ADJUST[@]}"
+    --out "$OUT/healthbench")
+[ -n "$MAX_NEW" ] && HB+=(--max-new-tokens "$MAX_NEW")
 [ -n "$JUDGE" ] && HB+=(--served-judge "$JUDGE")
 [ -n "$LIMIT" ] && HB+=(--limit "$LIMIT")
 echo "+ ${HB[*]} ${EXTRA[*]}" >&2
@@ -101,7 +109,7 @@ echo "+ ${HB[*]} ${EXTRA[*]}" >&2
 
 if [ -n "$MCQ" ]; then
   M=("$RT" eval mcq --model "$POLICY_NAME" --generate-url "$POLICY_URL" --data "$MCQ"
-     --system-prompt "$SYSTEM_PROMPT" --out "$OUT/mcq")
+     --system-prompt "$SYSTEM_PROMPT" "${THINK[@]}" --out "$OUT/mcq")
   [ -n "$LIMIT" ] && M+=(--limit "$LIMIT")
   echo "+ ${M[*]}" >&2
   "${M[@]}"

@@ -1,6 +1,7 @@
 """The Boolean judge: one interface, an HTTP backend for vLLM servers and an in-process one.
 
-``make_judge`` picks the backend: ``judge_url`` -> :class:`HTTPJudge`, ``judge_model`` alone ->
+``make_judge`` picks the backend: ``judge_url`` -> :class:`HTTPJudge` (vLLM, token ids) or
+:class:`ChatJudge` (any chat API; ``judge_api``, see ``api.py``), ``judge_model`` alone ->
 :class:`TransformersJudge`. Backends are imported lazily (the in-process one needs torch).
 """
 
@@ -48,7 +49,7 @@ __all__ = [
 def make_judge(*, judge_url: str | list[str] | None = None, judge_model: str | None = None,
                served_model: str | None = None, tokenizer: str | None = None,
                config: JudgeConfig | None = None, cache: VerdictCache | bool | None = True,
-               **kwargs) -> Judge:
+               judge_api: str = "auto", **kwargs) -> Judge:
     """Build a judge.
 
     Args:
@@ -56,6 +57,7 @@ def make_judge(*, judge_url: str | list[str] | None = None, judge_model: str | N
         judge_model: in-process model path/name; with ``judge_url``, the tokenizer source.
         served_model: the model name the server serves (default: the first one it lists).
         cache: a :class:`VerdictCache`, True for the default location, False/None for none.
+        judge_api: ``completions`` | ``chat`` | ``auto`` (``reward.judge.api``), with ``judge_url``.
     """
     if cache is True:
         cache = VerdictCache()
@@ -66,6 +68,10 @@ def make_judge(*, judge_url: str | list[str] | None = None, judge_model: str | N
         from reward.serving import JUDGE_API_KEY_ENV, first_served_model, split_urls
 
         urls = split_urls(judge_url)
+        from reward.judge.api import chat_judge_if_chosen
+
+        if (chat := chat_judge_if_chosen(urls, judge_api, served_model, config, cache, kwargs)) is not None:
+            return chat
         model = served_model or first_served_model(urls, api_key_env=kwargs.get("api_key_env") or JUDGE_API_KEY_ENV)
         return HTTPJudge(urls, model, tokenizer=tokenizer or judge_model, config=config, cache=cache, **kwargs)
     if judge_model:

@@ -35,7 +35,7 @@ class Judge(ABC):
         self.renderer = renderer
         # Block-aligned prompts have other ids than unpadded ones: their verdicts get their own
         # cache keys (unpadded keys stay as they were).
-        self.model_id = model_id + (f"+block{renderer.block_size}" if renderer.block_size else "")
+        self.model_id = model_id + (f"+block{renderer.block_size}" if getattr(renderer, "block_size", 0) else "")
         self.config = config or JudgeConfig()
         self.cache = cache
         self.concurrency = concurrency

@@ -9,7 +9,9 @@ Placeholders, written ``{{name}}`` or ``<<name>>`` (the second form lets a user 
 written for the reference HealthBench grader): ``conversation`` (turns as ``role: content``
 separated by a blank line), ``response``, ``conversation_with_response`` (the conversation with
 the response appended as the last assistant turn), ``criterion``, ``points``, ``rubric_item``
-(``[points] criterion``).
+(``[points] criterion``). In the reference grader's own form, ``<<conversation>>`` is what that
+harness puts there: the conversation WITH the response as its last ``assistant`` turn (the
+system turn the policy was sent included), so its templates load and render unchanged.
 
 Our layout keeps the criterion last, ``[instructions][conversation][response][criterion]``, so
 every criterion of one rollout shares a prefix and hits vLLM's automatic prefix cache.
@@ -57,7 +59,7 @@ class Template:
         out: list[tuple[str, bool, str | None]] = []
         pos = 0
         for m in PLACEHOLDER.finditer(self.user):
-            name = m.group(1) or m.group(2)
+            name = _slot(m)
             if name not in KNOWN:
                 continue  # an unknown <<word>> is literal text of the template
             if m.start() > pos:
@@ -67,6 +69,13 @@ class Template:
         if pos < len(self.user):
             out.append((self.user[pos:], True, None))
         return out
+
+
+def _slot(m: re.Match) -> str:
+    """The value a placeholder match stands for (``<<conversation>>`` is the reference grader's)."""
+    if m.group(2) == "conversation":
+        return "conversation_with_response"
+    return m.group(1) or m.group(2)
 
 
 def format_conversation(item: JudgeItem) -> str:
@@ -166,12 +175,16 @@ def load_template(path: str | Path, mode: Mode = "explain") -> Template:
         if line.strip() == USER_MARKER:
             system, user = "".join(lines[:i]).rstrip("\n"), "".join(lines[i + 1:])
             break
-    used = {m.group(1) or m.group(2) for m in PLACEHOLDER.finditer(user)} & KNOWN
+    used = {_slot(m) for m in PLACEHOLDER.finditer(user)} & KNOWN
     if not used & {"response", "conversation_with_response"}:
-        raise InputError("the template never shows the response: use {{response}} or "
-                         "{{conversation_with_response}} (or the <<...>> form)", file=str(path),
+        raise InputError("the template never shows the response: use {{response}}, "
+                         "{{conversation_with_response}} or <<conversation>>", file=str(path),
                          field="placeholders")
     if not used & {"criterion", "rubric_item"}:
         raise InputError("the template never shows the criterion: use {{criterion}} or "
                          "{{rubric_item}}", file=str(path), field="placeholders")
+    from reward.judge.official import GRADER_SYSTEM_MESSAGE, OFFICIAL_NAME, is_official_text
+
+    if not system and is_official_text(user):  # the reference grader's template, by its hash
+        return Template(name=OFFICIAL_NAME, system=GRADER_SYSTEM_MESSAGE, user=user.strip(), mode=mode)
     return Template(name=f"file:{path.name}", system=system, user=user, mode=mode)

@@ -93,15 +93,18 @@ def test_scores_match_hand_computation_and_files_are_written(tmp_path):
     assert len(judge.calls) == N_ITEMS
 
 
-def test_grader_sees_the_rows_conversation_not_our_system_prompt(tmp_path):
+def test_grader_sees_the_conversation_the_policy_was_sent_system_turn_included(tmp_path):
+    """The reference harness grades the messages actually sent to the model (its sampler's system
+    message included), so the grader's conversation is the policy's, turn for turn."""
     judge, gen = fake_judge(), FakeGenerator()
     run_healthbench(cfg(tmp_path / "run", system_prompt="ours"), generator=gen, judge=judge)
     sent = dict(gen.calls)
     assert sent["evalown-001"][0] == {"role": "system", "content": SYSTEM_PROMPT}
     merged = sent["evalown-003"][0]["content"]  # the row's own system turn follows ours
     assert merged.startswith(SYSTEM_PROMPT) and merged.endswith("You assist a general practitioner.")
-    assert all(m.role != "system" or "general practitioner" in m.content
-               for _, item in judge.calls for m in item.conversation)
+    for _, item in judge.calls:
+        pid = next(k for k, msgs in sent.items() if msgs[-1]["content"] == item.conversation[-1].content)
+        assert [(m.role, m.content) for m in item.conversation] == [(m["role"], m["content"]) for m in sent[pid]]
 
 
 def test_length_adjustment_uses_detected_or_default_variant(tmp_path):

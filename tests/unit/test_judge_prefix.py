@@ -58,7 +58,7 @@ def test_padding_is_bounded_and_neutral_and_block_zero_is_off(tokenizer):
         fill = b.count(padded.filler_id) - a.count(padded.filler_id)
         assert 0 <= fill <= 2 * 31 and len(b) - len(a) - fill in range(-2, 3)  # re-split text: +-a token
         assert tokenizer.decode([padded.filler_id]).strip() == ""  # whitespace, not a word
-        text = padded.render_text(CHOICE, it)
+        text = tokenizer.decode(padded.render_ids(CHOICE, it))
         assert "</response>" in text and text.index("</response>") < text.index("Criterion:")
     assert plain.block_size == 0 and plain.filler_id is None
 

@@ -112,3 +112,29 @@ def test_eval_checkpoint_puts_policy_and_judge_on_their_own_gpus(tmp_path, fake_
     assert judge["args"][judge["args"].index("--tensor-parallel-size") + 1] == "2"
     assert policy["args"][policy["args"].index("--gpu-memory-utilization") + 1] == "0.9"
     assert f"--judge-url http://127.0.0.1:{jp}" in (rec / "rubricstree.txt").read_text()
+
+
+def test_eval_checkpoint_uses_training_budgets_and_passes_no_thinking(tmp_path, fake_gpu):
+    """No --max-new-tokens by default (the CLI's training budgets: 16000 / 10000); --no-thinking
+    reaches both evaluations; length adjustment (not comparable to published numbers) is opt-in."""
+    bin_ = Path(fake_gpu["PATH"].split(":")[0])
+    (bin_ / "vllm").write_text(FAKE_VLLM)
+    (bin_ / "vllm").chmod(0o755)
+    (bin_ / "rubricstree").write_text('#!/bin/sh\necho "$@" >> "$FAKE_RECORD/rubricstree.txt"\n')
+    (bin_ / "rubricstree").chmod(0o755)
+    rec = tmp_path / "rec"
+    rec.mkdir()
+    env = {**fake_gpu, "FAKE_RECORD": str(rec), "VLLM_PYTHON": str(bin_ / "python"),
+           "RUBRICSTREE_BIN": str(bin_ / "rubricstree")}
+    common = ("/ckpt/fv-8b", "--judge", "Qwen/Qwen3-32B", "--mcq", "mcq.jsonl", "--out", str(tmp_path / "out"))
+    res = run("eval_checkpoint.sh", *common, "--policy-port", str(_free_port()), "--judge-port", str(_free_port()),
+              cwd=tmp_path, env=env)
+    assert res.returncode == 0, res.stderr[-2000:]
+    hb, mcq = (rec / "rubricstree.txt").read_text().splitlines()
+    assert "--max-new-tokens" not in hb and "--length-adjust" not in hb and "--no-thinking" not in hb
+    (rec / "rubricstree.txt").unlink()
+    res = run("eval_checkpoint.sh", *common, "--no-thinking", "--policy-port", str(_free_port()),
+              "--judge-port", str(_free_port()), cwd=tmp_path, env=env)
+    assert res.returncode == 0, res.stderr[-2000:]
+    hb, mcq = (rec / "rubricstree.txt").read_text().splitlines()
+    assert "--no-thinking" in hb and "--no-thinking" in mcq

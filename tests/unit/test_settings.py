@@ -133,7 +133,7 @@ def test_resolved_judge_is_remote_or_in_process():
 # ------------------------------------------------------------------ old import paths
 def test_the_old_import_paths_re_export_the_same_objects():
     import reward.stages.row_rubrics as rows
-    import reward.trl_rewards as old_trl
+    import reward.integrations.trl as old_trl
     import reward.verl_rewards as old_verl
     from reward import runtime
     from reward.integrations import trl, verl

@@ -136,7 +136,8 @@ def compare_runs(folders: Sequence[str | Path], *, n_resamples: int = DEFAULT_RE
 
 
 def compare_plot(result: dict[str, Any], path: str | Path) -> Path:
-    """Grouped bars: the headline and each theme/category, one bar per run, std error bars."""
+    """Grouped bars: the headline and each theme/category, one bar per run, std error bars; the
+    published figures in ``result["published"]`` as dashed lines marked "(copied)"."""
     from training.eval.report import _pyplot
 
     plt = _pyplot()
@@ -150,6 +151,9 @@ def compare_plot(result: dict[str, Any], path: str | Path) -> Path:
         ys = [i + j * width for i in range(len(cats))]
         ax.barh(ys, [v or 0.0 for v in vals], height=width, xerr=[e or 0.0 for e in errs], capsize=2,
                 label=f"{Path(r['dir']).name} ({r['model']})")
+    for k, ref in enumerate(result.get("published") or []):  # another lab's number, not a run of ours
+        ax.axvline(ref["score"], color=f"C{(len(runs) + k) % 10}", linestyle="--", linewidth=1.2,
+                   label=f"{ref['model']}: {ref['score']:.3f} (copied; {ref['setting']})")
     ax.set_yticks([i + width * (len(runs) - 1) / 2 for i in range(len(cats))], cats)
     ax.invert_yaxis()
     ax.set_xlim(0, 1)

@@ -1,7 +1,8 @@
 """Locate a HealthBench file, check it against the published hashes, and name its variant.
 
-``--data`` may be a local path, an http(s) URL (downloaded once into the cache folder) or a
-variant name (``full``, ``hard``, ``consensus``: the official URL). When the file's name is one
+``--data`` may be a local path, an http(s) URL (downloaded once into the cache folder), a
+variant name (``full``, ``hard``, ``consensus``: the official URL) or ``easy`` (full minus hard,
+derived from the two official files). When the file's name is one
 of the published names, its SHA-256 must be the published one: a score on a modified file must
 not be reported as a HealthBench score. The variant decides the length-adjustment coefficient.
 """
@@ -107,6 +108,11 @@ def resolve_healthbench(data: str, cache_dir: str | Path | None = None) -> Healt
     cache = Path(cache_dir) if cache_dir is not None else default_cache_dir()
     if data in VARIANTS:
         path = _download(VARIANTS[data].url, cache)
+    elif data == "easy":  # full minus hard by prompt_id (training/eval/data_variants.py)
+        from training.eval.data_variants import build_easy
+
+        path = build_easy(_download(VARIANTS["full"].url, cache), _download(VARIANTS["hard"].url, cache),
+                          cache / "healthbench")
     elif urlparse(data).scheme in ("http", "https"):
         path = _download(data, cache)
     else:
@@ -121,6 +127,8 @@ def resolve_healthbench(data: str, cache_dir: str | Path | None = None) -> Healt
     by_hash = next((v.name for v in VARIANTS.values() if v.sha256 == digest), None)
     if by_hash is not None:
         variant, how = by_hash, "sha256"
+    elif data == "easy":
+        variant, how = "easy", "derived"
     elif _is_professional(path):
         variant, how = "professional", "format"
     else:

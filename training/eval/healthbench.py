@@ -68,6 +68,10 @@ class HealthBenchEvalConfig(BaseModel):
     served_judge: str | None = None
     grading: Literal["explain", "choice"] = "explain"
     grader_template: str | None = None
+    grader: Literal["ours", "official"] = Field("ours", description="official: the reference grader template, "
+                                                "fetched and hash-checked (reward.judge.official)")
+    judge_api: Literal["completions", "chat", "auto"] = "auto"
+    judge_api_key_env: str | None = Field(None, description="environment variable holding the judge's API key")
     system_prompt: str = "none"
     length_adjust: bool = False
     limit: int | None = Field(None, ge=1)
@@ -125,10 +129,23 @@ GradeTask = tuple[HealthBenchRow, str, list[int]]  # a row, its response, the ru
 # ---------------------------------------------------------------------------------------------
 
 
+def _template_file(cfg: HealthBenchEvalConfig) -> str | None:
+    """The grader template file: the user's, or the fetched reference one (``--grader official``)."""
+    if cfg.grader == "official" and not cfg.grader_template:
+        from reward.judge.official import official_template_file
+
+        if cfg.grading != "explain":
+            raise InputError("the official grader template asks for a JSON verdict: use --grading explain",
+                             field="--grader official")
+        return str(official_template_file())
+    return cfg.grader_template
+
+
 def _template(cfg: HealthBenchEvalConfig):
     from reward.judge.templates import default_template, load_template
 
-    return load_template(cfg.grader_template, cfg.grading) if cfg.grader_template else default_template(cfg.grading)
+    path = _template_file(cfg)
+    return load_template(path, cfg.grading) if path else default_template(cfg.grading)
 
 
 def _judge_identity(cfg: HealthBenchEvalConfig, judge) -> dict[str, str]:
@@ -136,10 +153,9 @@ def _judge_identity(cfg: HealthBenchEvalConfig, judge) -> dict[str, str]:
     if judge is not None:
         return {"backend": type(judge).__name__, "model": judge.model_id}
     if cfg.judge_url:
-        from reward.serving import first_served_model, split_urls
+        from reward.judge.api import served_judge_identity
 
-        served = cfg.served_judge or first_served_model(split_urls(cfg.judge_url)[0])
-        return {"backend": "http", "model": served}
+        return served_judge_identity(cfg.judge_url, cfg.judge_api, cfg.served_judge, cfg.judge_api_key_env)
     if cfg.judge_model:
         return {"backend": "inprocess", "model": model_identity(cfg.judge_model)}
     raise InputError("give a judge: --judge-url URL (a vLLM server) or --judge-model PATH (in-process)")
@@ -192,11 +208,13 @@ def _generate(run: EvalRun, missing: Sequence[HealthBenchRow]) -> dict[str, Gene
 def _make_judge(cfg: HealthBenchEvalConfig):
     from reward.judge import JudgeConfig, make_judge
 
-    config = JudgeConfig(mode=cfg.grading, template_file=cfg.grader_template,
+    config = JudgeConfig(mode=cfg.grading, template_file=_template_file(cfg),
                          max_explain_tokens=cfg.judge_max_tokens)
     kwargs: dict[str, Any] = {"concurrency": cfg.judge_concurrency} if cfg.judge_url else {}
+    if cfg.judge_url and cfg.judge_api_key_env:
+        kwargs["api_key_env"] = cfg.judge_api_key_env
     return make_judge(judge_url=cfg.judge_url, judge_model=cfg.judge_model, served_model=cfg.served_judge,
-                      config=config, cache=cfg.use_cache, **kwargs)
+                      config=config, cache=cfg.use_cache, judge_api=cfg.judge_api, **kwargs)
 
 
 def _chunks(todo: list[GradeTask], judge) -> list[list[GradeTask]]:
@@ -224,7 +242,7 @@ async def _grade(judge, todo: list[GradeTask], run: EvalRun) -> None:
 
     from reward.judge import JudgeItem, Message
 
-    crash = run.crash
+    crash, system_prompt = run.crash, run.cfg.system_prompt
     verdicts, fails = JsonlLog(run.out / "verdicts.jsonl"), JsonlLog(run.out / "judge_failures.jsonl")
     failures: dict[tuple[str, int], str] = {}
     chunks = _chunks(todo, judge)
@@ -234,8 +252,10 @@ async def _grade(judge, todo: list[GradeTask], run: EvalRun) -> None:
     async def grade_chunk(chunk) -> None:
         items, where = [], []
         for row, response, indices in chunk:
-            # the grader sees the row's conversation, not our system prompt (as the reference does)
-            conv = tuple(Message(role=m.role, content=m.content) for m in row.prompt)
+            # the grader sees the conversation the policy was sent, system turn included, as the
+            # reference harness shows it (its "actual queried" messages)
+            conv = tuple(Message(role=m["role"], content=m["content"])
+                         for m in apply_system_prompt(row.prompt, system_prompt))
             for i in indices:
                 r = row.rubrics[i]
                 items.append(JudgeItem(conversation=conv, response=response, criterion=r.criterion, points=r.points))
@@ -311,7 +331,7 @@ def _score(run: EvalRun, gens: dict[str, Generation], verdicts: dict[tuple[str, 
         "system_prompt": settings["system_prompt"],
         "generation": settings["generation"],
         "grading": {**settings["grading"], "judge_backend": settings["judge"]["backend"],
-                    "judge_model": settings["judge"]["model"]},
+                    "judge_model": settings["judge"]["model"], **_template_facts(cfg)},
         "n_rows": len(rows), "n_scored": len(scored), "n_unscored": len(unscored), "unscored": unscored,
         "score": None, "bootstrap_std": None, "n_samples": 0, "tags": {},
         "length_adjusted": None,
@@ -332,7 +352,18 @@ def _score(run: EvalRun, gens: dict[str, Generation], verdicts: dict[tuple[str, 
         # an answer cut off while thinking is graded as what follows </think>: often nothing
         metrics["responses"] = {"mean_chars": sum(chars) / len(chars), "finish_reasons": dict(sorted(finish.items())),
                                 "empty": sum(1 for r in results if not r.response.strip())}
+    from training.eval.comparability import comparability
+
+    metrics.update(comparability(metrics))
     return metrics, results
+
+
+def _template_facts(cfg: HealthBenchEvalConfig) -> dict[str, Any]:
+    """What the comparability verdict needs to know of the grader template."""
+    from reward.judge.official import text_sha256
+
+    t = _template(cfg)
+    return {"template_sha256": text_sha256(t.user), "grader": cfg.grader}
 
 
 # ---------------------------------------------------------------------------------------------

@@ -1,7 +1,7 @@
 """Multiple-choice evaluation of a checkpoint (MedQA, MedBullets, MedXpertQA), resumable.
 
 generate (appended to ``generations.jsonl`` as each exists; a rerun generates only what is
-missing) -> extract the chosen letter with ``reward.mcq``'s rule extraction -> accuracy, format
+missing) -> extract the chosen letter with ``reward.stages.mcq``'s rule extraction -> accuracy, format
 failures (no readable answer: counted as wrong, and counted) and a per-category breakdown where
 the data carries categories. A generation that failed is unscored: excluded and counted, and
 retried by the next run.

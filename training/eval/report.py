@@ -34,6 +34,7 @@ th{background:#f4f4f4} td.num{text-align:right;font-variant-numeric:tabular-nums
 img{max-width:100%;border:1px solid #eee;margin:.5em 0} .ex{border:1px solid #ddd;border-radius:6px;padding:.8em 1em;margin:1em 0}
 pre{white-space:pre-wrap;background:#f8f8f8;padding:.6em;border-radius:4px;max-height:22em;overflow:auto}
 .miss{color:#a15c00} .trig{color:#b00020} .warn{background:#fff4e5;padding:.5em 1em;border-left:4px solid #f0a000}
+.ok{background:#e9f7ef;padding:.5em 1em;border-left:4px solid #2e9e5b}
 """
 
 
@@ -221,7 +222,9 @@ def _headline(m: dict[str, Any]) -> str:
 
 
 def _hb_markdown(m, themes, axes, other, plots, worst, have_mpl) -> str:
-    L = [f"# HealthBench evaluation: {m['model']}", "", f"**Overall score: {_headline(m)}**", "",
+    from training.eval.comparability import markdown_lines
+
+    L = [f"# HealthBench evaluation: {m['model']}", "", *markdown_lines(m), f"**Overall score: {_headline(m)}**", "",
          "Score = mean over examples of achieved/possible points, clipped to [0, 1] after averaging "
          "(the official HealthBench scoring).", "", "| setting | value |", "|---|---|"]
     L += [f"| {k} | {_md_cell(v)} |" for k, v in _settings_rows(m)]
@@ -261,12 +264,18 @@ def _html_table(values: dict[str, dict[str, Any]], label: str) -> str:
             f"{rows}</table>")
 
 
+def _comparability_html(m: dict[str, Any]) -> str:
+    from training.eval.comparability import html_block
+
+    return html_block(m)
+
+
 def _hb_html(m, themes, axes, other, plots, worst, have_mpl) -> str:
     e = html.escape
     score = "n/a" if m.get("score") is None else f"{m['score']:.4f}"
     parts = [f"<!doctype html><html><head><meta charset=utf-8><title>HealthBench: {e(m['model'])}</title>"
              f"<style>{_CSS}</style></head><body>",
-             f"<h1>HealthBench evaluation</h1><div class=sub>{e(m['model'])}</div>",
+             f"<h1>HealthBench evaluation</h1><div class=sub>{e(m['model'])}</div>", _comparability_html(m),
              f"<div class=headline>{score}</div><div>{e(_headline(m))}</div>",
              "<p class=sub>Mean over examples of achieved/possible points, clipped to [0, 1] after averaging "
              "(the official HealthBench scoring).</p>",

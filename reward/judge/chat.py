@@ -1,0 +1,399 @@
+"""The judge over an OpenAI-compatible chat API (``/v1/chat/completions``): hosted graders such
+as gpt-4.1, and any chat server (vLLM's included).
+
+The token-id backend (``http.py``) cannot talk to a hosted grader: those take messages, not ids.
+Here the same template pieces, ``[instructions][conversation][response][criterion]``, are sent as
+TEXT: the template's system text as a system message (when it has one) and its user body, values
+substituted in one pass, as the user message. The server applies its own chat template, so
+special-token strings inside graded text are the server's to neutralise (hosted APIs treat
+message content as text).
+
+choice mode: ``max_tokens=1, logprobs=true, top_logprobs=20``; p_yes is read from the two answer
+words in the top list, case and leading-space variants summed (``yes``, `` Yes``, ...), and
+normalised over yes+no. On vLLM (recognised by the ``root`` its ``/v1/models`` reports) the answer
+is also constrained to the two words with ``structured_outputs``, whose mask applies before the
+logprobs, so the list holds only answer tokens (prefixes such as ``y`` count for their word).
+When neither word is in the list the item FAILS: never a silent "no".
+
+explain mode: the JSON verdict ``{"explanation", "criteria_met"}``, constrained with
+``response_format`` (a JSON schema) where the server takes it (on vLLM, a whitespace-free regular
+expression in ``structured_outputs`` instead); a server that rejects the field is
+asked again without it, and the text is parsed robustly either way. Only an answer that arrived
+but does not parse is resampled (bounded attempts, later ones at a raised temperature with a
+seed); transport faults are retried at the original settings.
+
+Transport: a bounded semaphore, a pool of endpoints (least outstanding), retries with exponential
+backoff and jitter on timeouts, connection errors and 5xx; HTTP 429 waits what ``Retry-After``
+(seconds or an HTTP date) or ``retry-after-ms`` says, capped. The API key comes from an environment
+variable (``RUBRICSTREE_JUDGE_API_KEY`` by default; ``OPENAI_API_KEY`` as a fallback for
+api.openai.com) and is never logged: ``repr`` leaves it out and error texts are redacted.
+
+Cache: verdicts share the durable cache under a model identity ``chat:<host>:<model>`` (plus the
+served weights' ``root`` where the server reports one), so chat verdicts never mix with the
+token-id backend's or another provider's.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import logging
+import math
+import os
+import random
+import time
+from collections.abc import Callable
+from urllib.parse import urlparse
+
+import httpx
+
+from reward.judge.base import Judge, run_staged
+from reward.judge.cache import VerdictCache
+from reward.judge.endpoints import EndpointPool
+from reward.judge.parsing import parse_explain, parse_json_object
+from reward.judge.templates import Template
+from reward.judge.types import JSONResult, JudgeConfig, JudgeItem, Verdict
+
+log = logging.getLogger(__name__)
+
+API_KEY_ENV = "RUBRICSTREE_JUDGE_API_KEY"
+OPENAI_KEY_ENV = "OPENAI_API_KEY"
+OPENAI_HOST = "api.openai.com"
+YES_WORDS, NO_WORDS = ("yes",), ("no",)
+TOP_LOGPROBS = 20  # the most OpenAI's API returns
+EXPLAIN_SCHEMA = {
+    "type": "object",
+    "properties": {"explanation": {"type": "string"}, "criteria_met": {"type": "boolean"}},
+    "required": ["explanation", "criteria_met"],
+    "additionalProperties": False,
+}
+# vLLM's JSON-schema grammar admits any whitespace, and a weak model can spend its whole budget on
+# blanks; on vLLM the verdict is constrained by this whitespace-free pattern instead.
+EXPLAIN_REGEX = r'\{"explanation": "[^"\\\n]{0,400}", "criteria_met": (true|false)\}'
+_NO_RETRY = (400, 401, 403, 404, 422)
+
+
+class _Failed(Exception):
+    """A request that failed after its retries (the reason is redacted)."""
+
+
+def template_messages(template: Template, item: JudgeItem) -> list[dict[str, str]]:
+    """The template as chat messages: its system text (if any), then the user body with every
+    placeholder substituted in one pass (the same pieces the token-id renderer tokenises)."""
+    user = "".join(text for text, _trusted in template.pieces(item))
+    msgs = [{"role": "system", "content": template.system}] if template.system else []
+    return [*msgs, {"role": "user", "content": user}]
+
+
+def p_yes_from_top(top: list[dict], *, prefixes: bool = False) -> float | None:
+    """p_yes from a chat ``top_logprobs`` list (``[{"token", "logprob"}, ...]``): the
+    probabilities of every spelling of the answer words (case, surrounding spaces) are summed
+    and normalised over yes + no. None when neither word is in the list.
+
+    ``prefixes``: the answer was constrained to the two words (vLLM's choice grammar), so every
+    listed token is the start of one of them (``y`` of ``yes``) and counts for it; unconstrained,
+    a ``y`` could start any word and only whole words count."""
+    py = pn = 0.0
+    seen = False
+    for entry in top or []:
+        if not isinstance(entry, dict) or entry.get("logprob") is None:
+            continue
+        word = str(entry.get("token", "")).strip().lower()
+        is_yes = word in YES_WORDS or (prefixes and word and any(w.startswith(word) for w in YES_WORDS))
+        is_no = word in NO_WORDS or (prefixes and word and any(w.startswith(word) for w in NO_WORDS))
+        if is_yes == is_no:  # neither, or a prefix of both
+            continue
+        p = math.exp(float(entry["logprob"]))
+        seen = True
+        if is_yes:
+            py += p
+        else:
+            pn += p
+    if not seen or py + pn == 0.0:
+        return None
+    return py / (py + pn)
+
+
+def retry_after_seconds(headers: httpx.Headers, now: float | None = None) -> float | None:
+    """The wait a 429/503 asks for: ``retry-after-ms``, or ``Retry-After`` in seconds or as an
+    HTTP date. None when absent or unreadable."""
+    ms = headers.get("retry-after-ms")
+    if ms:
+        try:
+            return max(0.0, float(ms) / 1000.0)
+        except ValueError:
+            pass
+    value = headers.get("retry-after")
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError, IndexError):
+        return None
+    return max(0.0, when.timestamp() - (time.time() if now is None else now))
+
+
+def api_key_for(urls: list[str], api_key_env: str = API_KEY_ENV) -> str:
+    """The key from ``api_key_env``; for api.openai.com also ``OPENAI_API_KEY``."""
+    key = os.environ.get(api_key_env, "")
+    if not key and any(urlparse(u if "//" in u else f"http://{u}").hostname == OPENAI_HOST for u in urls):
+        key = os.environ.get(OPENAI_KEY_ENV, "")
+    return key
+
+
+class ChatJudge(Judge):
+    """Judge served by one or more OpenAI-compatible chat endpoints.
+
+    Args:
+        urls: endpoint base URLs (``https://api.openai.com`` or ``.../v1``).
+        model: the model name (e.g. ``gpt-4.1-2025-04-14``).
+        config: mode, template file, explain budget and attempts, temperature.
+        cache: the durable verdict cache (None for none).
+        concurrency: requests in flight at most; timeout_s: per request.
+        max_retries: retries of a transport fault after the first attempt.
+        max_retry_after_s: the longest wait a ``Retry-After`` may impose.
+        api_key_env: the environment variable holding the key (never logged).
+        response_format: constrain explain-mode answers with a JSON schema where accepted.
+        transport: an httpx transport (tests, custom networking); default httpx's own.
+    """
+
+    def __init__(self, urls: list[str] | str, model: str, *, config: JudgeConfig | None = None,
+                 cache: VerdictCache | None = None, concurrency: int = 16, timeout_s: float = 120.0,
+                 max_retries: int = 5, backoff_s: float = 1.0, max_backoff_s: float = 30.0,
+                 max_retry_after_s: float = 120.0, api_key_env: str = API_KEY_ENV, cooldown_s: float = 10.0,
+                 response_format: bool = True, transport: httpx.AsyncBaseTransport | None = None,
+                 discover: bool = True) -> None:
+        urls = [urls] if isinstance(urls, str) else list(urls)
+        self.pool = EndpointPool(urls, cooldown_s=cooldown_s)
+        self.model = model
+        self.timeout_s, self.max_retries = timeout_s, max_retries
+        self.backoff_s, self.max_backoff_s, self.max_retry_after_s = backoff_s, max_backoff_s, max_retry_after_s
+        self._key = api_key_for(urls, api_key_env)
+        self._headers = {"Authorization": f"Bearer {self._key}"} if self._key else {}
+        self._transport = transport
+        self._client: httpx.AsyncClient | None = None
+        self._sem: asyncio.Semaphore | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self.use_response_format = response_format
+        host = urlparse(self.pool.endpoints[0].url).netloc
+        self.served_root = self._discover_root() if discover and transport is None else None
+        model_id = f"chat:{host}:{model}" + (f"@{self.served_root}" if self.served_root else "")
+        super().__init__(None, model_id=model_id, config=config, cache=cache, concurrency=concurrency)
+
+    def __repr__(self) -> str:  # never show the key
+        return f"ChatJudge(urls={[e.url for e in self.pool.endpoints]}, model={self.model!r})"
+
+    def _redact(self, text: str) -> str:
+        return text.replace(self._key, "***") if self._key else text
+
+    def _discover_root(self) -> str | None:
+        """vLLM reports the served weights as ``root``; hosted APIs do not (None)."""
+        for ep in self.pool.endpoints:
+            try:
+                data = httpx.get(f"{ep.url}/models", headers=self._headers, timeout=10).json()
+                for m in data.get("data", []):
+                    if m.get("id") == self.model and m.get("root"):
+                        return str(m["root"])
+            except (httpx.HTTPError, ValueError, AttributeError):
+                continue
+        return None
+
+    # ------------------------------------------------------------------ transport
+    def _ensure_client(self) -> httpx.AsyncClient:
+        # connections and the semaphore belong to the event loop that made them (see http.py)
+        loop = asyncio.get_running_loop()
+        if self._client is None or self._loop is not loop:
+            limits = httpx.Limits(max_connections=self.concurrency, max_keepalive_connections=self.concurrency)
+            self._client = httpx.AsyncClient(timeout=self.timeout_s, limits=limits, headers=self._headers,
+                                             transport=self._transport)
+            self._sem = asyncio.Semaphore(self.concurrency)
+            self._loop = loop
+        return self._client
+
+    async def aclose(self) -> None:
+        if self._client is not None and self._loop is asyncio.get_running_loop():
+            await self._client.aclose()
+        self._client = self._loop = None
+
+    def _backoff(self, attempt: int) -> float:
+        return min(self.max_backoff_s, self.backoff_s * 2 ** (attempt - 1)) * random.uniform(0.5, 1.5)
+
+    async def _post(self, body: dict) -> dict:
+        """One chat request with retries across endpoints; raises ``_Failed`` after the last."""
+        client = self._ensure_client()
+        last, avoid, wait = "no attempt", None, 0.0
+        for attempt in range(self.max_retries + 1):
+            if attempt:
+                self.stats.retries += 1
+                await asyncio.sleep(max(wait, self._backoff(attempt)))
+            wait = 0.0
+            async with self._sem:
+                ep = self.pool.acquire(avoid=avoid)
+                ok = dead = False
+                try:
+                    resp = await client.post(f"{ep.url}/chat/completions", json=body)
+                    self.stats.requests += 1
+                    if resp.status_code == 200:
+                        try:
+                            data = resp.json()
+                        except ValueError:
+                            last = f"HTTP 200 from {ep.url} without a JSON body: {resp.text[:200]!r}"
+                        else:
+                            ok = True
+                            self.stats.by_endpoint[ep.url] = self.stats.by_endpoint.get(ep.url, 0) + 1
+                            return data
+                    else:
+                        last = f"HTTP {resp.status_code} from {ep.url}: {resp.text[:300]}"
+                        if resp.status_code in (429, 503):
+                            asked = retry_after_seconds(resp.headers)
+                            if asked is not None:
+                                wait = min(asked, self.max_retry_after_s)
+                        elif resp.status_code in _NO_RETRY:
+                            if self._drop_response_format(resp, body):
+                                continue  # asked again without the field: a missing feature, not a fault
+                            raise _Failed(self._redact(last))  # a bad request stays bad
+                except httpx.TimeoutException:
+                    last = f"timeout after {self.timeout_s}s at {ep.url}"
+                except (httpx.ConnectError, httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError) as exc:
+                    dead = True
+                    last = f"{type(exc).__name__} at {ep.url}: {exc}"
+                finally:
+                    self.pool.release(ep, ok=ok, dead=dead)
+            avoid = ep.url
+            log.debug("chat judge attempt %d failed: %s", attempt + 1, self._redact(last))
+        raise _Failed(self._redact(last) + f" (after {self.max_retries + 1} attempts)")
+
+    def _drop_response_format(self, resp: httpx.Response, body: dict) -> bool:
+        """A server that does not take ``response_format`` is asked without it (parse only)."""
+        if "response_format" in body and ("response_format" in resp.text or "json_schema" in resp.text):
+            self.use_response_format = False
+            body.pop("response_format")
+            return True
+        return False
+
+    def _account(self, data: dict) -> None:
+        usage = data.get("usage") or {}
+        self.stats.prompt_tokens += int(usage.get("prompt_tokens") or 0)
+        self.stats.completion_tokens += int(usage.get("completion_tokens") or 0)
+        details = usage.get("prompt_tokens_details") or {}
+        self.stats.cached_tokens += int(details.get("cached_tokens") or 0)
+
+    # ------------------------------------------------------------------ requests
+    def choice_body(self, messages: list[dict]) -> dict:
+        body = {"model": self.model, "messages": messages, "max_tokens": 1, "temperature": 0.0,
+                "logprobs": True, "top_logprobs": TOP_LOGPROBS}
+        if self.served_root:  # vLLM: constrain the answer to the two words (hosted APIs lack the field)
+            body["structured_outputs"] = {"choice": [YES_WORDS[0], NO_WORDS[0]]}
+        return body
+
+    def explain_body(self, messages: list[dict]) -> dict:
+        body = {"model": self.model, "messages": messages, "max_tokens": self.config.max_explain_tokens,
+                "temperature": self.config.temperature}
+        if self.served_root:
+            body["structured_outputs"] = {"regex": EXPLAIN_REGEX}
+        elif self.use_response_format:
+            body["response_format"] = {"type": "json_schema", "json_schema": {
+                "name": "rubric_item_verdict", "schema": EXPLAIN_SCHEMA, "strict": True}}
+        return body
+
+    async def _grade_uncached(self, template: Template, items: list[JudgeItem], *,
+                              on_done: Callable[[int, Verdict], None] | None = None) -> list[Verdict]:
+        async def one(i: int) -> Verdict:
+            v = await self._grade_one(template, items[i], [])
+            if on_done is not None:
+                on_done(i, v)
+            return v
+
+        out = await run_staged(items, one)  # hosted APIs cache shared prefixes too
+        return [v if v is not None else Verdict.failed("not graded") for v in out]
+
+    async def _grade_one(self, template: Template, item: JudgeItem, ids: list[int]) -> Verdict:
+        messages = template_messages(template, item)
+        if template.mode == "choice":
+            return await self._grade_choice(messages)
+        return await self._grade_explain(messages)
+
+    async def _grade_choice(self, messages: list[dict]) -> Verdict:
+        try:
+            data = await self._post(self.choice_body(messages))
+        except _Failed as exc:
+            return Verdict.failed(str(exc))
+        self._account(data)
+        try:
+            top = data["choices"][0]["logprobs"]["content"][0]["top_logprobs"]
+        except (KeyError, IndexError, TypeError):
+            return Verdict.failed(f"no top_logprobs in the judge's answer: {str(data)[:200]}")
+        p = p_yes_from_top(top, prefixes=bool(self.served_root))
+        if p is None:
+            words = [str(e.get("token")) for e in top if isinstance(e, dict)][:8]
+            return Verdict.failed(f"neither answer word (yes/no) is in the judge's top logprobs: {words}")
+        return Verdict(met=p >= 0.5, p_yes=p, mode="choice")
+
+    async def _grade_explain(self, messages: list[dict]) -> Verdict:
+        cfg = self.config
+        body = self.explain_body(messages)
+        last = "no attempt"
+        for attempt in range(cfg.explain_attempts):
+            if attempt:
+                self.stats.retries += 1
+            try:
+                data = await self._post(body)
+            except _Failed as exc:
+                return Verdict.failed(str(exc), mode="explain")
+            self._account(data)
+            text = _content(data)
+            parsed = parse_explain(text)
+            if parsed is not None:
+                met, why = parsed
+                return Verdict(met=met, p_yes=1.0 if met else 0.0, explanation=why, mode="explain")
+            last = f"unparseable grader output: {text[:200]!r}"
+            body = {**self.explain_body(messages), "temperature": max(cfg.temperature, 0.7), "seed": attempt + 1}
+        return Verdict.failed(f"{last} after {cfg.explain_attempts} attempts", mode="explain")
+
+    async def _generate_json_uncached(self, template: Template, items: list[JudgeItem], *, constraint: dict,
+                                      required: tuple[str, ...], max_tokens: int, attempts: int,
+                                      on_done: Callable[[int, JSONResult], None] | None = None) -> list[JSONResult]:
+        async def one(i: int) -> JSONResult:
+            r = await self._generate_json_chat(template_messages(template, items[i]), constraint=constraint,
+                                               required=required, max_tokens=max_tokens, attempts=attempts)
+            if on_done is not None:
+                on_done(i, r)
+            return r
+
+        out = await run_staged(items, one)
+        return [r if r is not None else JSONResult.failed("not generated") for r in out]
+
+    async def _generate_json_chat(self, messages: list[dict], *, constraint: dict, required: tuple[str, ...],
+                                  max_tokens: int, attempts: int) -> JSONResult:
+        body: dict = {"model": self.model, "messages": messages, "max_tokens": max_tokens,
+                      "temperature": self.config.temperature}
+        if self.use_response_format and "json" in constraint:  # a regex has no chat-API form: parse only
+            body["response_format"] = {"type": "json_schema", "json_schema": {
+                "name": "judge_json", "schema": constraint["json"]}}
+        last, text = "no attempt", None
+        for attempt in range(attempts):
+            if attempt:
+                self.stats.retries += 1
+            try:
+                data = await self._post(body)
+            except _Failed as exc:
+                return JSONResult.failed(str(exc))
+            self._account(data)
+            text = _content(data)
+            obj = parse_json_object(text, required)
+            if obj is not None:
+                return JSONResult(value=obj, text=text)
+            last = f"unparseable JSON: {text[:200]!r}"
+            body = {**body, "temperature": max(self.config.temperature, 0.7), "seed": attempt + 1}
+        return JSONResult.failed(f"{last} after {attempts} attempts", text=text)
+
+
+def _content(data: dict) -> str:
+    try:
+        return str(data["choices"][0]["message"].get("content") or "")
+    except (KeyError, IndexError, TypeError, AttributeError):
+        return ""
