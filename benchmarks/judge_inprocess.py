@@ -83,10 +83,10 @@ def build_model(size: str, out: Path, dtype: str) -> Path:
 def demo_items(model_dir: Path) -> list:
     """The judge items ``rubricstree demo`` grades: RubricReward over the bundled rollouts with
     the embedding router, its grade call recorded instead of run."""
-    from reward.cli.demo import demo_rollouts_path
-    from reward.cli.score import build_router
+    from reward.demo import demo_rollouts_path
     from reward.judge import Verdict, make_judge
-    from reward.rubric_reward import RubricReward, load_rollouts
+    from reward.router import make_router
+    from reward.stages.rubric_reward import RubricReward, load_rollouts
     from reward.tree import load_tree
 
     tree = load_tree()
@@ -98,7 +98,7 @@ def demo_items(model_dir: Path) -> list:
         return [Verdict(met=False, p_yes=0.0)] * len(items)
 
     judge.grade = record  # collect the items; the benchmark grades them below
-    reward = RubricReward(tree, build_router("embedding", tree, judge), judge, scoring="soft", combine="mean")
+    reward = RubricReward(tree, make_router("embedding", tree), judge, scoring="soft", combine="mean")
     asyncio.run(reward.score(load_rollouts(demo_rollouts_path())))
     return seen
 
