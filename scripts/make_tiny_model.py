@@ -9,7 +9,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from training.tiny_model import main  # noqa: E402
+from training.tiny_model import main
 
 if __name__ == "__main__":
     raise SystemExit(main())

@@ -55,3 +55,14 @@ def judge_url() -> str:
 def _isolated_cache(tmp_path, monkeypatch):
     """Every test gets its own verdict cache directory, so no test sees another's verdicts."""
     monkeypatch.setenv("RUBRICSTREE_CACHE_DIR", str(tmp_path / "cache"))
+
+
+def pytest_collection_modifyitems(config, items):
+    """Cost is a marker, not a folder: a test that uses the tiny model is ``slow``, one that
+    needs the judge server is ``server`` (explicit marks in the files add to these)."""
+    for item in items:
+        names = set(getattr(item, "fixturenames", ()))
+        if "tiny_model_dir" in names:
+            item.add_marker(pytest.mark.slow)
+        if "judge_url" in names:
+            item.add_marker(pytest.mark.server)

@@ -82,8 +82,8 @@ def served_judge_identity(judge_url: str, judge_api: str = "auto", served_model:
                           api_key_env: str | None = None) -> dict[str, str]:
     """``{"backend": "chat"|"http", "model": name}`` of a served judge, without building it (an
     evaluation records who grades before it loads the judge, and re-scores without it)."""
-    from reward.serving import JUDGE_API_KEY_ENV, first_served_model
     from reward.judge.chat import API_KEY_ENV, api_key_for
+    from reward.serving import JUDGE_API_KEY_ENV, first_served_model
 
     urls = [u.strip() for u in judge_url.split(",")]
     key = api_key_for(urls, api_key_env or API_KEY_ENV)

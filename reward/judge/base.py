@@ -131,6 +131,7 @@ class Judge(ABC):
 
     async def aclose(self) -> None:
         """Release connections (HTTP backend); a no-op elsewhere."""
+        return None
 
     # ------------------------------------------------------------------ backend hooks
     @abstractmethod

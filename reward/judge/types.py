@@ -57,7 +57,7 @@ class Verdict(BaseModel):
         return self.failure is None
 
     @classmethod
-    def failed(cls, reason: str, mode: Mode = "choice") -> "Verdict":
+    def failed(cls, reason: str, mode: Mode = "choice") -> Verdict:
         return cls(met=None, p_yes=None, failure=reason, mode=mode)
 
 
@@ -120,5 +120,5 @@ class JSONResult(BaseModel):
         return self.failure is None
 
     @classmethod
-    def failed(cls, reason: str, text: str | None = None) -> "JSONResult":
+    def failed(cls, reason: str, text: str | None = None) -> JSONResult:
         return cls(value=None, failure=reason, text=text)

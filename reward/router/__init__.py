@@ -6,8 +6,18 @@ each distinct prompt once (memory, then the durable verdict cache). Importing th
 registers the three routers; the embedding model and torch are loaded only when used.
 """
 
-from reward.router.base import (ROUTERS, ActiveLeaf, CachedRouter, Router, Routing, as_conversation,
-                                make_router, register_router, routing_key, tree_fingerprint)
+from reward.router.base import (
+                                ROUTERS,
+                                ActiveLeaf,
+                                CachedRouter,
+                                Router,
+                                Routing,
+                                as_conversation,
+                                make_router,
+                                register_router,
+                                routing_key,
+                                tree_fingerprint,
+)
 from reward.router.embedding import EmbeddingRouter
 from reward.router.llm import LLMTreeRouter
 from reward.router.static import StaticRouter

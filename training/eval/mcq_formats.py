@@ -64,7 +64,7 @@ class EvalMCQ(BaseModel):
         return dict(sorted(v.items()))
 
     @model_validator(mode="after")
-    def _key_is_an_option(self) -> "EvalMCQ":
+    def _key_is_an_option(self) -> EvalMCQ:
         if self.answer not in self.options:
             raise ValueError(f"the key {self.answer!r} is not one of the option letters {sorted(self.options)}")
         return self
@@ -92,7 +92,7 @@ class _MedBullets(BaseModel):
     id: str | int | None = None
 
     @model_validator(mode="after")
-    def _some_options(self) -> "_MedBullets":
+    def _some_options(self) -> _MedBullets:
         if self.options is None and not any(getattr(self, k) for k in _BULLET_KEYS):
             raise ValueError("no options: give 'opa'..'ope' or an 'options' mapping")
         return self

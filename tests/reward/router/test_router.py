@@ -1,0 +1,271 @@
+"""Routers on a hand-built tree with a fake judge: the walk, thresholds, always-on leaves,
+multi-parent joint relevance, route-once caching and failures; the static router; the registry."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from reward.judge import Message, VerdictCache
+from reward.judge.templates import RELEVANCE, URGENCY
+from reward.router import ROUTERS, CachedRouter, LLMTreeRouter, Router, StaticRouter, make_router, register_router
+from reward.stages.rubric_reward import RubricReward
+from reward.tree import Node, RubricTree
+
+try:  # tests/ on sys.path (conftest) or the repository root (tests is a package)
+    from fakes import FakeJudge
+except ImportError:
+    from rt_fakes import FakeJudge
+
+
+def _tree() -> RubricTree:
+    """root -> A, B;  A -> a1, A2;  A2 -> a21, shared;  B -> b1, shared, b_safe (always on)."""
+    def inner(i, children):
+        return Node(id=i, title=i, definition=f"about {i}", children=tuple(children))
+
+    def leaf(i, **kw):
+        return Node(id=i, title=i, definition=f"about {i}", criterion=f"criterion {i}", **kw)
+
+    return RubricTree([
+        inner("root", ["A", "B"]), inner("A", ["a1", "A2"]), inner("A2", ["a21", "shared"]),
+        inner("B", ["b1", "shared", "b_safe"]),
+        leaf("a1", tags={"axis": "accuracy", "scenarios": ["symptoms"], "themes": ["emergency_referrals"]}),
+        leaf("a21", tags={"axis": "completeness", "scenarios": ["health_data"]}),
+        leaf("shared", tags={"axis": "accuracy", "scenarios": ["health_data", "explanation"]}),
+        leaf("b1", tags={"axis": "communication_quality", "themes": ["communication"]}),
+        leaf("b_safe", polarity="negative", always_on=True),
+    ], root="root", name="mini")
+
+
+REL = {"A": 0.9, "A2": 0.6, "a1": 0.8, "a21": 0.9, "shared": 1.0, "B": 0.3, "b1": 0.9, "b_safe": 0.0}
+
+
+def _judge(rel=None, urgency=0.1, fail=(), **kw) -> FakeJudge:
+    rel = dict(REL if rel is None else rel)
+
+    def decide(template, item):
+        if template.name == URGENCY.name:
+            if "urgency" in fail:
+                raise RuntimeError("urgency down")
+            return urgency
+        if template.name == RELEVANCE.name:
+            node = item.criterion.split(":")[0]
+            if node in fail:
+                raise RuntimeError(f"{node} down")
+            return rel[node]
+        return 1.0
+
+    return FakeJudge(decide, **kw)
+
+
+CONV = (Message(role="user", content="my question"),)
+
+
+def _asked(judge: FakeJudge) -> list[str]:
+    return [item.criterion.split(":")[0] for name, item in judge.calls if name == RELEVANCE.name]
+
+
+def test_walk_expands_relevant_nodes_only():
+    judge = _judge()
+    r = LLMTreeRouter(_tree(), judge, threshold=0.5).route_sync(CONV)
+    # A (0.9) expanded; B (0.3) not, so b1 is never asked; A2 joint 0.54 expanded;
+    # a1 0.72 and shared 0.54 active, a21 0.486 below 0.5.
+    assert set(_asked(judge)) == {"A", "B", "a1", "A2", "a21", "shared"}
+    assert r.threshold == 0.5
+    assert r.leaf_ids == ["a1", "shared", "b_safe"]
+    assert r.relevance["a1"] == pytest.approx(0.72)
+    assert r.relevance["shared"] == pytest.approx(0.54)
+    assert set(r.expanded) == {"A", "A2"}
+    assert r.n_judge_calls == 7  # 6 relevance + 1 urgency
+    assert r.urgency == pytest.approx(0.1)
+    # one batched call per level: the judge saw the levels in order
+    assert _asked(judge)[:2] == ["A", "B"]
+
+
+def test_lower_threshold_activates_more():
+    r = LLMTreeRouter(_tree(), _judge(), threshold=0.4).route_sync(CONV)
+    assert "a21" in r.leaf_ids
+
+
+def test_emergency_threshold_when_urgent():
+    judge = _judge(urgency=0.9)
+    r = LLMTreeRouter(_tree(), judge, threshold=0.5, emergency_threshold=0.2).route_sync(CONV)
+    assert r.threshold == 0.2 and r.urgency == pytest.approx(0.9)
+    assert "B" in r.expanded and "b1" in r.leaf_ids  # B (0.3) opens under the emergency threshold
+    assert r.relevance["b1"] == pytest.approx(0.27)
+
+
+def test_urgency_cutoff_is_configurable():
+    r = LLMTreeRouter(_tree(), _judge(urgency=0.6), threshold=0.5, emergency_threshold=0.2,
+                      urgency_cutoff=0.7).route_sync(CONV)
+    assert r.threshold == 0.5
+
+
+def test_always_on_leaves_are_active_even_when_irrelevant():
+    rel = dict(REL, A=0.0, B=0.0)
+    r = LLMTreeRouter(_tree(), _judge(rel), threshold=0.5, always_on=["a21"]).route_sync(CONV)
+    assert r.leaf_ids == ["a21", "b_safe"]
+    assert {a.reason for a in r.active} == {"always_on"}
+    assert all(a.relevance == 0.0 for a in r.active)
+    with pytest.raises(ValueError, match="not leaves"):
+        LLMTreeRouter(_tree(), _judge(), always_on=["A"])
+
+
+def test_multi_parent_leaf_takes_the_best_path():
+    # shared: via B = 0.3 * 1.0 = 0.3 (reached first, at level 2); via A -> A2 = 0.9 * 0.6 * 1.0 = 0.54
+    judge = _judge(urgency=0.9)
+    r = LLMTreeRouter(_tree(), judge, emergency_threshold=0.2).route_sync(CONV)
+    assert r.relevance["shared"] == pytest.approx(0.54)
+    assert _asked(judge).count("shared") == 1  # asked once whatever the number of parents
+    # the other way round: the shallow parent is the better path
+    r = LLMTreeRouter(_tree(), _judge(dict(REL, B=0.8, A2=0.5), urgency=0.9),
+                      emergency_threshold=0.2).route_sync(CONV)
+    assert r.relevance["shared"] == pytest.approx(0.8)
+
+
+def test_deeper_better_path_reexpands_without_new_calls():
+    # X has a weak shallow parent P (joint 0.55) and a strong deeper one Q (1.0 * 0.9 = 0.9).
+    # The walk reaches X first through P (x1 = 0.55 * 0.7 = 0.385, below 0.5), then through Q:
+    # X's joint rises to 0.9 and X is expanded again, so x1 = 0.9 * 0.7 = 0.63 becomes active.
+    nodes = [Node(id="root", title="root", children=("P", "A")), Node(id="P", title="P", children=("X",)),
+             Node(id="A", title="A", children=("Q",)), Node(id="Q", title="Q", children=("X",)),
+             Node(id="X", title="X", children=("x1",)), Node(id="x1", title="x1", criterion="c")]
+    tree = RubricTree(nodes, root="root")
+    judge = _judge({"P": 0.55, "A": 1.0, "Q": 0.9, "X": 1.0, "x1": 0.7})
+    r = LLMTreeRouter(tree, judge, threshold=0.5).route_sync(CONV)
+    assert r.leaf_ids == ["x1"]
+    assert r.relevance["x1"] == pytest.approx(0.63)
+    assert r.expanded["X"] == pytest.approx(0.9)
+    assert sorted(_asked(judge)) == ["A", "P", "Q", "X", "x1"]  # each node asked once
+
+
+def test_routing_failures_count_as_relevant():
+    judge = _judge(fail={"B"})
+    r = LLMTreeRouter(_tree(), judge, threshold=0.5).route_sync(CONV)
+    assert r.n_failures == 1 and r.failed_nodes == ("B",)
+    assert "B" in r.expanded and "b1" in r.leaf_ids  # recall wins
+    assert judge.stats.failures == 1
+
+
+def test_urgency_failure_uses_the_emergency_threshold():
+    r = LLMTreeRouter(_tree(), _judge(fail={"urgency"}), threshold=0.5,
+                      emergency_threshold=0.2).route_sync(CONV)
+    assert r.urgency is None and r.threshold == 0.2 and "urgency" in r.failed_nodes
+
+
+def test_context_is_shown_to_the_router():
+    judge = _judge()
+    LLMTreeRouter(_tree(), judge).route_sync(CONV, context="HbA1c 7.1% on 2024-03-01")
+    conv = judge.calls[0][1].conversation
+    assert conv[0].role == "context" and "HbA1c" in conv[0].content
+
+
+# ---------------------------------------------------------------------- route once
+async def test_in_memory_cache_routes_each_prompt_once():
+    judge = _judge()
+    router = CachedRouter(LLMTreeRouter(_tree(), judge))
+    first = await router.route(CONV)
+    n = len(judge.calls)
+    again = await router.route(CONV)
+    assert len(judge.calls) == n and again.cached and not first.cached
+    assert again.leaf_ids == first.leaf_ids
+    # concurrent requests for one prompt share one computation
+    other = (Message(role="user", content="another question"),)
+    results = await asyncio.gather(*(router.route(other) for _ in range(5)))
+    urgency_calls = [c for c in judge.calls if c[0] == URGENCY.name]
+    assert len(urgency_calls) == 2
+    assert sum(not r.cached for r in results) == 1
+    assert router.stats == {"routing_hits_memory": 5, "routing_hits_durable": 0, "routing_misses": 2}
+
+
+async def test_durable_cache_serves_a_second_router(tmp_path):
+    cache = VerdictCache(tmp_path / "v.sqlite")
+    judge1 = _judge()
+    r1 = await CachedRouter(LLMTreeRouter(_tree(), judge1), cache).route(CONV)
+    assert judge1.calls
+    judge2 = _judge()  # a fresh process: no memory, no verdict cache, same durable store
+    router2 = CachedRouter(LLMTreeRouter(_tree(), judge2), cache)
+    r2 = await router2.route(CONV)
+    assert judge2.calls == [] and r2.cached and r2.leaf_ids == r1.leaf_ids
+    assert router2.hits_durable == 1
+    # another threshold is another routing
+    judge3 = _judge()
+    await CachedRouter(LLMTreeRouter(_tree(), judge3, threshold=0.3), cache).route(CONV)
+    assert judge3.calls
+
+
+async def test_failed_routing_is_not_stored_durably(tmp_path):
+    cache = VerdictCache(tmp_path / "v.sqlite")
+    await CachedRouter(LLMTreeRouter(_tree(), _judge(fail={"B"})), cache).route(CONV)
+    judge = _judge()
+    r = await CachedRouter(LLMTreeRouter(_tree(), judge), cache).route(CONV)
+    assert judge.calls and not r.cached and r.n_failures == 0
+
+
+async def test_a_group_of_rollouts_is_routed_once_per_prompt():
+    judge = _judge()
+    reward = RubricReward(_tree(), LLMTreeRouter(_tree(), judge), judge)
+    prompts = [[{"role": "user", "content": f"question {k}"}] for k in range(2)]
+    rollouts = [{"id": f"p{k}-r{j}", "prompt": prompts[k], "completion": f"answer {j}"}
+                for k in range(2) for j in range(4)]
+    await reward.score(rollouts)
+    assert len([c for c in judge.calls if c[0] == URGENCY.name]) == 2
+    per_prompt = len([c for c in judge.calls if c[0] == RELEVANCE.name]) / 2
+    assert per_prompt == 6  # the same walk as test_walk_expands_relevant_nodes_only
+    assert reward.stats["prompts_routed"] == 2 and reward.stats["routing_judge_calls"] == 14
+    # a second batch of the same prompts routes nothing
+    n = len(judge.calls)
+    await reward.score(rollouts[:3])
+    assert not [c for c in judge.calls[n:] if c[0] in (URGENCY.name, RELEVANCE.name)]
+
+
+# ---------------------------------------------------------------------- static router
+def test_static_router_all_leaves_and_tag_filters():
+    tree = _tree()
+    assert StaticRouter(tree).route_sync(CONV).leaf_ids == ["a1", "a21", "shared", "b1", "b_safe"]
+    r = StaticRouter(tree, axes=["accuracy"]).route_sync(CONV)
+    assert r.leaf_ids == ["a1", "shared", "b_safe"]
+    assert [a.reason for a in r.active] == ["static", "static", "always_on"]
+    assert StaticRouter(tree, scenarios="health_data", include_always_on=False).route_sync(CONV).leaf_ids == ["a21", "shared"]
+    assert StaticRouter(tree, themes=["communication"], include_always_on=False).route_sync(CONV).leaf_ids == ["b1"]
+    # filters combine with AND
+    assert StaticRouter(tree, axes=["accuracy"], scenarios=["symptoms"],
+                        include_always_on=False).route_sync(CONV).leaf_ids == ["a1"]
+    with pytest.raises(ValueError, match="unknown axes"):
+        StaticRouter(tree, axes=["kindness"])
+    with pytest.raises(ValueError, match="select no leaf"):
+        StaticRouter(tree, themes=["nothing_like_this"])
+    r = StaticRouter(tree).route_sync(CONV)
+    assert r.n_judge_calls == 0 and r.threshold is None
+    assert sum(a.weight for a in r.active) == pytest.approx(1.0)
+
+
+# ---------------------------------------------------------------------- registry
+def test_registry_refuses_duplicates_and_builds_by_name():
+    assert {"llm", "embedding", "static"} <= set(ROUTERS)
+    saved = dict(ROUTERS)
+    try:
+        with pytest.raises(ValueError, match="already registered"):
+            @register_router("static")
+            class Again(StaticRouter):
+                pass
+
+        @register_router("test-only")
+        class Mine(Router):
+            async def route(self, conversation, context=None):
+                raise NotImplementedError
+
+        assert ROUTERS["test-only"] is Mine and Mine.name == "test-only"
+        assert isinstance(make_router("static", _tree()), StaticRouter)
+        with pytest.raises(ValueError, match="unknown router"):
+            make_router("nope", _tree())
+    finally:
+        ROUTERS.clear()
+        ROUTERS.update(saved)
+    assert "test-only" not in ROUTERS
+
+
+def test_threshold_validation():
+    with pytest.raises(ValueError, match="threshold"):
+        LLMTreeRouter(_tree(), _judge(), threshold=1.5)
