@@ -19,8 +19,18 @@ from reward.router import StaticRouter
 from reward.stages.rubric_reward import Rollout, RubricReward
 from reward.tree import Node, RubricTree
 from training.generation import GenOutput
-from training.optimize.best_of_n import pick_best, preference_pairs, run_best_of_n, save_pairs
-from training.optimize.handbook import build_handbooks, conversation_key, estimate_tokens, render_handbook
+from training.optimize.best_of_n import (
+    pick_best,
+    preference_pairs,
+    run_best_of_n,
+    save_pairs,
+)
+from training.optimize.handbook import (
+    build_handbooks,
+    conversation_key,
+    estimate_tokens,
+    render_handbook,
+)
 from training.optimize.report import run_report
 from training.optimize.revise import REVISE_INSTRUCTION, best_round, revise_rollouts
 from training.optimize.store import OptimizeLog, PromptRow

@@ -12,8 +12,9 @@ Data flow::
 
 Held-out judge: the optimisation's judge (``judge`` in each answers file's settings) must not be
 the report's judge, or the report would measure how well the policy pleased that judge (reward
-hacking passes unseen). The same identity is an error unless ``allow_same_judge``; then every
-output says so.
+hacking passes unseen). The same weights (:func:`judge_weights`: compared by model path, so one
+model behind two URLs or two backends counts as one judge) are an error unless
+``allow_same_judge``; then every output says so.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from reward.errors import InputError
 from reward.jsonl import iter_jsonl
 from training.eval.compare import paired_bootstrap
 
-__all__ = ["judge_of", "load_answers", "run_report", "wall_of"]
+__all__ = ["judge_of", "judge_weights", "load_answers", "run_report", "wall_of"]
 
 
 def load_answers(path: str | Path) -> dict[str, str]:
@@ -57,6 +58,19 @@ def judge_of(path: str | Path) -> str | None:
     if not settings.is_file():
         return None
     return json.loads(settings.read_text(encoding="utf-8")).get("judge")
+
+
+def judge_weights(model_id: str) -> str:
+    """What a judge identity names once the backend is set aside: the served model's root path
+    (``http:NAME@ROOT``) or the in-process model path (``hf:MODEL:DTYPE``), resolved; else the id.
+    The same weights behind another URL or backend are the same judge."""
+    if model_id.startswith("http:") and "@" in model_id:
+        ref = model_id.split("@", 1)[1]
+    elif model_id.startswith("hf:"):
+        ref = model_id[3:].rsplit(":", 1)[0]
+    else:
+        return model_id
+    return str(Path(ref).resolve()) if Path(ref).exists() else ref
 
 
 def wall_of(path: str | Path) -> float | None:
@@ -87,7 +101,7 @@ def run_report(rows: Sequence, methods: dict[str, str], judge, out: str | Path, 
     warnings: list[str] = []
     for name, path in methods.items():
         used = judge_of(path)
-        if used is not None and used == judge.model_id:
+        if used is not None and judge_weights(used) == judge_weights(judge.model_id):
             msg = (f"method '{name}' was optimised with judge '{used}', the same judge grades this report: "
                    "a gain may be reward hacking, not a better answer")
             if not allow_same_judge:

@@ -1,0 +1,29 @@
+"""``rubricstree optimize`` end to end on CPU with the tiny Qwen3 in this process, as the policy
+and as the judge (wiring only: a random-weight model's scores say nothing about the methods).
+The held-out report judge is the same weights under another identity (the served name differs)
+only in the server test; here the report must refuse the optimisation's own judge, then run
+with --allow-same-judge and say so."""
+
+from __future__ import annotations
+
+import pytest
+
+from rubricstree import app
+from tests.integration.optimize_helpers import check_outputs, run_all_four, runner
+
+pytestmark = pytest.mark.slow
+pytest.importorskip("torch")
+pytest.importorskip("transformers")
+
+
+def test_all_four_commands_in_process(tiny_model_dir, tmp_path):
+    judge = ["--judge-model", str(tiny_model_dir)]
+    policy = ["--model", str(tiny_model_dir)]
+    result = run_all_four(tmp_path, policy, judge, [*judge, "--allow-same-judge"])
+    check_outputs(tmp_path, result)
+    assert result["report"]["warnings"]  # the same judge is allowed only with a warning
+    # without --allow-same-judge the same judge is refused, naming the file
+    res = runner.invoke(app, ["optimize", "report", "--data", str(tmp_path / "prompts.jsonl"), "--out",
+                              str(tmp_path / "r2"), "--method", f"a={tmp_path / 'base.jsonl'}",
+                              "--method", f"b={tmp_path / 'bon.jsonl'}", *judge])
+    assert res.exit_code == 2 and "held-out" not in res.output and "same judge" in res.output
