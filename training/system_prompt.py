@@ -50,8 +50,11 @@ def _handbook_text(mode: str, messages: Sequence[Any]) -> str | None:
     book = _HANDBOOKS.setdefault(str(Path(path).resolve()), load_handbooks(path))
     key = conversation_key(messages)
     if key not in book:
-        raise KeyError(f"system prompt: handbook file '{path}' has no entry for this conversation "
-                       f"(key {key}); build it from the same prompts")
+        from reward.errors import InputError
+
+        raise InputError(f"no handbook entry for this conversation (key {key}, first turn "
+                         f"{str(messages[0].get('content', ''))[:60]!r}); build the handbook from the same prompts",
+                         file=path, field="conversation_key")
     return book[key] or None
 
 

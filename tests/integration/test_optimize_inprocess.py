@@ -6,6 +6,8 @@ with --allow-same-judge and say so."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from rubricstree import app
@@ -27,3 +29,21 @@ def test_all_four_commands_in_process(tiny_model_dir, tmp_path):
                               str(tmp_path / "r2"), "--method", f"a={tmp_path / 'base.jsonl'}",
                               "--method", f"b={tmp_path / 'bon.jsonl'}", *judge])
     assert res.exit_code == 2 and "held-out" not in res.output and "same judge" in res.output
+
+
+def test_eval_healthbench_with_the_handbook_system_prompt(tiny_model_dir, tmp_path):
+    from tests.integration.optimize_helpers import invoke, prompts_file, taxonomy_file
+
+    judge = ["--judge-model", str(tiny_model_dir)]
+    prompts = prompts_file(tmp_path)
+    invoke(["handbook", "--prompts", str(prompts), "--out", str(tmp_path / "hb.jsonl"), "--taxonomy",
+            str(taxonomy_file(tmp_path)), "--tokenizer", str(tiny_model_dir), "--max-tokens", "120", *judge])
+    res = runner.invoke(app, ["eval", "healthbench", "--model", str(tiny_model_dir), *judge, "--data", str(prompts),
+                              "--grading", "choice", "--max-new-tokens", "8", "--system-prompt",
+                              f"handbook:{tmp_path / 'hb.jsonl'}", "--out", str(tmp_path / "ev"), "--json"])
+    assert res.exit_code == 0, res.output
+    m = json.loads((tmp_path / "ev" / "metrics.json").read_text())
+    assert m["system_prompt"]["mode"] == "handbook:hb.jsonl" and m["n_scored"] + m["n_unscored"] == 3
+    hb = [json.loads(x) for x in (tmp_path / "hb.jsonl").read_text().splitlines()]
+    books = [r for r in hb if r["kind"] == "handbook"]
+    assert all(0 < r["tokens"] <= 120 and r["shown"] for r in books)  # counted with the real tokenizer

@@ -125,8 +125,17 @@ def test_handbook_system_prompt_mode(tmp_path):
     msgs = apply_system_prompt(PROMPT, f"handbook:{path}")
     assert msgs[0] == {"role": "system", "content": "CHECKLIST"} and msgs[1:] == PROMPT
     assert system_prompt_id(f"handbook:{path}")["mode"] == "handbook:hb.jsonl"
-    with pytest.raises(KeyError, match="no entry for this conversation"):
+    with pytest.raises(InputError, match="no handbook entry for this conversation") as err:
         apply_system_prompt([{"role": "user", "content": "another"}], f"handbook:{path}")
+    assert "hb.jsonl" in str(err.value) and "conversation_key" in str(err.value)
+    # the training data builders take the same mode: the handbook goes to the policy, not the judge
+    from reward.healthbench.schema import HealthBenchRow
+    from training.data import healthbench_record
+
+    row = HealthBenchRow.model_validate({"prompt_id": "p1", "prompt": PROMPT,
+                                         "rubrics": [{"criterion": "c", "points": 1, "tags": []}]})
+    rec = healthbench_record(row, system_prompt=f"handbook:{path}")
+    assert rec["prompt"][0]["content"] == "CHECKLIST" and rec["judge_prompt"] == PROMPT
     with pytest.raises(FileNotFoundError):
         apply_system_prompt(PROMPT, f"handbook:{tmp_path / 'missing.jsonl'}")
 
