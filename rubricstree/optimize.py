@@ -212,6 +212,7 @@ def report(
                                           "judge anyway (the report then warns: not a held-out measurement)"),
     resamples: int = typer.Option(1000, "--resamples"),
     seed: int = typer.Option(0, "--seed"),
+    concurrency: int = typer.Option(8, "--concurrency", help="rows graded at once"),
 ) -> None:
     """Compare the methods' answers on the rows' own rubrics with a held-out judge (paired bootstrap)."""
     from training.optimize.report import run_report, wall_of
@@ -231,7 +232,8 @@ def report(
         rows = load_prompts(data)
         judge = _judge(judge_url, judge_model, served_judge, cache_dir)
         result = run_report(rows, methods, judge, out, allow_same_judge=allow_same_judge, n_resamples=resamples,
-                            seed=seed, wall={m: w for m, p in methods.items() if (w := wall_of(p)) is not None})
+                            seed=seed, wall={m: w for m, p in methods.items() if (w := wall_of(p)) is not None},
+                            concurrency=concurrency)
     except (RubricsTreeError, ValueError, OSError) as exc:
         raise _fail(exc) from exc
     for w in result["warnings"]:

@@ -93,6 +93,17 @@ def render_handbook(tree: RubricTree, routing: Routing, *, max_tokens: int = 400
     if not shown:
         return "", {"shown": [], "cut": cut, "tokens": 0}
     text = "\n".join(lines)
+    while count(text) > max_tokens and len(lines) > 2:  # joining can add a token or two: drop the last line
+        last = lines.pop()
+        if last.startswith("- "):
+            shown.pop()
+            cut += 1
+        text = "\n".join(lines)
+    if lines[-1].startswith("\n"):  # a branch title left without its leaves
+        lines.pop()
+        text = "\n".join(lines)
+    if not shown or count(text) > max_tokens:
+        return "", {"shown": [], "cut": cut + len(shown), "tokens": 0}
     return text, {"shown": shown, "cut": cut, "tokens": count(text)}
 
 

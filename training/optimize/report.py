@@ -6,8 +6,9 @@ Data flow::
       (optimize best-of-n / revise output, or plain rollouts: id + completion)
       -> held-out judge grades every (method, row) on the row's rubric items
          -> "graded" record {method, id, score, met} appended as each row is graded
-      -> per method: mean clipped score with bootstrap std; paired bootstrap of each method's
-         difference from the first (training.eval.compare.paired_bootstrap)
+      -> per method: HealthBench's score (per-row points ratio, unclipped; the mean clipped to
+         [0, 1]) with bootstrap std; paired bootstrap of each method's difference from the first
+         over the rows both scored (training.eval.compare.paired_bootstrap, unclipped rows)
       -> report.json, report.md, report.html, report.png
 
 Held-out judge: the optimisation's judge (``judge`` in each answers file's settings) must not be
@@ -88,10 +89,13 @@ def _aggregate(values: Sequence[float], seed: int) -> dict[str, Any]:
 
 
 def run_report(rows: Sequence, methods: dict[str, str], judge, out: str | Path, *, allow_same_judge: bool = False,
-               n_resamples: int = 1000, seed: int = 0, wall: dict[str, float] | None = None) -> dict[str, Any]:
-    """Grade (or resume grading) every method's answers and write the report files; returns it."""
+               n_resamples: int = 1000, seed: int = 0, wall: dict[str, float] | None = None,
+               concurrency: int = 8) -> dict[str, Any]:
+    """Grade (or resume grading) every method's answers (``concurrency`` rows at a time) and write
+    the report files; returns the report."""
     from tqdm import tqdm
 
+    from reward.healthbench.scoring import example_score
     from reward.jsonl import JsonlLog
     from reward.stages.row_rubrics import grade_rubric_rows
     from training.eval.store import CrashHook
@@ -117,16 +121,30 @@ def run_report(rows: Sequence, methods: dict[str, str], judge, out: str | Path, 
     bar = tqdm(total=len(todo), unit="answer", desc="held-out grading", file=sys.stderr, disable=None)
 
     async def grade() -> None:
-        for m, r in todo:  # one row per call: each graded row is on disk before the next starts
-            conv = r.messages()
-            res = (await grade_rubric_rows(judge, [(conv, answers[m][r.id], [i.model_dump() for i in r.rubrics])]))[0]
+        sem = asyncio.Semaphore(max(1, concurrency))
+
+        async def one(m: str, r) -> None:  # one row per call: each graded row is on disk at once
+            items = [i.model_dump() for i in r.rubrics]
+            async with sem:
+                res = (await grade_rubric_rows(judge, [(r.messages(), answers[m][r.id], items)]))[0]
             crash.guard()
-            rec = {"method": m, "id": r.id, "judge": judge.model_id, "score": res.score, "met": res.met,
+            # HealthBench's per-example score (unclipped; the mean is clipped in aggregate)
+            score = None if res.met is None else example_score([i["points"] for i in items], res.met)
+            rec = {"method": m, "id": r.id, "judge": judge.model_id, "score": score, "met": res.met,
                    "failures": res.failures[:3]}
-            log.append(rec)
+            log.append(rec)  # in the event loop thread: appends never interleave
             graded[(m, r.id)] = rec
             bar.update(1)
             crash.tick("graded")
+
+        tasks = [asyncio.ensure_future(one(m, r)) for m, r in todo]
+        try:
+            await asyncio.gather(*tasks)
+        except BaseException:
+            for t in tasks:
+                t.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            raise
 
     try:
         asyncio.run(grade())

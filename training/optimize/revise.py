@@ -68,7 +68,9 @@ def revise_rollouts(rollouts: Sequence[Rollout], reward, generator, log, *, roun
     """Run (or resume) ``rounds`` revision rounds over ``rollouts``; returns the "best" records."""
     by_id = {r.id: r for r in rollouts}
     scored: dict[tuple[str, int], dict] = {(r["id"], r["round"]): r for r in log.records("round")}
-    revised: dict[tuple[str, int], dict] = {(r["id"], r["round"]): r for r in log.records("revision")}
+    # a failed generation (error, no text) is retried on a rerun
+    revised: dict[tuple[str, int], dict] = {(r["id"], r["round"]): r for r in log.records("revision")
+                                            if r.get("completion") is not None}
 
     def history(rid: str) -> list[dict]:
         return [scored[(rid, k)] for k in range(rounds + 1) if (rid, k) in scored]
