@@ -9,7 +9,7 @@ from __future__ import annotations
 import typer
 
 from rubricstree import eval as eval_cli  # the module name shadows a builtin
-from rubricstree import healthbench, judge, mcq, tree, tree_evolve
+from rubricstree import healthbench, judge, mcq, optimize, tree, tree_evolve
 from rubricstree import metaeval as metaeval_cli
 from rubricstree import train as train_cli
 from rubricstree.demo import demo_command  # light: heavy imports are inside
@@ -27,6 +27,7 @@ app.add_typer(judge.app, name="judge", help="Check a judge backend.")
 app.add_typer(train_cli.app, name="train", help="Difficulty filtering and TRL training runs (GSPO stages).")
 app.add_typer(eval_cli.app, name="eval", help="Evaluate checkpoints (HealthBench, MCQ) and compare runs.")
 app.add_typer(metaeval_cli.app, name="meta-eval", help="Agreement with experts and physicians, stability.")
+app.add_typer(optimize.app, name="optimize", help="The tree as a coach: handbook, revise, best-of-n, held-out report.")
 app.command("score")(score_command)
 app.command("demo")(demo_command)
 

@@ -101,7 +101,7 @@ def healthbench(
                                                "(default: the first it lists)"),
     grading: str = typer.Option("explain", "--grading", help="explain: JSON verdict with an explanation "
                                 "(official-comparable); choice: one yes/no token (fast)"),
-    system_prompt: str = typer.Option("none", "--system-prompt", help="ours | none | FILE (the official setting is none)"),
+    system_prompt: str = typer.Option("none", "--system-prompt", help="ours | none | handbook:FILE | FILE (the official setting is none)"),
     grader: str = typer.Option("ours", "--grader", help="ours | official (the reference HealthBench grader template, "
                                "fetched at run time and pinned by SHA-256)"),
     grader_template: Path | None = typer.Option(None, "--grader-template", help="your grader template file "
@@ -169,7 +169,7 @@ def mcq(
     out: Path = typer.Option(..., "--out", help="output folder; rerunning the same command resumes"),
     fmt: str | None = typer.Option(None, "--format", help="medqa | medbullets | medxpertqa (default: detected)"),
     generate_url: str | None = typer.Option(None, "--generate-url", help="OpenAI-compatible server (vLLM)"),
-    system_prompt: str = typer.Option("none", "--system-prompt", help="ours | none | FILE"),
+    system_prompt: str = typer.Option("none", "--system-prompt", help="ours | none | handbook:FILE | FILE"),
     limit: int | None = typer.Option(None, "--limit", help="evaluate the first N rows only"),
     max_new_tokens: int | None = typer.Option(None, "--max-new-tokens", help="default: 10000 (the training "
                                                  "budget); 1024 with --no-thinking"),

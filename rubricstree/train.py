@@ -53,7 +53,7 @@ def filter_command(
     rubric_window: str = typer.Option("0.1,0.4", "--rubric-window", help="[lo, hi] routed to the rubric stage"),
     rule_window: str = typer.Option("0.4,0.7", "--rule-window", help="(lo, hi] routed to the rule stage"),
     keep_window: str = typer.Option("0.15,0.7", "--keep-window", help="[lo, hi] kept (healthbench)"),
-    system_prompt: str | None = typer.Option(None, "--system-prompt", help="ours | none | FILE"),
+    system_prompt: str | None = typer.Option(None, "--system-prompt", help="ours | none | handbook:FILE | FILE"),
     limit: int | None = typer.Option(None, "--limit", min=1),
     judge_url: str | None = typer.Option(None, "--judge-url", help="healthbench: the rubric judge server"),
     judge_served: str | None = typer.Option(None, "--judge-served-model"),

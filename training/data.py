@@ -12,7 +12,7 @@ MCQ (MedQA / MedBullets format: ``question``, ``options`` letter -> text, ``answ
 HealthBench format (``prompt_id``, ``prompt`` messages, ``rubrics``) becomes ``prompt`` (with the
 optional system prompt), ``judge_prompt``, ``rubrics`` (criterion, points, tags) and ``prompt_id``.
 
-The system prompt (``training.system_prompt``: ``"ours"``, ``"none"`` or a file) is applied to
+The system prompt (``training.system_prompt``: ``"ours"``, ``"none"``, ``"handbook:FILE"`` or a file) is applied to
 ``prompt`` only; ``judge_prompt`` keeps the conversation as the row gave it, so the judge grades
 the answer to the user, not to our instructions. Heavy packages (``datasets``) load lazily.
 """

@@ -7,6 +7,9 @@ to urgent care. The wording below is ours.
 
 Evaluation (``rubricstree eval``) and the training data builders both call
 :func:`apply_system_prompt`, so a checkpoint is evaluated with the prompt it was trained with.
+
+Mode ``handbook:FILE`` gives each conversation its own system text: the routed checklist that
+``rubricstree optimize handbook`` wrote to FILE for it (found by a hash of the conversation).
 """
 
 from __future__ import annotations
@@ -32,6 +35,27 @@ Follow instructions. Respect the format, length, language and task the person as
 
 # Modes :func:`apply_system_prompt` accepts besides a file path.
 MODES = ("ours", "none")
+HANDBOOK_PREFIX = "handbook:"
+_HANDBOOKS: dict[str, dict[str, str]] = {}
+
+
+def _handbook_text(mode: str, messages: Sequence[Any]) -> str | None:
+    """The handbook section for ``messages`` from the file named in ``handbook:FILE``."""
+    from training.optimize.handbook import conversation_key, load_handbooks
+
+    path = mode[len(HANDBOOK_PREFIX):]
+    if not Path(path).is_file():
+        raise FileNotFoundError(f"system prompt: handbook file '{path}' not found "
+                                "(write it with `rubricstree optimize handbook`)")
+    book = _HANDBOOKS.setdefault(str(Path(path).resolve()), load_handbooks(path))
+    key = conversation_key(messages)
+    if key not in book:
+        from reward.errors import InputError
+
+        raise InputError(f"no handbook entry for this conversation (key {key}, first turn "
+                         f"{str(messages[0].get('content', ''))[:60]!r}); build the handbook from the same prompts",
+                         file=path, field="conversation_key")
+    return book[key] or None
 
 
 def system_prompt_text(mode: str) -> str | None:
@@ -45,6 +69,8 @@ def system_prompt_text(mode: str) -> str | None:
         return SYSTEM_PROMPT
     if mode == "none":
         return None
+    if mode.startswith(HANDBOOK_PREFIX):
+        raise ValueError("a handbook system prompt differs per conversation: use apply_system_prompt")
     path = Path(mode)
     if not path.is_file():
         raise FileNotFoundError(f"system prompt: '{mode}' is neither 'ours', 'none' nor a file")
@@ -53,6 +79,11 @@ def system_prompt_text(mode: str) -> str | None:
 
 def system_prompt_id(mode: str) -> dict[str, str | None]:
     """What identifies the system prompt in a run record: the mode and a hash of its text."""
+    if mode.startswith(HANDBOOK_PREFIX):
+        path = Path(mode[len(HANDBOOK_PREFIX):])
+        if not path.is_file():
+            raise FileNotFoundError(f"system prompt: handbook file '{path}' not found")
+        return {"mode": f"handbook:{path.name}", "sha256": hashlib.sha256(path.read_bytes()).hexdigest()[:16]}
     text = system_prompt_text(mode)
     return {"mode": mode if mode in MODES else f"file:{Path(mode).name}",
             "sha256": hashlib.sha256(text.encode()).hexdigest()[:16] if text is not None else None}
@@ -76,10 +107,10 @@ def apply_system_prompt(messages: Sequence[Any], mode: str = "ours") -> list[dic
 
     Args:
         messages: chat turns as mappings or pydantic models with ``role`` and ``content``.
-        mode: ``"ours"``, ``"none"`` (returned unchanged) or a path to a text file.
+        mode: ``"ours"``, ``"none"`` (returned unchanged), ``"handbook:FILE"`` or a path to a text file.
     """
     out = [_as_dict(m) for m in messages]
-    text = system_prompt_text(mode)
+    text = _handbook_text(mode, out) if mode.startswith(HANDBOOK_PREFIX) else system_prompt_text(mode)
     if text is None:
         return out
     if out and out[0].get("role") == "system":

@@ -1,0 +1,243 @@
+"""``rubricstree optimize``: the rubric tree as a coach (handbook prompting, feedback-and-revise,
+best-of-n) and a held-out report of what each gains.
+
+Every command appends its records to ``--out`` as they arrive and resumes after a kill (rerun the
+same command: nothing generated or graded twice; verdicts also sit in the judge's durable cache).
+The work is done in ``training.optimize``; this module parses options (imports stay inside the
+commands so ``rubricstree --help`` stays fast).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from reward.errors import RubricsTreeError
+
+app = typer.Typer(no_args_is_help=True)
+
+TAXONOMY = typer.Option(None, "--taxonomy", help="taxonomy YAML (default: the packaged one)")
+ROUTER = typer.Option("llm", "--router", help="llm, embedding or static")
+JUDGE_URL = typer.Option(None, "--judge-url", help="judge vLLM endpoint(s), comma-separated")
+JUDGE_MODEL = typer.Option(None, "--judge-model", help="in-process judge model (or the tokenizer for --judge-url)")
+SERVED_JUDGE = typer.Option(None, "--served-judge", help="judge model name on the server (default: the first listed)")
+CACHE_DIR = typer.Option(None, "--cache-dir", help="verdict/routing cache folder (default: $RUBRICSTREE_CACHE_DIR)")
+
+HB_PROMPTS = typer.Option(..., "--prompts", help="prompts JSONL: id (or prompt_id), prompt, context?")
+HB_OUT = typer.Option(..., "--out", help="handbook JSONL (appended; rerun to resume)")
+RV_ROLLOUTS = typer.Option(..., "--rollouts", help="rollouts JSONL (id, prompt, completion, rubrics?) or a best-of-n output")
+RV_OUT = typer.Option(..., "--out", help="rounds JSONL (appended; rerun to resume)")
+BN_PROMPTS = typer.Option(..., "--prompts", help="prompts JSONL: id (or prompt_id), prompt, rubrics?")
+BN_OUT = typer.Option(..., "--out", help="samples/scores JSONL (appended; rerun to resume)")
+BN_PAIRS = typer.Option(None, "--pairs", help="save chosen/rejected pairs here (HF save_to_disk)")
+RP_DATA = typer.Option(..., "--data", help="HealthBench-format rows with rubrics (prompt_id, prompt, rubrics)")
+RP_METHOD = typer.Option(..., "--method", help="NAME=FILE, repeated; the first is the baseline")
+RP_OUT = typer.Option(..., "--out", help="report folder (graded.jsonl, report.md/html/png/json)")
+
+
+def _fail(exc: Exception) -> typer.Exit:
+    typer.echo(f"error: {exc}", err=True)
+    return typer.Exit(2)
+
+
+def _judge(judge_url: str | None, judge_model: str | None, served: str | None, cache_dir: Path | None):
+    from reward.judge import VerdictCache, make_judge
+
+    if not judge_url and not judge_model:
+        raise RubricsTreeError("give a judge: --judge-url URL (a vLLM server) or --judge-model PATH (in-process)")
+    cache = VerdictCache(cache_dir / "verdicts.sqlite" if cache_dir else None)
+    return make_judge(judge_url=judge_url, judge_model=judge_model, served_model=served, cache=cache)
+
+
+def _reward(taxonomy: Path | None, router: str, judge):
+    from reward.stages.rubric_reward import RubricReward
+    from reward.tree import load_tree
+    from rubricstree.score import build_router
+
+    tree = load_tree(taxonomy)
+    return RubricReward(tree, build_router(router, tree, judge), judge)
+
+
+def _generator(model: str | None, generate_url: str | None, max_new_tokens: int, temperature: float, seed: int,
+               batch_size: int, concurrency: int):
+    from training.generation import GenerationSettings, make_generator
+
+    if not model and not generate_url:
+        raise RubricsTreeError("give a policy: --model PATH (in-process) or --generate-url URL [--model NAME]")
+    settings = GenerationSettings(max_new_tokens=max_new_tokens, temperature=temperature, seed=seed)
+    return make_generator(model, settings, generate_url=generate_url, batch_size=batch_size,
+                          concurrency=concurrency), settings
+
+
+def _identity(model: str | None, url: str | None) -> str:
+    from training.eval.store import model_identity
+
+    return f"{url or 'inprocess'}:{model_identity(model) if model else 'served'}"
+
+
+def _timed(log, t0: float) -> None:
+    log.append("timing", {"seconds": round(time.perf_counter() - t0, 3)})
+    log.close()
+
+
+@app.command()
+def handbook(
+    prompts: Path = HB_PROMPTS,
+    out: Path = HB_OUT,
+    max_tokens: int = typer.Option(400, "--max-tokens", help="token budget of one handbook section"),
+    tokenizer: str | None = typer.Option(None, "--tokenizer", help="count tokens with this tokenizer "
+                                         "(default: 4 tokens per 3 words)"),
+    taxonomy: Path | None = TAXONOMY, router: str = ROUTER, judge_url: str | None = JUDGE_URL,
+    judge_model: str | None = JUDGE_MODEL, served_judge: str | None = SERVED_JUDGE, cache_dir: Path | None = CACHE_DIR,
+    concurrency: int = typer.Option(8, "--concurrency", help="prompts routed at once"),
+) -> None:
+    """Route each prompt and write its active checks as a system-prompt section.
+
+    Use the file with ``--system-prompt handbook:OUT`` (eval, train, optimize best-of-n)."""
+    from training.optimize.handbook import build_handbooks, tokenizer_counter
+    from training.optimize.store import OptimizeLog, load_prompts
+
+    try:
+        rows = load_prompts(prompts)
+        judge = _judge(judge_url, judge_model, served_judge, cache_dir)  # routes (llm router) and caches
+        reward = _reward(taxonomy, router, judge)
+        log = OptimizeLog(out, {"prompts": str(prompts), "router": router, "max_tokens": max_tokens,
+                                "tokenizer": tokenizer, "judge": judge.model_id})
+        t0 = time.perf_counter()
+        n = build_handbooks(reward, rows, log, max_tokens=max_tokens,
+                            count_tokens=tokenizer_counter(tokenizer) if tokenizer else None, concurrency=concurrency)
+        _timed(log, t0)
+    except (RubricsTreeError, ValueError, OSError) as exc:
+        raise _fail(exc) from exc
+    typer.echo(f"{n} new handbook(s), {len(rows)} in {out}")
+
+
+GEN_URL = typer.Option(None, "--generate-url", help="policy server (OpenAI-compatible); default: in-process")
+MODEL = typer.Option(None, "--model", help="policy checkpoint (in-process) or served name (with --generate-url)")
+
+
+@app.command()
+def revise(
+    rollouts: Path = RV_ROLLOUTS,
+    out: Path = RV_OUT,
+    rounds: int = typer.Option(2, "--rounds", min=1, help="revision rounds after scoring the original"),
+    model: str | None = MODEL, generate_url: str | None = GEN_URL,
+    taxonomy: Path | None = TAXONOMY, router: str = ROUTER, judge_url: str | None = JUDGE_URL,
+    judge_model: str | None = JUDGE_MODEL, served_judge: str | None = SERVED_JUDGE, cache_dir: Path | None = CACHE_DIR,
+    max_new_tokens: int = typer.Option(1024, "--max-new-tokens"),
+    temperature: float = typer.Option(0.0, "--temperature", help="0 = greedy"),
+    seed: int = typer.Option(0, "--seed"),
+    batch_size: int = typer.Option(8, "--batch-size", help="in-process generation batch size"),
+    concurrency: int = typer.Option(8, "--concurrency", help="server requests / prompts scored at once"),
+) -> None:
+    """Score, feed the failed checks back (most important first), revise, re-score; keep the best."""
+    from training.optimize.revise import load_revise_rollouts, revise_rollouts
+    from training.optimize.store import OptimizeLog
+
+    try:
+        rows = load_revise_rollouts(rollouts)
+        judge = _judge(judge_url, judge_model, served_judge, cache_dir)
+        reward = _reward(taxonomy, router, judge)
+        gen, settings = _generator(model, generate_url, max_new_tokens, temperature, seed, batch_size, concurrency)
+        log = OptimizeLog(out, {"rollouts": str(rollouts), "rounds": rounds, "policy": _identity(model, generate_url),
+                                "generation": settings.model_dump(), "router": router, "judge": judge.model_id})
+        t0 = time.perf_counter()
+        best = revise_rollouts(rows, reward, gen, log, rounds=rounds, concurrency=concurrency)
+        _timed(log, t0)
+    except (RubricsTreeError, ValueError, OSError) as exc:
+        raise _fail(exc) from exc
+    _summary("revise", best, out)
+
+
+def _summary(name: str, records: list[dict[str, Any]], out: Path) -> None:
+    vals = [r["score"] for r in records if r.get("score") is not None]
+    mean = sum(vals) / len(vals) if vals else None
+    typer.echo(json.dumps({"command": name, "rows": len(records), "scored": len(vals), "mean_best_score": mean,
+                           "out": str(out)}))
+
+
+@app.command("best-of-n")
+def best_of_n(
+    prompts: Path = BN_PROMPTS,
+    out: Path = BN_OUT,
+    n: int = typer.Option(8, "--n", min=1, help="samples per prompt (1 = plain generation, scored)"),
+    pairs: Path | None = BN_PAIRS,
+    system_prompt: str = typer.Option("none", "--system-prompt", help="ours | none | handbook:FILE | FILE"),
+    model: str | None = MODEL, generate_url: str | None = GEN_URL,
+    taxonomy: Path | None = TAXONOMY, router: str = ROUTER, judge_url: str | None = JUDGE_URL,
+    judge_model: str | None = JUDGE_MODEL, served_judge: str | None = SERVED_JUDGE, cache_dir: Path | None = CACHE_DIR,
+    max_new_tokens: int = typer.Option(1024, "--max-new-tokens"),
+    temperature: float = typer.Option(1.0, "--temperature", help="sampling temperature (0 = greedy; n must be 1)"),
+    seed: int = typer.Option(0, "--seed"),
+    batch_size: int = typer.Option(8, "--batch-size", help="in-process generation batch size"),
+    concurrency: int = typer.Option(8, "--concurrency", help="server requests / prompts scored at once"),
+) -> None:
+    """Sample n answers per prompt, score each with the rubric reward, keep the best."""
+    from training.optimize.best_of_n import run_best_of_n, save_pairs
+    from training.optimize.store import OptimizeLog, load_prompts
+    from training.system_prompt import system_prompt_id
+
+    try:
+        if n > 1 and temperature == 0:
+            raise RubricsTreeError("--n > 1 needs --temperature > 0 (greedy samples are identical)")
+        rows = load_prompts(prompts)
+        judge = _judge(judge_url, judge_model, served_judge, cache_dir)
+        reward = _reward(taxonomy, router, judge)
+        gen, settings = _generator(model, generate_url, max_new_tokens, temperature, seed, batch_size, concurrency)
+        log = OptimizeLog(out, {"prompts": str(prompts), "n": n, "policy": _identity(model, generate_url),
+                                "system_prompt": system_prompt_id(system_prompt), "generation": settings.model_dump(),
+                                "router": router, "judge": judge.model_id})
+        t0 = time.perf_counter()
+        records = run_best_of_n(rows, reward, gen, log, n=n, system_prompt=system_prompt, concurrency=concurrency)
+        _timed(log, t0)
+        if pairs is not None:
+            typer.echo(f"{save_pairs(records, pairs)} preference pair(s) saved to {pairs}")
+    except (RubricsTreeError, ValueError, OSError, KeyError) as exc:
+        raise _fail(exc) from exc
+    _summary("best-of-n", records, out)
+
+
+@app.command()
+def report(
+    data: Path = RP_DATA,
+    method: list[str] = RP_METHOD,
+    out: Path = RP_OUT,
+    judge_url: str | None = JUDGE_URL, judge_model: str | None = JUDGE_MODEL,
+    served_judge: str | None = SERVED_JUDGE, cache_dir: Path | None = CACHE_DIR,
+    allow_same_judge: bool = typer.Option(False, "--allow-same-judge", help="grade with the optimisation's own "
+                                          "judge anyway (the report then warns: not a held-out measurement)"),
+    resamples: int = typer.Option(1000, "--resamples"),
+    seed: int = typer.Option(0, "--seed"),
+    concurrency: int = typer.Option(8, "--concurrency", help="rows graded at once"),
+) -> None:
+    """Compare the methods' answers on the rows' own rubrics with a held-out judge (paired bootstrap)."""
+    from training.optimize.report import run_report, wall_of
+    from training.optimize.store import load_prompts
+
+    try:
+        methods: dict[str, str] = {}
+        for m in method:
+            name, sep, path = m.partition("=")
+            if not sep or not name or not path:
+                raise RubricsTreeError(f"--method must be NAME=FILE, got '{m}'")
+            if name in methods:
+                raise RubricsTreeError(f"--method: '{name}' given twice")
+            methods[name] = path
+        if len(methods) < 2:
+            raise RubricsTreeError("give at least two --method NAME=FILE (the first is the baseline)")
+        rows = load_prompts(data)
+        judge = _judge(judge_url, judge_model, served_judge, cache_dir)
+        result = run_report(rows, methods, judge, out, allow_same_judge=allow_same_judge, n_resamples=resamples,
+                            seed=seed, wall={m: w for m, p in methods.items() if (w := wall_of(p)) is not None},
+                            concurrency=concurrency)
+    except (RubricsTreeError, ValueError, OSError) as exc:
+        raise _fail(exc) from exc
+    for w in result["warnings"]:
+        typer.echo(f"warning: {w}", err=True)
+    typer.echo(json.dumps({e["method"]: {"score": e["score"], "diff": (e.get("diff") or {}).get("mean_diff")}
+                           for e in result["methods"]}))
+    typer.echo(f"report: {out / 'report.html'}")
