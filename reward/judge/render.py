@@ -137,6 +137,10 @@ class PromptRenderer:
         ids += self._trusted(f.after_user)
         return ids
 
+    def prefix_key(self, template: Template, item: JudgeItem) -> tuple:
+        """Items with the same key share every prompt token before the criterion."""
+        return (template.version, item.conversation, item.response)
+
 
 def load_tokenizer(name_or_path: str):
     """Load a transformers tokenizer (lazily imported: only judge backends need it)."""
