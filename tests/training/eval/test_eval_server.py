@@ -142,7 +142,7 @@ def test_eval_checkpoint_script_with_running_servers(judge_url, tiny_model_dir, 
         capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     hb = json.loads((out / "healthbench" / "metrics.json").read_text())
-    assert hb["n_rows"] == 2 and hb["length_adjusted"] is not None
+    assert hb["n_rows"] == 2 and hb["length_adjusted"] is None  # length adjustment is opt-in (--length-adjust)
     mcq = json.loads((out / "mcq" / "metrics.json").read_text())
     assert mcq["n_rows"] == 2
     assert not list((out / "logs").glob("*.pid"))  # no server was started, none left behind
