@@ -39,6 +39,11 @@ class Node(BaseModel):
     grounding: str | None = Field(None, description="guideline, textbook or consensus the leaf rests on")
     tags: LeafTags = LeafTags()
     always_on: bool = Field(False, description="routers always activate this leaf (safety leaves)")
+    conditional: bool = Field(True, description=(
+        "the check applies only in some situations, which the criterion names in a trigger clause"
+        " ('If the user reports ...'); False for checks that apply to every reply"))
+    needs_tool_calls: bool = Field(False, description=(
+        "routers consider this node and its subtree only for a rollout that carries tool calls"))
 
     @field_validator("id")
     @classmethod
