@@ -14,7 +14,9 @@ Scoring. ``hard`` feeds the judge's yes/no to the scorers; ``soft`` feeds p_yes 
 expected pass for a leaf, expected points for a rubric item). ``combine`` picks the reward when the
 rollout also carries HealthBench-style rubric items: ``tree`` (the tree score; the points score is
 reported alongside), ``points`` (the points score) or ``mean`` (their average). A rollout without
-rubric items is scored by the tree; one with no active leaf by its rubric items.
+rubric items is scored by the tree; one with no active leaf by its rubric items. ``scoring_variant``
+picks the tree score's weights and failure semantics (``reward.scoring.variants``); each leaf's
+reported ``weight`` and the per-node breakdown are those of the variant.
 
 Failures. A judge failure is never a 0. If any judge item of a rollout failed (an active leaf or a
 rubric item), the rollout is unscored: ``score`` is None and ``failures`` says why. We do not score
@@ -44,6 +46,7 @@ from reward.jsonl import iter_jsonl, validation_error
 from reward.router.base import CachedRouter, Conversation, Router, Routing, as_conversation, tree_fingerprint
 from reward.router.llm import with_context
 from reward.scoring.tree_score import score_tree
+from reward.scoring.variants import DEFAULT_SCORING_VARIANT, check_variant, effective_weights
 from reward.tree.graph import RubricTree
 
 Scoring = Literal["hard", "soft"]
@@ -142,7 +145,7 @@ class LeafResult(BaseModel):
     p_yes: float | None
     passed: float | None = Field(description="pass value after polarity (hard: 0/1, soft: probability)")
     relevance: float
-    weight: float
+    weight: float = Field(description="effective weight under the scoring variant")
     reason: str
     failure: str | None = None
 
@@ -169,6 +172,7 @@ class RolloutScore(BaseModel):
     points_score: float | None = None
     scoring: str
     combine: str
+    scoring_variant: str = DEFAULT_SCORING_VARIANT
     leaves: list[LeafResult] = Field(default_factory=list)
     nodes: dict[str, dict[str, float]] = Field(default_factory=dict)
     rubric_items: list[ItemResult] = Field(default_factory=list)
@@ -194,6 +198,8 @@ class RubricReward:
         combine: ``tree``, ``points`` or ``mean``, for rows that carry rubric items.
         on_failure: ``skip`` (the rollout is unscored, with reasons) or ``raise`` (JudgeError).
         feedback_limit: most failed checks listed in a rollout's feedback.
+        scoring_variant: ``paper``, ``penalty``, ``active`` or ``penalty+active`` (the tree
+            score's weights and failure semantics; default :data:`DEFAULT_SCORING_VARIANT`).
 
     Attributes:
         stats: counters over this object's lifetime (rollouts, scored, unscored, prompts routed,
@@ -202,7 +208,8 @@ class RubricReward:
 
     def __init__(self, tree: RubricTree, router: Router, judge: Judge, *, scoring: Scoring = "hard",
                  combine: Combine = "tree", on_failure: OnFailure = "skip", cache_routing: bool = True,
-                 feedback_limit: int = 10) -> None:
+                 feedback_limit: int = 10, scoring_variant: str = DEFAULT_SCORING_VARIANT) -> None:
+        check_variant(scoring_variant)
         if scoring not in ("hard", "soft"):
             raise ValueError(f"scoring must be 'hard' or 'soft', got {scoring!r}")
         if combine not in ("tree", "points", "mean"):
@@ -216,6 +223,7 @@ class RubricReward:
                              f"than the reward scores on ('{tree.name}' from {tree.source})")
         self.tree, self.judge = tree, judge
         self.scoring, self.combine, self.on_failure = scoring, combine, on_failure
+        self.scoring_variant = scoring_variant
         self.feedback_limit = feedback_limit
         if cache_routing and not isinstance(router, CachedRouter):
             router = CachedRouter(router, judge.cache)
@@ -297,6 +305,8 @@ class RubricReward:
         failures: list[str] = []
         leaves: list[LeafResult] = []
         met: dict[str, bool | float] = {}
+        activated = set(routing.expanded)
+        eff = effective_weights(self.tree, routing.leaf_ids, self.scoring_variant, activated)
         for a, v in zip(routing.active, leaf_v):
             node = self.tree[a.leaf_id]
             passed = None
@@ -307,7 +317,7 @@ class RubricReward:
                 failures.append(f"leaf {a.leaf_id}: {v.failure}")
             leaves.append(LeafResult(leaf_id=a.leaf_id, title=node.title, polarity=node.polarity,
                                      met=v.met, p_yes=v.p_yes, passed=passed, relevance=a.relevance,
-                                     weight=a.weight, reason=a.reason, failure=v.failure))
+                                     weight=eff[a.leaf_id], reason=a.reason, failure=v.failure))
         rubric_items: list[ItemResult] = []
         for i, (it, v) in enumerate(zip(r.rubrics or [], item_v)):
             if not v.ok:
@@ -317,7 +327,8 @@ class RubricReward:
         routing_info = {"threshold": routing.threshold, "urgency": routing.urgency,
                         "n_active": len(routing.active), "cached": routing.cached,
                         "n_judge_calls": routing.n_judge_calls, "n_failures": routing.n_failures}
-        base = dict(id=r.id, scoring=self.scoring, combine=self.combine, leaves=leaves,
+        base = dict(id=r.id, scoring=self.scoring, combine=self.combine,
+                    scoring_variant=self.scoring_variant, leaves=leaves,
                     rubric_items=rubric_items, routing=routing_info)
         if failures:
             return RolloutScore(score=None, failures=failures, feedback=self._feedback(leaves, rubric_items),
@@ -325,7 +336,7 @@ class RubricReward:
 
         tree_score = nodes = None
         if met:
-            ts = score_tree(self.tree, met)
+            ts = score_tree(self.tree, met, variant=self.scoring_variant, activated=activated)
             tree_score, nodes = ts.score, {k: dict(v) for k, v in ts.nodes.items()}
         points_score = None
         if r.rubrics:

@@ -129,6 +129,8 @@ class VerlRewardSettings(BaseModel):
         "both", description="clinical: tree leaves and row items / tree only / row items only (the paper)")
     scoring: Literal["hard", "soft"] = Field("hard", description="judge yes/no or p_yes")
     combine: Literal["tree", "points", "mean"] = Field("tree", description="clinical reward when both exist")
+    scoring_variant: Literal["paper", "penalty", "active", "penalty+active"] | None = Field(
+        None, description="tree score variant (reward.scoring.variants); null: the default one")
     error_rubric: dict[str, Any] = Field(
         default_factory=dict, description="reward.error_rubric.ErrorRubricConfig fields (alpha, s_max, form, ...)")
 
@@ -265,8 +267,11 @@ class RewardContext:
 
             s = self.settings
             # failures come back as unscored results; our policy decides what they become
+            from reward.scoring.variants import DEFAULT_SCORING_VARIANT
+
             self._rubric_reward = RubricReward(self.tree, self.router, self.judge, scoring=s.scoring,
-                                               combine=s.combine, on_failure="skip")
+                                               combine=s.combine, on_failure="skip",
+                                               scoring_variant=s.scoring_variant or DEFAULT_SCORING_VARIANT)
         return self._rubric_reward
 
     @property

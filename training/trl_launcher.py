@@ -99,6 +99,8 @@ class RewardOptions(BaseModel):
     rubric_source: Literal["both", "tree", "rows"] = "both"
     scoring: Literal["hard", "soft"] = "hard"
     combine: Literal["tree", "points", "mean"] = "tree"
+    scoring_variant: Literal["paper", "penalty", "active", "penalty+active"] | None = Field(
+        None, description="tree score variant (reward.scoring.variants); null: the default one")
 
 
 class DifficultyOptions(BaseModel):
@@ -258,7 +260,8 @@ def build_reward_funcs(cfg: TrainConfig) -> list:
                                   max_description_chars=r.max_description_chars, attempts=r.attempts)]
     return [RubricRewardFunc(judge_spec(cfg), tree=r.tree, router=r.router, router_options=r.router_options,
                              rubric_source=r.rubric_source, scoring=r.scoring, combine=r.combine,
-                             on_failure=r.on_failure, name=r.name or "clinical_rubric")]
+                             scoring_variant=r.scoring_variant, on_failure=r.on_failure,
+                             name=r.name or "clinical_rubric")]
 
 
 def _data_paths(cfg: TrainConfig) -> list[str]:

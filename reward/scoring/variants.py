@@ -1,0 +1,129 @@
+"""Scoring variants of the tree score: which weight each active leaf gets and how a failure counts.
+
+Data flow: active leaf ids (+ the internal nodes the router expanded) -> effective leaf weights
+(:func:`effective_weights`) -> the pass values are combined by :func:`reward.scoring.tree_score.score_tree`.
+
+Four variants, chosen by the oracle stress tests (``rubricstree stress``):
+
+- ``paper``: the tree's global auto-weights; every active leaf, negative or not, adds its weight to
+  the denominator and its pass value to the numerator. A negative leaf that is not triggered counts
+  as a pass, so safety leaves that are always on hand out free points.
+- ``penalty``: as HealthBench's negative points. Only positive leaves that are not ``always_on``
+  form the denominator; a negative or always-on leaf adds nothing when it passes and subtracts its
+  weight times ``1 - pass`` when it is triggered. The ratio is clipped to [0, 1]. With no positive
+  leaf in scope the score is ``1 - triggered weight / penalty weight``.
+- ``active``: weights renormalised over the activated sub-DAG. The root has 1 and every activated
+  node splits its weight equally among its activated children. A leaf with several parents counts
+  only the paths whose internal nodes were all activated (expanded by the router); a leaf with no
+  such path (an always-on leaf, a static selection) counts all its paths.
+- ``penalty+active``: the active weights, scored the penalty way.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Iterable
+from typing import Literal, get_args
+
+from reward.tree.graph import RubricTree
+
+ScoringVariant = Literal["paper", "penalty", "active", "penalty+active"]
+SCORING_VARIANTS: tuple[str, ...] = get_args(ScoringVariant)
+# Chosen by the oracle stress tests on the bundled cases (README, "Scoring variants").
+DEFAULT_SCORING_VARIANT: ScoringVariant = "penalty+active"
+
+
+def check_variant(variant: str) -> str:
+    """Return ``variant`` or raise ValueError naming the known ones."""
+    if variant not in SCORING_VARIANTS:
+        raise ValueError(f"unknown scoring variant {variant!r}; known: {', '.join(SCORING_VARIANTS)}")
+    return variant
+
+
+def uses_penalty(variant: str) -> bool:
+    return check_variant(variant) in ("penalty", "penalty+active")
+
+
+def uses_active(variant: str) -> bool:
+    return check_variant(variant) in ("active", "penalty+active")
+
+
+def is_penalty_leaf(tree: RubricTree, leaf_id: str) -> bool:
+    """A leaf that only subtracts under the penalty variants: negative polarity or always on."""
+    node = tree[leaf_id]
+    return node.polarity == "negative" or node.always_on
+
+
+def _paths(tree: RubricTree, leaf_id: str) -> list[tuple[str, ...]]:
+    """Every root-to-leaf path as a tuple of node ids, root first."""
+    if leaf_id == tree.root:
+        return [(leaf_id,)]
+    out: list[tuple[str, ...]] = []
+    for parent in tree.parents[leaf_id]:
+        out.extend(p + (leaf_id,) for p in _paths(tree, parent))
+    return out
+
+
+def active_weights(tree: RubricTree, active: Iterable[str],
+                   activated: Collection[str] | None = None) -> dict[str, float]:
+    """Leaf weights renormalised over the activated sub-DAG (they sum to 1).
+
+    Args:
+        tree: the rubric tree.
+        active: the active leaf ids.
+        activated: internal nodes the router expanded (the root is implied). None or empty: every
+            ancestor of an active leaf counts as activated.
+    """
+    active = list(dict.fromkeys(active))
+    opened = set(activated or ()) | {tree.root}
+    edges: set[tuple[str, str]] = set()
+    for leaf_id in active:
+        paths = _paths(tree, leaf_id)
+        if activated:
+            kept = [p for p in paths if all(n in opened for n in p[:-1])]
+            paths = kept or paths  # reached by a rule (always on), not by the walk: all its paths
+        for p in paths:
+            edges.update(zip(p[:-1], p[1:]))
+    kids: dict[str, list[str]] = {}
+    for parent, child in edges:
+        kids.setdefault(parent, []).append(child)
+    w: dict[str, float] = {tree.root: 1.0}
+    for nid in tree.topological_order:  # parents before children; fixed order for stable sums
+        if nid not in w or nid not in kids:
+            continue
+        share = w[nid] / len(kids[nid])
+        for child in tree[nid].children:  # file order, not set order
+            if (nid, child) in edges:
+                w[child] = w.get(child, 0.0) + share
+    return {lid: w.get(lid, 0.0) for lid in active}
+
+
+def effective_weights(tree: RubricTree, active: Iterable[str], variant: str = DEFAULT_SCORING_VARIANT,
+                      activated: Collection[str] | None = None) -> dict[str, float]:
+    """The weight each active leaf carries under ``variant`` (global auto-weights, or the active
+    sub-DAG's renormalised weights)."""
+    active = list(dict.fromkeys(active))
+    if uses_active(variant):
+        return active_weights(tree, active, activated)
+    return {lid: tree.leaf_weights[lid] for lid in active}
+
+
+def combine(weights: dict[str, float], passes: dict[str, float], penalty_ids: Collection[str],
+            *, penalty: bool) -> float:
+    """Combine pass values into one score over ``passes``' leaves (in their order).
+
+    ``paper`` form: ``sum(w * pass) / sum(w)``. ``penalty`` form: see the module docstring.
+    """
+    ids = list(passes)
+    if not penalty:
+        total = sum(weights[i] for i in ids)
+        return sum(weights[i] * passes[i] for i in ids) / total if total > 0 else 1.0
+    pos = [i for i in ids if i not in penalty_ids]
+    neg = [i for i in ids if i in penalty_ids]
+    lost = sum(weights[i] * (1.0 - passes[i]) for i in neg)
+    pos_total = sum(weights[i] for i in pos)
+    if pos_total > 0:
+        value = (sum(weights[i] * passes[i] for i in pos) - lost) / pos_total
+    else:
+        neg_total = sum(weights[i] for i in neg)
+        value = 1.0 - lost / neg_total if neg_total > 0 else 1.0
+    return min(1.0, max(0.0, value))
