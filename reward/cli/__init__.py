@@ -20,9 +20,11 @@ app.add_typer(eval_cli.app, name="eval", help="Evaluate checkpoints (HealthBench
 
 from reward.cli.demo import demo_command  # noqa: E402  (light: heavy imports are inside)
 from reward.cli.score import score_command  # noqa: E402
+from reward.cli.stress import stress_command  # noqa: E402
 
 app.command("score")(score_command)
 app.command("demo")(demo_command)
+app.command("stress")(stress_command)
 
 
 def main() -> None:
