@@ -22,6 +22,7 @@ Four variants, chosen by the oracle stress tests (``rubricstree stress``):
 from __future__ import annotations
 
 from collections.abc import Collection, Iterable
+from itertools import pairwise
 from typing import Literal, get_args
 
 from reward.tree.graph import RubricTree
@@ -82,7 +83,7 @@ def active_weights(tree: RubricTree, active: Iterable[str],
             kept = [p for p in paths if all(n in opened for n in p[:-1])]
             paths = kept or paths  # reached by a rule (always on), not by the walk: all its paths
         for p in paths:
-            edges.update(zip(p[:-1], p[1:]))
+            edges.update(pairwise(p))
     kids: dict[str, list[str]] = {}
     for parent, child in edges:
         kids.setdefault(parent, []).append(child)

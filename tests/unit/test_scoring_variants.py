@@ -119,7 +119,7 @@ class FixedRouter(Router):
         super().__init__(tree)
         self.leaves = leaves
 
-    async def route(self, conversation, context=None) -> Routing:
+    async def route(self, conversation, context=None, tool_calls=None) -> Routing:
         expanded = {a: 1.0 for lid in self.leaves for a in self.tree.ancestors(lid) if a != self.tree.root}
         return Routing(router=self.name, active=self._active(dict.fromkeys(self.leaves, 1.0), self.leaves,
                                                               self.always_on_ids()), expanded=expanded)
