@@ -24,7 +24,7 @@ from reward.tree.graph import RubricTree
 
 ROUTING_NAMESPACE = "routing"
 # Bumped when the stored Routing shape or the key recipe changes, so old entries are not reused.
-ROUTING_FORMAT = 1
+ROUTING_FORMAT = 2
 
 
 class ActiveLeaf(BaseModel):
@@ -54,10 +54,16 @@ class Routing(BaseModel):
         router: the router's registry name.
         active: the active leaves, in tree file order.
         threshold: the relevance threshold that was applied (None for a static selection).
+        safety_threshold: the threshold applied on the safety branches (lower than
+            ``threshold`` for an urgent prompt; None for a static selection).
         urgency: the router's estimate that the prompt may need emergency care, in [0, 1]
             (None when the router does not estimate it).
         n_judge_calls: judge items the routing asked for (urgency + relevance), whether the
             judge graded them or its verdict cache answered; 0 for routers without a judge.
+        n_rounds: batches of judge calls made one after another (the routing's sequential
+            latency in judge round trips); 0 for routers without a judge.
+        with_tool_calls: the rollout carries tool calls, so the branches that need them were
+            eligible.
         n_failures: judge items that failed during routing (each treated as relevant).
         failed_nodes: ids of the nodes whose relevance call failed ("urgency" for that call).
         expanded: internal nodes the walk expanded, with their joint relevance.
@@ -69,8 +75,11 @@ class Routing(BaseModel):
     router: str
     active: tuple[ActiveLeaf, ...]
     threshold: float | None = None
+    safety_threshold: float | None = None
     urgency: float | None = None
     n_judge_calls: int = 0
+    n_rounds: int = 0
+    with_tool_calls: bool = False
     n_failures: int = 0
     failed_nodes: tuple[str, ...] = ()
     expanded: dict[str, float] = Field(default_factory=dict)
@@ -86,6 +95,7 @@ class Routing(BaseModel):
 
 
 Conversation = tuple[Message, ...]
+ToolCalls = Sequence[Any] | None  # a rollout's tool calls (any JSON objects); routers use their presence
 
 
 def as_conversation(messages: Iterable[Message | dict | Any]) -> Conversation:
@@ -114,23 +124,45 @@ class Router(ABC):
         self.tree = tree
 
     @abstractmethod
-    async def route(self, conversation: Conversation, context: str | None = None) -> Routing:
+    async def route(self, conversation: Conversation, context: str | None = None,
+                    tool_calls: ToolCalls = None) -> Routing:
         """Route one prompt.
 
         Args:
             conversation: the chat turns before the completion.
             context: extra text the completion may draw on (the user's records, device data).
+            tool_calls: the rollout's tool calls; nodes marked ``needs_tool_calls`` (the agentic
+                branch) are considered only when there are some.
         """
 
-    def route_sync(self, conversation: Sequence[Message | dict], context: str | None = None) -> Routing:
+    def route_sync(self, conversation: Sequence[Message | dict], context: str | None = None,
+                   tool_calls: ToolCalls = None) -> Routing:
         """Blocking wrapper for scripts; inside a running event loop use ``await route``."""
-        return asyncio.run(self.route(as_conversation(conversation), context))
+        return asyncio.run(self.route(as_conversation(conversation), context, tool_calls))
 
     def config(self) -> dict[str, Any]:
         """The settings that decide this router's output (part of the cache key)."""
         return {}
 
     # ------------------------------------------------------------------ shared helpers
+    def tool_gated(self) -> frozenset[str]:
+        """Nodes that need tool calls: those marked ``needs_tool_calls`` and everything beneath
+        them that has no other way in (a leaf also listed under another branch stays eligible
+        through that branch)."""
+        marked = [n.id for n in self.tree.nodes.values() if n.needs_tool_calls]
+        gated: set[str] = set(marked)
+        for nid in self.tree.topological_order:  # parents first
+            if nid not in gated and nid != self.tree.root and all(
+                    p in gated for p in self.tree.parents[nid]):
+                gated.add(nid)
+        return frozenset(gated)
+
+    def eligible_ids(self, tool_calls: ToolCalls) -> frozenset[str]:
+        """Nodes a routing may reach: all of them, less the tool-gated ones without tool calls."""
+        if tool_calls:
+            return frozenset(self.tree.nodes)
+        return frozenset(self.tree.nodes) - self.tool_gated()
+
     def always_on_ids(self, extra: Iterable[str] = ()) -> list[str]:
         """Leaves marked ``always_on`` in the tree, plus ``extra`` ids, in tree file order."""
         extra = set(extra)
@@ -188,9 +220,11 @@ def tree_fingerprint(tree: RubricTree) -> str:
     return hashlib.sha256(payload.encode()).hexdigest()
 
 
-def routing_key(router: Router, fingerprint: str, conversation: Conversation, context: str | None) -> str:
+def routing_key(router: Router, fingerprint: str, conversation: Conversation, context: str | None,
+                tool_calls: ToolCalls = None) -> str:
+    # Only the presence of tool calls changes a routing: rollouts of one prompt share it.
     payload = json.dumps([ROUTING_FORMAT, router.name, router.config(), router.tree.name, fingerprint,
-                          [[m.role, m.content] for m in conversation], context],
+                          [[m.role, m.content] for m in conversation], context, bool(tool_calls)],
                          sort_keys=True, ensure_ascii=False, separators=(",", ":"))
     return hashlib.sha256(payload.encode()).hexdigest()
 
@@ -225,17 +259,18 @@ class CachedRouter(Router):
     def config(self) -> dict[str, Any]:
         return self.inner.config()
 
-    def key(self, conversation: Conversation, context: str | None = None) -> str:
-        return routing_key(self.inner, self._fingerprint, as_conversation(conversation), context)
+    def key(self, conversation: Conversation, context: str | None = None, tool_calls: ToolCalls = None) -> str:
+        return routing_key(self.inner, self._fingerprint, as_conversation(conversation), context, tool_calls)
 
     @property
     def stats(self) -> dict[str, int]:
         return {"routing_hits_memory": self.hits_memory, "routing_hits_durable": self.hits_durable,
                 "routing_misses": self.misses}
 
-    async def route(self, conversation: Conversation, context: str | None = None) -> Routing:
+    async def route(self, conversation: Conversation, context: str | None = None,
+                    tool_calls: ToolCalls = None) -> Routing:
         conversation = as_conversation(conversation)
-        key = self.key(conversation, context)
+        key = self.key(conversation, context, tool_calls)
         if key in self._memory:
             self.hits_memory += 1
             return self._memory[key].model_copy(update={"cached": True})
@@ -254,7 +289,7 @@ class CachedRouter(Router):
         fut: asyncio.Future[Routing] = asyncio.get_running_loop().create_future()
         self._inflight[key] = fut
         try:
-            routing = await self.inner.route(conversation, context)
+            routing = await self.inner.route(conversation, context, tool_calls)
         except BaseException as exc:
             if isinstance(exc, asyncio.CancelledError):
                 fut.cancel()

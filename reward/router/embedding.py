@@ -24,7 +24,9 @@ match in a branch with no strong match stays off. An active leaf's relevance is 
 Urgency is a zero-shot contrast with descriptions of our own: the best similarity to a few
 emergency situations minus the best similarity to a few routine requests, through a logistic
 (``sigmoid(diff / 0.05)``); from ``urgency_cutoff`` on, ``emergency_threshold`` replaces
-``threshold``. The defaults were calibrated on the packaged taxonomy (see
+``threshold`` on the safety branches (``safety_roots`` and their subtrees) only, as in the LLM
+router: urgency raises the cost of a missed safety check, not of a missed sleep tip. Nodes marked
+``needs_tool_calls`` are considered only for a rollout with tool calls. The defaults were calibrated on the packaged taxonomy (see
 ``tests/unit/test_embedding_router.py``). Embeddings see words, not clinical logic: this router
 rarely opens generic branches (communication, instruction following) on its own; list leaves that
 must always be graded in ``always_on``.
@@ -41,7 +43,16 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from reward._optional import require
-from reward.router.base import Conversation, Router, Routing, as_conversation, register_router, tree_fingerprint
+from reward.router.base import (
+    Conversation,
+    Router,
+    Routing,
+    ToolCalls,
+    as_conversation,
+    register_router,
+    tree_fingerprint,
+)
+from reward.router.walk import subtree
 from reward.tree.graph import RubricTree
 from reward.tree.schema import Node
 
@@ -56,6 +67,10 @@ EMERGENCY_DESCRIPTIONS = (
     "A very sick baby: fever in a young infant, floppy, not feeding or hard to wake.",
     "Unconscious, having a seizure, fainting or confused and very unwell.",
     "Overdose or poisoning, took too many pills.",
+    "Swallowed too much paracetamol or a household chemical, feels fine so far.",
+    "Infection with fever, confusion, fast breathing and mottled skin: possible sepsis.",
+    "Pregnant and bleeding with severe tummy pain, or the baby is moving less.",
+    "Vomiting blood or passing black stools.",
 )
 ROUTINE_DESCRIPTIONS = (
     "A mild cold, sore throat, cough or runny nose.",
@@ -117,13 +132,17 @@ class EmbeddingRouter(Router):
         lo, hi: the cosine mapped to relevance 0 and 1.
         always_on: extra leaf ids active for every prompt, besides the tree's ``always_on`` leaves.
         model_name: a stable name for a model passed as an object (part of the cache key).
+        safety_roots: nodes whose subtrees get ``emergency_threshold`` for urgent prompts.
     """
 
     def __init__(self, tree: RubricTree, model: Any = None, threshold: float = 0.5,
                  emergency_threshold: float = 0.35, leaf_ratio: float = 0.5,
                  urgency_cutoff: float = 0.5, lo: float = 0.10, hi: float = 0.50,
-                 always_on: Iterable[str] | None = None, model_name: str | None = None) -> None:
+                 always_on: Iterable[str] | None = None, model_name: str | None = None,
+                 safety_roots: Iterable[str] = ("safety",)) -> None:
         super().__init__(tree)
+        self.safety_roots = tuple(safety_roots)
+        self.safety_nodes = subtree(tree, self.safety_roots)
         for name, v in (("threshold", threshold), ("emergency_threshold", emergency_threshold),
                         ("leaf_ratio", leaf_ratio), ("urgency_cutoff", urgency_cutoff)):
             if not 0.0 <= v <= 1.0:
@@ -157,7 +176,8 @@ class EmbeddingRouter(Router):
         return {"model": self.model_key, "threshold": self.threshold,
                 "emergency_threshold": self.emergency_threshold, "leaf_ratio": self.leaf_ratio,
                 "urgency_cutoff": self.urgency_cutoff, "lo": self.lo, "hi": self.hi,
-                "always_on": self.extra_always_on, "urgency_descriptions": descr}
+                "always_on": self.extra_always_on, "urgency_descriptions": descr,
+                "safety_roots": list(self.safety_roots)}
 
     # ------------------------------------------------------------------ embeddings
     def _get_model(self):
@@ -211,26 +231,40 @@ class EmbeddingRouter(Router):
         return min(1.0, max(0.0, (cos - self.lo) / (self.hi - self.lo)))
 
     # ------------------------------------------------------------------ routing
-    async def route(self, conversation: Conversation, context: str | None = None) -> Routing:
+    def gates(self, rel: dict[str, float], eligible: frozenset[str]) -> dict[str, float]:
+        """Each node's gate: the best relevance in its eligible subtree, itself included."""
+        gate: dict[str, float] = {}
+        for nid in reversed(self.tree.topological_order):
+            kids = [gate[c] for c in self.tree[nid].children if c in eligible]
+            gate[nid] = max([rel[nid], *kids])
+        return gate
+
+    async def route(self, conversation: Conversation, context: str | None = None,
+                    tool_calls: ToolCalls = None) -> Routing:
         # The encoder is CPU work: keep the event loop free for the judge's requests.
         cos, urgency = await asyncio.to_thread(self.similarities, conversation, context)
         tree = self.tree
+        eligible = self.eligible_ids(tool_calls)
         rel = {nid: self.relevance(c) for nid, c in cos.items()}
-        gate: dict[str, float] = {}
-        for nid in reversed(tree.topological_order):
-            gate[nid] = max([rel[nid]] + [gate[c] for c in tree[nid].children])
-        threshold = self.emergency_threshold if urgency >= self.urgency_cutoff else self.threshold
-        leaf_threshold = self.leaf_ratio * threshold
+        gate = self.gates(rel, eligible)
+        urgent = urgency >= self.urgency_cutoff
+
+        def threshold_for(nid: str) -> float:
+            return self.emergency_threshold if urgent and nid in self.safety_nodes else self.threshold
+
         expanded: dict[str, float] = {tree.root: 1.0}
         routed: list[str] = []
         for nid in tree.topological_order:  # parents before children
-            if nid == tree.root or not any(p in expanded for p in tree.parents[nid]):
+            if nid == tree.root or nid not in eligible or not any(p in expanded for p in tree.parents[nid]):
                 continue
             if tree[nid].is_leaf:
-                if rel[nid] >= leaf_threshold:
+                if rel[nid] >= self.leaf_ratio * threshold_for(nid):
                     routed.append(nid)
-            elif gate[nid] >= threshold:
+            elif gate[nid] >= threshold_for(nid):
                 expanded[nid] = gate[nid]
         expanded.pop(tree.root)
-        return Routing(router=self.name, active=self._active(rel, routed, self.always_on),
-                       threshold=threshold, urgency=urgency, n_judge_calls=0, expanded=expanded)
+        always_on = [i for i in self.always_on if i in eligible]
+        return Routing(router=self.name, active=self._active(rel, routed, always_on),
+                       threshold=self.threshold,
+                       safety_threshold=self.emergency_threshold if urgent else self.threshold, urgency=urgency, n_judge_calls=0,
+                       with_tool_calls=bool(tool_calls), expanded=expanded)

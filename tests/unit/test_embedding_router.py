@@ -41,7 +41,7 @@ def _sleep_leaves(tree) -> set[str]:
 def test_chest_pain_activates_emergency_escalation_not_sleep(router):
     r = _route(router, CHEST)
     active = set(r.leaf_ids)
-    assert r.urgency > 0.9 and r.threshold == router.emergency_threshold
+    assert r.urgency > 0.9 and r.safety_threshold == router.emergency_threshold
     assert {"sf_chest_pain_emergency", "sf_chest_pain_ambulance", "sf_red_flags_missed"} <= active
     assert {"sf_chest_pain_emergency", "sf_chest_pain_ambulance"} <= {
         a.leaf_id for a in r.active if a.reason == "routed"}
