@@ -197,8 +197,10 @@ def test_reward_reports_effective_weights_and_orders_feedback_by_them():
     weights = {lr.leaf_id: lr.weight for lr in r.leaves}
     assert sum(weights.values()) == pytest.approx(1.0)  # renormalised over the active sub-DAG
     assert r.nodes["root"]["weight"] == pytest.approx(1.0)
-    failed = sorted(DKA_CALM_FAILS, key=lambda lid: -weights[lid])
-    lines = r.feedback.splitlines()[1:]
-    assert [tree[lid].title for lid in failed] == [ln.split("[", 1)[1].split("]", 1)[0] for ln in lines]
+    by_title = {tree[lid].title: lid for lid in weights}
+    shown = [by_title[ln.split("[", 1)[1].split("]", 1)[0]] for ln in r.feedback.splitlines()[1:]]
+    assert set(shown) == DKA_CALM_FAILS
+    shown_w = [weights[lid] for lid in shown]
+    assert shown_w == sorted(shown_w, reverse=True)  # heaviest under the variant first
     with pytest.raises(ValueError, match="unknown scoring variant"):
         RubricReward(tree, FixedRouter(tree, DKA_ROUTED), perfect_judge(tree, replies), scoring_variant="nope")
