@@ -36,7 +36,9 @@ class ActiveLeaf(BaseModel):
             walk never reached).
         weight: the leaf's tree auto-weight (what it counts for in the tree score).
         reason: ``routed`` (relevance reached the threshold), ``always_on`` (a safety leaf the
-            tree or the caller marks as always active) or ``static`` (a static selection).
+            tree or the caller marks as always active), ``universal`` (a leaf marked
+            ``conditional: false``: it applies to every reply), ``context`` (beneath a node marked
+            ``with_context``, for a prompt with context) or ``static`` (a static selection).
     """
 
     model_config = ConfigDict(frozen=True)
@@ -171,18 +173,38 @@ class Router(ABC):
             raise ValueError(f"always-on ids that are not leaves of '{self.tree.name}': {sorted(unknown)}")
         return [leaf.id for leaf in self.tree.leaves if leaf.always_on or leaf.id in extra]
 
-    def _active(self, relevance: dict[str, float], routed: Iterable[str], always_on: Iterable[str],
+    def standing(self, always_on: Iterable[str], context: str | None, eligible: frozenset[str],
+                 universal: bool = True) -> dict[str, str]:
+        """Leaves active whatever their relevance, with the reason: ``always_on`` ids, leaves
+        that apply to every reply (``conditional: false``, when ``universal``) and, for a prompt
+        with context, the leaves beneath nodes marked ``with_context``; ineligible ones dropped."""
+        out = dict.fromkeys((i for i in always_on if i in eligible), "always_on")
+        if universal:
+            for leaf in self.tree.leaves:
+                if not leaf.conditional and leaf.id in eligible:
+                    out.setdefault(leaf.id, "universal")
+        if context is not None and context.strip():
+            for node in self.tree.nodes.values():
+                if node.with_context and node.id in eligible:
+                    for leaf_id in self.tree.descendant_leaves[node.id]:
+                        if leaf_id in eligible:
+                            out.setdefault(leaf_id, "context")
+        return out
+
+    def _active(self, relevance: dict[str, float], routed: Iterable[str], standing: dict[str, str] | Iterable[str],
                 reason: str = "routed") -> tuple[ActiveLeaf, ...]:
-        """Active leaves in tree file order: ``routed`` ids first get ``reason``, the rest of
-        ``always_on`` get ``always_on``."""
-        routed, always_on = set(routed), set(always_on)
+        """Active leaves in tree file order: ``routed`` ids get ``reason``, the other ``standing``
+        ids their own reason (an iterable of ids means ``always_on``)."""
+        routed = set(routed)
+        if not isinstance(standing, dict):
+            standing = dict.fromkeys(standing, "always_on")
         weights = self.tree.leaf_weights
         out = []
         for leaf in self.tree.leaves:
-            if leaf.id in routed or leaf.id in always_on:
+            if leaf.id in routed or leaf.id in standing:
                 out.append(ActiveLeaf(leaf_id=leaf.id, relevance=min(1.0, max(0.0, relevance.get(leaf.id, 0.0))),
                                       weight=weights[leaf.id],
-                                      reason=reason if leaf.id in routed else "always_on"))
+                                      reason=reason if leaf.id in routed else standing[leaf.id]))
         return tuple(out)
 
 

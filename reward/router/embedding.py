@@ -1,14 +1,15 @@
 """The embedding router: route by sentence-embedding similarity, without a judge call.
 
-Each node is embedded once from ``title: definition`` (plus the criterion for a leaf) and kept;
-a prompt costs one small encoder pass. Relevance of a node is its cosine similarity with the
+Each node is embedded once from ``title: definition`` (plus the criterion for a leaf), and each of
+its ``examples`` (short user phrasings that call for it) on its own, and kept; a node's cosine is
+that of its best text; a prompt costs one small encoder pass. Relevance of a node is its cosine similarity with the
 query mapped linearly onto [0, 1]::
 
     relevance = clip((cos - lo) / (hi - lo), 0, 1)        # defaults lo = 0.10, hi = 0.50
 
 (with all-MiniLM-L6-v2, unrelated health texts sit around cos 0.0-0.15 and a matching criterion
-at 0.3-0.7). The query is split into segments (each user turn, and the context); a node's cosine
-is its best segment's, so a topic raised in any turn is routed.
+at 0.3-0.7). The query is split into segments (each user turn, each of its sentences, and the
+context); a node's cosine is its best segment's, so a topic raised in any turn is routed.
 
 The walk differs from the LLM router's product of path probabilities, which is too strict here:
 internal nodes are abstract ("Safety: avoiding harm ...") and sit far from a concrete query even
@@ -38,6 +39,7 @@ import asyncio
 import hashlib
 import json
 import os
+import re
 import threading
 from collections.abc import Iterable, Sequence
 from typing import Any
@@ -107,14 +109,25 @@ def node_text(node: Node) -> str:
     return f"{text} {node.criterion}" if node.is_leaf else text
 
 
+_SENTENCE_END = re.compile(r"(?<=[.?!])\s+|\n+")
+
+
 def query_segments(conversation: Conversation, context: str | None) -> list[str]:
-    """The pieces of a prompt that are embedded: each user turn, and the context."""
-    segs = [m.content for m in conversation if m.role == "user" and m.content.strip()]
-    if not segs:  # a prompt without user turns: embed whatever it has
-        segs = [m.content for m in conversation if m.content.strip()]
+    """The pieces of a prompt that are embedded: each user turn, each sentence of a user turn
+    with more than one (an instruction such as "Keep it under 100 words." matches its leaf far
+    better alone than inside a turn about cholesterol), and the context."""
+    turns = [m.content for m in conversation if m.role == "user" and m.content.strip()]
+    if not turns:  # a prompt without user turns: embed whatever it has
+        turns = [m.content for m in conversation if m.content.strip()]
+    segs: list[str] = []
+    for turn in turns:
+        segs.append(turn)
+        sentences = [x.strip() for x in _SENTENCE_END.split(turn) if len(x.strip()) > 3]
+        if len(sentences) > 1:
+            segs.extend(sentences)
     if context and context.strip():
         segs.append(context)
-    return segs or [""]
+    return list(dict.fromkeys(segs)) or [""]
 
 
 @register_router("embedding")
@@ -133,13 +146,14 @@ class EmbeddingRouter(Router):
         always_on: extra leaf ids active for every prompt, besides the tree's ``always_on`` leaves.
         model_name: a stable name for a model passed as an object (part of the cache key).
         safety_roots: nodes whose subtrees get ``emergency_threshold`` for urgent prompts.
+        universal: activate the leaves marked ``conditional: false`` for every prompt.
     """
 
     def __init__(self, tree: RubricTree, model: Any = None, threshold: float = 0.5,
                  emergency_threshold: float = 0.35, leaf_ratio: float = 0.5,
                  urgency_cutoff: float = 0.5, lo: float = 0.10, hi: float = 0.50,
                  always_on: Iterable[str] | None = None, model_name: str | None = None,
-                 safety_roots: Iterable[str] = ("safety",)) -> None:
+                 safety_roots: Iterable[str] = ("safety",), universal: bool = True) -> None:
         super().__init__(tree)
         self.safety_roots = tuple(safety_roots)
         self.safety_nodes = subtree(tree, self.safety_roots)
@@ -153,6 +167,7 @@ class EmbeddingRouter(Router):
         self.leaf_ratio, self.urgency_cutoff = float(leaf_ratio), float(urgency_cutoff)
         self.lo, self.hi = float(lo), float(hi)
         self.extra_always_on = sorted(set(always_on or ()))
+        self.universal = bool(universal)
         self.always_on = self.always_on_ids(self.extra_always_on)
         if model is None:
             self.model_key = f"default:{DEFAULT_MODEL_NAME}"
@@ -176,7 +191,7 @@ class EmbeddingRouter(Router):
         return {"model": self.model_key, "threshold": self.threshold,
                 "emergency_threshold": self.emergency_threshold, "leaf_ratio": self.leaf_ratio,
                 "urgency_cutoff": self.urgency_cutoff, "lo": self.lo, "hi": self.hi,
-                "always_on": self.extra_always_on, "urgency_descriptions": descr,
+                "always_on": self.extra_always_on, "universal": self.universal, "urgency_descriptions": descr,
                 "safety_roots": list(self.safety_roots)}
 
     # ------------------------------------------------------------------ embeddings
@@ -201,6 +216,8 @@ class EmbeddingRouter(Router):
     def prepare(self) -> None:
         """Load the model and embed the nodes and urgency descriptions (done once; the first
         :meth:`route` calls it, call it yourself to pay the cost up front)."""
+        import numpy as np
+
         with self._lock:
             if self._node_emb is not None:
                 return
@@ -209,7 +226,12 @@ class EmbeddingRouter(Router):
             if shareable and key in _node_cache:
                 emb = _node_cache[key]
             else:
-                emb = self._encode([node_text(self.tree[nid]) for nid in self._ids])
+                texts, owner = [], []
+                for i, nid in enumerate(self._ids):
+                    for text in (node_text(self.tree[nid]), *self.tree[nid].examples):
+                        texts.append(text)
+                        owner.append(i)
+                emb = (self._encode(texts), np.asarray(owner))
                 if shareable:
                     _node_cache[key] = emb
             self._node_emb = emb
@@ -221,7 +243,10 @@ class EmbeddingRouter(Router):
 
         self.prepare()
         q = self._encode(query_segments(as_conversation(conversation), context))
-        cos = (q @ self._node_emb.T).max(axis=0)
+        text_emb, owner = self._node_emb
+        per_text = (q @ text_emb.T).max(axis=0)  # best segment for each node text or example
+        cos = np.full(len(self._ids), -1.0)
+        np.maximum.at(cos, owner, per_text)  # a node scores its best text
         em, rt = self._urg_emb
         diff = float(((q @ em.T).max(axis=1) - (q @ rt.T).max(axis=1)).max())
         urgency = float(1.0 / (1.0 + np.exp(-diff / URGENCY_TEMPERATURE)))
@@ -263,8 +288,8 @@ class EmbeddingRouter(Router):
             elif gate[nid] >= threshold_for(nid):
                 expanded[nid] = gate[nid]
         expanded.pop(tree.root)
-        always_on = [i for i in self.always_on if i in eligible]
-        return Routing(router=self.name, active=self._active(rel, routed, always_on),
+        standing = self.standing(self.always_on, context, eligible, self.universal)
+        return Routing(router=self.name, active=self._active(rel, routed, standing),
                        threshold=self.threshold,
                        safety_threshold=self.emergency_threshold if urgent else self.threshold, urgency=urgency, n_judge_calls=0,
                        with_tool_calls=bool(tool_calls), expanded=expanded)

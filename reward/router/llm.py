@@ -14,8 +14,9 @@ Thresholds: ``threshold`` everywhere, except that when urgency reaches ``urgency
 nodes of the safety branches (``safety_roots`` and everything beneath them) use the lower
 ``emergency_threshold``: a missed safety check costs most in an emergency, and only there (see
 the walk's docstring for why a threshold on a product of conditionals is a probability cut-off).
-Leaves marked ``always_on`` in the tree (and any ids given in ``always_on``) are active whatever
-the walk says. Nodes marked ``needs_tool_calls`` are walked only for a rollout with tool calls.
+Leaves marked ``always_on`` in the tree (and any ids given in ``always_on``), leaves that apply
+to every reply (``conditional: false``) and, for a prompt with context, the leaves beneath nodes
+marked ``with_context`` (how a reply uses supplied data) are active whatever the walk says. Nodes marked ``needs_tool_calls`` are walked only for a rollout with tool calls.
 A failed judge call counts the edge as relevant (p = 1) and is recorded: a routing failure may
 cost judge calls, never a missed check.
 """
@@ -81,18 +82,21 @@ class LLMTreeRouter(Router):
         always_on: extra leaf ids active for every prompt, besides the tree's ``always_on`` leaves.
         safety_roots: the nodes whose subtrees get ``emergency_threshold`` for urgent prompts
             (those absent from the tree are ignored).
+        universal: activate the leaves marked ``conditional: false`` for every prompt (they
+            apply to every reply, so asking about them would only cost calls).
     """
 
     def __init__(self, tree: RubricTree, judge: Judge, threshold: float = 0.5,
                  emergency_threshold: float = 0.2, urgency_cutoff: float = 0.5,
                  always_on: Iterable[str] | None = None,
-                 safety_roots: Iterable[str] = DEFAULT_SAFETY_ROOTS) -> None:
+                 safety_roots: Iterable[str] = DEFAULT_SAFETY_ROOTS, universal: bool = True) -> None:
         super().__init__(tree)
         self.judge = judge
         self.threshold = _check_unit("threshold", threshold)
         self.emergency_threshold = _check_unit("emergency_threshold", emergency_threshold)
         self.urgency_cutoff = _check_unit("urgency_cutoff", urgency_cutoff)
         self.extra_always_on = sorted(set(always_on or ()))
+        self.universal = bool(universal)
         self.always_on = self.always_on_ids(self.extra_always_on)
         self.safety_roots = tuple(safety_roots)
         self.safety_nodes = subtree(tree, self.safety_roots)
@@ -101,7 +105,7 @@ class LLMTreeRouter(Router):
         return {"judge": self.judge.model_id, "relevance_template": RELEVANCE.version,
                 "urgency_template": URGENCY.version, "threshold": self.threshold,
                 "emergency_threshold": self.emergency_threshold, "urgency_cutoff": self.urgency_cutoff,
-                "always_on": self.extra_always_on, "safety_roots": list(self.safety_roots)}
+                "always_on": self.extra_always_on, "universal": self.universal, "safety_roots": list(self.safety_roots)}
 
     async def _ask(self, items: list[JudgeItem], template) -> list[Verdict]:
         return await self.judge.grade(items, template, on_failure="record")
@@ -145,10 +149,12 @@ class LLMTreeRouter(Router):
                 return self.emergency_threshold
             return self.threshold
 
-        res = await walk(tree, ask, threshold_for, eligible=eligible.__contains__)
+        # Leaves active anyway (always-on, universal, context) are not asked about.
+        standing = self.standing(self.always_on, context, eligible, self.universal)
+        walkable = eligible - standing.keys()
+        res = await walk(tree, ask, threshold_for, eligible=walkable.__contains__)
         failed = (["urgency"] if state["failed_urgency"] else []) + list(dict.fromkeys(c for _, c in res.failed))
-        always_on = [i for i in self.always_on if i in eligible]
-        return Routing(router=self.name, active=self._active(res.joint, res.routed, always_on),
+        return Routing(router=self.name, active=self._active(res.joint, res.routed, standing),
                        threshold=self.threshold,
                        safety_threshold=self.emergency_threshold if state["emergency"] else self.threshold, urgency=state["urgency"], n_judge_calls=state["calls"],
                        n_rounds=res.n_rounds, with_tool_calls=bool(tool_calls),

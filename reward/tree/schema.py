@@ -44,6 +44,12 @@ class Node(BaseModel):
         " ('If the user reports ...'); False for checks that apply to every reply"))
     needs_tool_calls: bool = Field(False, description=(
         "routers consider this node and its subtree only for a rollout that carries tool calls"))
+    examples: tuple[str, ...] = Field((), description=(
+        "short user phrasings that call for this node, in our words; the embedding router matches"
+        " each on its own (abstract criteria sit far from concrete requests such as 'as a table')"))
+    with_context: bool = Field(False, description=(
+        "routers activate every leaf beneath this node when the prompt carries context (the user's"
+        " records or device data): checks of how a reply uses supplied data"))
 
     @field_validator("id")
     @classmethod

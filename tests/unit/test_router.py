@@ -341,6 +341,29 @@ def test_rounds_and_calls_of_a_scripted_walk():
     # round 1: A, B (+ urgency);  round 2: a1, A2;  round 3: a21, shared  -> 6 + 1 calls, 3 rounds
     r = LLMTreeRouter(_tree(), _judge(), threshold=0.5).route_sync(CONV)
     assert (r.n_judge_calls, r.n_rounds) == (7, 3)
-    # everything relevant: every edge asked once, still one round per level
-    r = LLMTreeRouter(_tree(), _judge({k: 1.0 for k in REL}), threshold=0.5).route_sync(CONV)
-    assert (r.n_judge_calls, r.n_rounds) == (10, 3)  # 9 edges + urgency
+    # everything relevant: every edge asked once, still one round per level; the always-on leaf
+    # b_safe is active anyway, so it is never asked about
+    judge = _judge({k: 1.0 for k in REL})
+    r = LLMTreeRouter(_tree(), judge, threshold=0.5).route_sync(CONV)
+    assert (r.n_judge_calls, r.n_rounds) == (9, 3)  # 8 of the 9 edges + urgency
+    assert "b_safe" not in _asked(judge) and "b_safe" in r.leaf_ids
+
+
+def test_universal_and_context_leaves_are_active_without_being_asked():
+    tree = RubricTree([
+        Node(id="root", title="root", children=("A", "D")),
+        Node(id="A", title="A", definition="about A", children=("a1", "u1")),
+        Node(id="D", title="D", definition="data", children=("d1",), with_context=True),
+        Node(id="a1", title="a1", criterion="If x, criterion a1."),
+        Node(id="u1", title="u1", criterion="Criterion u1.", conditional=False),
+        Node(id="d1", title="d1", criterion="If data, criterion d1."),
+    ], root="root")
+    judge = _judge({"A": 0.0, "D": 0.0, "a1": 0.0, "u1": 0.0, "d1": 0.0})
+    r = LLMTreeRouter(tree, judge, threshold=0.5).route_sync(CONV)
+    assert [(a.leaf_id, a.reason) for a in r.active] == [("u1", "universal")]
+    r = LLMTreeRouter(tree, _judge({"A": 0, "D": 0, "a1": 0, "u1": 0, "d1": 0}),
+                      threshold=0.5).route_sync(CONV, context="HbA1c 7.1%")
+    assert [(a.leaf_id, a.reason) for a in r.active] == [("u1", "universal"), ("d1", "context")]
+    assert "u1" not in _asked(judge)
+    assert LLMTreeRouter(tree, _judge({"A": 0, "D": 0, "a1": 0, "u1": 0, "d1": 0}), threshold=0.5,
+                         universal=False).route_sync(CONV).leaf_ids == []
