@@ -57,8 +57,10 @@ OnFailure = Literal["skip", "raise"]
 # ---------------------------------------------------------------------- input
 class Rollout(BaseModel):
     """One rollout: the prompt conversation, the completion to grade, and optionally the row's
-    own HealthBench-style rubric items and a context (user records) the router and judge read.
-    Unknown fields are ignored."""
+    own HealthBench-style rubric items, a context (user records) the router and judge read, and
+    the tool calls the completion made (any JSON objects: the judge sees them after the
+    conversation; the router walks the agentic branch only when there are some). Unknown fields
+    are ignored."""
 
     model_config = ConfigDict(extra="ignore", frozen=True)
 
@@ -67,6 +69,7 @@ class Rollout(BaseModel):
     completion: str
     rubrics: list[RubricItem] | None = None
     context: str | None = None
+    tool_calls: list[dict[str, Any]] | None = None
 
     @field_validator("id", mode="before")
     @classmethod
@@ -85,7 +88,7 @@ class Rollout(BaseModel):
 
     @property
     def prompt_key(self) -> tuple:
-        return (self.conversation, self.context)
+        return (self.conversation, self.context, bool(self.tool_calls))
 
 
 def parse_rollouts(records: Iterable[dict[str, Any] | Rollout], *, source: str = "<memory>") -> list[Rollout]:
@@ -238,7 +241,7 @@ class RubricReward:
         rollouts = parse_rollouts(rollouts)
         keys = list(dict.fromkeys(r.prompt_key for r in rollouts))
         t0 = time.perf_counter()
-        routings = await asyncio.gather(*(self.router.route(conv, ctx) for conv, ctx in keys))
+        routings = await asyncio.gather(*(self.router.route(conv, ctx, tools) for conv, ctx, tools in keys))
         self.stats["routing_s"] += time.perf_counter() - t0
         self.stats["prompts"] += len(keys)
         for r in routings:
@@ -266,7 +269,7 @@ class RubricReward:
         index: dict[JudgeItem, int] = {}
         plans: list[tuple[list[int], list[int]]] = []
         for r in rollouts:
-            conv = with_context(r.conversation, r.context)
+            conv = with_context(r.conversation, r.context, r.tool_calls)
             leaf_idx = [index.setdefault(JudgeItem(conversation=conv, response=r.completion,
                                                    criterion=self.tree[a.leaf_id].criterion), len(index))
                         for a in routings[r.prompt_key].active]

@@ -97,7 +97,8 @@ class Routing(BaseModel):
 
 
 Conversation = tuple[Message, ...]
-ToolCalls = Sequence[Any] | None  # a rollout's tool calls (any JSON objects); routers use their presence
+# A rollout's tool calls (any JSON objects), or just whether it has some: routers use their presence.
+ToolCalls = Sequence[Any] | bool | None
 
 
 def as_conversation(messages: Iterable[Message | dict | Any]) -> Conversation:

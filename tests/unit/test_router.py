@@ -367,3 +367,21 @@ def test_universal_and_context_leaves_are_active_without_being_asked():
     assert "u1" not in _asked(judge)
     assert LLMTreeRouter(tree, _judge({"A": 0, "D": 0, "a1": 0, "u1": 0, "d1": 0}), threshold=0.5,
                          universal=False).route_sync(CONV).leaf_ids == []
+
+
+async def test_rollouts_with_tool_calls_route_the_agentic_branch_and_show_the_calls():
+    rel = {"A": 1.0, "T": 1.0, "a1": 1.0, "t1": 1.0, "both": 1.0}
+    judge = _judge(rel)
+    tree = _tool_tree()
+    reward = RubricReward(tree, LLMTreeRouter(tree, judge), judge)
+    prompt = [{"role": "user", "content": "what were my labs?"}]
+    calls = [{"name": "get_labs", "arguments": {"days": 30}}]
+    routings = await reward.route([{"id": "plain", "prompt": prompt, "completion": "a"},
+                                   {"id": "agent", "prompt": prompt, "completion": "b", "tool_calls": calls}])
+    by_tools = {key[2]: r for key, r in routings.items()}
+    assert "t1" not in by_tools[False].leaf_ids and "t1" in by_tools[True].leaf_ids
+    n = len(judge.calls)
+    await reward.score([{"id": "agent", "prompt": prompt, "completion": "b", "tool_calls": calls}])
+    graded = [item for name, item in judge.calls[n:] if name not in (RELEVANCE.name, URGENCY.name)]
+    assert graded and all(item.conversation[-1].role == "tool_calls" and "get_labs" in item.conversation[-1].content
+                          for item in graded)
