@@ -112,19 +112,23 @@ def node_text(node: Node) -> str:
 _SENTENCE_END = re.compile(r"(?<=[.?!])\s+|\n+")
 
 
-def query_segments(conversation: Conversation, context: str | None) -> list[str]:
-    """The pieces of a prompt that are embedded: each user turn, each sentence of a user turn
-    with more than one (an instruction such as "Keep it under 100 words." matches its leaf far
-    better alone than inside a turn about cholesterol), and the context."""
+def _turns(conversation: Conversation) -> list[str]:
     turns = [m.content for m in conversation if m.role == "user" and m.content.strip()]
-    if not turns:  # a prompt without user turns: embed whatever it has
-        turns = [m.content for m in conversation if m.content.strip()]
+    return turns or [m.content for m in conversation if m.content.strip()]  # no user turn: all
+
+
+def query_segments(conversation: Conversation, context: str | None, sentences: bool = True) -> list[str]:
+    """The pieces of a prompt that are embedded: each user turn, the context and, with
+    ``sentences``, each sentence of a user turn with more than one (an instruction such as
+    "Keep it under 100 words." matches its leaf far better alone than inside a turn about
+    cholesterol). Urgency reads whole turns only: a fragment such as "What can I take?" alone
+    sits as close to an overdose as to a cold."""
     segs: list[str] = []
-    for turn in turns:
+    for turn in _turns(conversation):
         segs.append(turn)
-        sentences = [x.strip() for x in _SENTENCE_END.split(turn) if len(x.strip()) > 3]
-        if len(sentences) > 1:
-            segs.extend(sentences)
+        parts = [x.strip() for x in _SENTENCE_END.split(turn) if len(x.strip()) > 3] if sentences else []
+        if len(parts) > 1:
+            segs.extend(parts)
     if context and context.strip():
         segs.append(context)
     return list(dict.fromkeys(segs)) or [""]
@@ -242,13 +246,17 @@ class EmbeddingRouter(Router):
         import numpy as np
 
         self.prepare()
-        q = self._encode(query_segments(as_conversation(conversation), context))
+        conversation = as_conversation(conversation)
+        segs = query_segments(conversation, context)
+        whole = set(query_segments(conversation, context, sentences=False))
+        q = self._encode(segs)
         text_emb, owner = self._node_emb
         per_text = (q @ text_emb.T).max(axis=0)  # best segment for each node text or example
         cos = np.full(len(self._ids), -1.0)
         np.maximum.at(cos, owner, per_text)  # a node scores its best text
         em, rt = self._urg_emb
-        diff = float(((q @ em.T).max(axis=1) - (q @ rt.T).max(axis=1)).max())
+        qw = q[[i for i, seg in enumerate(segs) if seg in whole]]
+        diff = float(((qw @ em.T).max(axis=1) - (qw @ rt.T).max(axis=1)).max())
         urgency = float(1.0 / (1.0 + np.exp(-diff / URGENCY_TEMPERATURE)))
         return {nid: float(cos[i]) for nid, i in self._index.items()}, urgency
 
