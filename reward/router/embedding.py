@@ -27,10 +27,13 @@ emergency situations minus the best similarity to a few routine requests, throug
 (``sigmoid(diff / 0.05)``); from ``urgency_cutoff`` on, ``emergency_threshold`` replaces
 ``threshold`` on the safety branches (``safety_roots`` and their subtrees) only, as in the LLM
 router: urgency raises the cost of a missed safety check, not of a missed sleep tip. Nodes marked
-``needs_tool_calls`` are considered only for a rollout with tool calls. The defaults were calibrated on the packaged taxonomy (see
-``tests/unit/test_embedding_router.py``). Embeddings see words, not clinical logic: this router
-rarely opens generic branches (communication, instruction following) on its own; list leaves that
-must always be graded in ``always_on``.
+``needs_tool_calls`` are considered only for a rollout with tool calls. The defaults were
+calibrated on the packaged taxonomy (``tests/unit/test_embedding_router.py``) and its recall of
+the stress cases' labelled leaves is held in ``tests/unit/test_router_recall.py``. Embeddings
+see words, not clinical logic: generic branches (communication, instruction following) open
+through the nodes' ``examples`` (short request phrasings) or not at all; leaves that must always
+be graded belong in ``always_on``, and the routers' shared standing rules (universal and context
+leaves, :meth:`Router.standing`) cover checks whose trigger is not a topic.
 """
 
 from __future__ import annotations
@@ -299,5 +302,6 @@ class EmbeddingRouter(Router):
         standing = self.standing(self.always_on, context, eligible, self.universal)
         return Routing(router=self.name, active=self._active(rel, routed, standing),
                        threshold=self.threshold,
-                       safety_threshold=self.emergency_threshold if urgent else self.threshold, urgency=urgency, n_judge_calls=0,
+                       safety_threshold=self.emergency_threshold if urgent else self.threshold,
+                       urgency=urgency, n_judge_calls=0,
                        with_tool_calls=bool(tool_calls), expanded=expanded)

@@ -16,7 +16,9 @@ nodes of the safety branches (``safety_roots`` and everything beneath them) use 
 the walk's docstring for why a threshold on a product of conditionals is a probability cut-off).
 Leaves marked ``always_on`` in the tree (and any ids given in ``always_on``), leaves that apply
 to every reply (``conditional: false``) and, for a prompt with context, the leaves beneath nodes
-marked ``with_context`` (how a reply uses supplied data) are active whatever the walk says. Nodes marked ``needs_tool_calls`` are walked only for a rollout with tool calls.
+marked ``with_context`` (how a reply uses supplied data) are active whatever the walk says, and
+are not asked about. Nodes marked ``needs_tool_calls`` are walked only for a rollout with tool
+calls.
 A failed judge call counts the edge as relevant (p = 1) and is recorded: a routing failure may
 cost judge calls, never a missed check.
 """
@@ -105,7 +107,8 @@ class LLMTreeRouter(Router):
         return {"judge": self.judge.model_id, "relevance_template": RELEVANCE.version,
                 "urgency_template": URGENCY.version, "threshold": self.threshold,
                 "emergency_threshold": self.emergency_threshold, "urgency_cutoff": self.urgency_cutoff,
-                "always_on": self.extra_always_on, "universal": self.universal, "safety_roots": list(self.safety_roots)}
+                "always_on": self.extra_always_on, "universal": self.universal,
+                "safety_roots": list(self.safety_roots)}
 
     async def _ask(self, items: list[JudgeItem], template) -> list[Verdict]:
         return await self.judge.grade(items, template, on_failure="record")
@@ -124,13 +127,15 @@ class LLMTreeRouter(Router):
         conv = with_context(as_conversation(conversation), context)
         tree = self.tree
         eligible = self.eligible_ids(tool_calls)
-        state: dict[str, Any] = {"urgency": None, "emergency": False, "failed_urgency": False, "calls": 0}
+        state: dict[str, Any] = {"urgency": None, "emergency": False, "failed_urgency": False, "calls": 0,
+                                 "urgency_asked": False}
 
         async def ask(questions: Sequence[Question]) -> list[float | None]:
             items = [JudgeItem(conversation=conv, response="", criterion=node_text(tree[q.child], q.path))
                      for q in questions]
             state["calls"] += len(items)
-            if state["calls"] == len(items):
+            if not state["urgency_asked"]:
+                state["urgency_asked"] = True
                 # Urgency only sets the safety threshold; the first round's relevance does not
                 # depend on it, so both questions go out together.
                 verdicts, (uv,) = await asyncio.gather(
@@ -154,9 +159,9 @@ class LLMTreeRouter(Router):
         walkable = eligible - standing.keys()
         res = await walk(tree, ask, threshold_for, eligible=walkable.__contains__)
         failed = (["urgency"] if state["failed_urgency"] else []) + list(dict.fromkeys(c for _, c in res.failed))
+        safety_threshold = self.emergency_threshold if state["emergency"] else self.threshold
         return Routing(router=self.name, active=self._active(res.joint, res.routed, standing),
-                       threshold=self.threshold,
-                       safety_threshold=self.emergency_threshold if state["emergency"] else self.threshold, urgency=state["urgency"], n_judge_calls=state["calls"],
-                       n_rounds=res.n_rounds, with_tool_calls=bool(tool_calls),
+                       threshold=self.threshold, safety_threshold=safety_threshold, urgency=state["urgency"],
+                       n_judge_calls=state["calls"], n_rounds=res.n_rounds, with_tool_calls=bool(tool_calls),
                        n_failures=len(res.failed) + int(state["failed_urgency"]), failed_nodes=tuple(failed),
                        expanded=res.expanded)

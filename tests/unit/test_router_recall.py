@@ -65,7 +65,8 @@ HELD_OUT = [
           ["ms_rx_aspirin_primary_prevention"]),
     Query("ho-8", "I have COPD and my oximeter says 89%. Should I turn my oxygen up to get to 96?",
           ["ms_resp_copd_oxygen_target"]),
-    Query("ho-9", "Bad lower back pain since yesterday and now I can't feel anything when I wipe, and can't pee properly.",
+    Query("ho-9", "Bad lower back pain since yesterday and now I can't feel anything when I wipe, "
+                  "and can't pee properly.",
           ["sf_cauda_equina", "sf_red_flags_missed"]),
     Query("ho-10", "My 14-year-old woke up with terrible pain in one testicle and is vomiting.",
           ["sf_testicular_torsion", "sf_red_flags_missed"]),

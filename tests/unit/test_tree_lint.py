@@ -107,8 +107,10 @@ def test_near_duplicates_with_a_given_encoder(tmp_path):
 @needs_minilm
 def test_near_duplicates_with_minilm(tmp_path):
     path = taxonomy(tmp_path, {
-        "a": {"criterion": "If the user reports an infant under 3 months with a fever of 38 °C, advises same-day assessment."},
-        "b": {"criterion": "If the user reports a fever of 38 °C in a baby younger than 3 months, advises assessment the same day."},
+        "a": {"criterion": "If the user reports an infant under 3 months with a fever of 38 °C, "
+                           "advises same-day assessment."},
+        "b": {"criterion": "If the user reports a fever of 38 °C in a baby younger than 3 months, "
+                           "advises assessment the same day."},
         "c": {"criterion": "If the user asks how to sleep better, advises a regular bedtime."},
     })
     issues = lint_tree(load_tree(path))
