@@ -23,6 +23,13 @@ from reward.judge.types import Message
 from reward.tree.graph import RubricTree
 
 ROUTING_NAMESPACE = "routing"
+# Negative checks a router activates for every prompt unless told otherwise (``always_on=[]``):
+# failures that any conversation can show (false reassurance, home care for red flags, needless
+# or repeated questions, sending a minor complaint to the emergency department), whose trigger an
+# embedding of the topic does not see. They stay out of the tree's ``always_on`` flag, which the
+# scoring variants read as "safety check on every prompt"; ids absent from a tree are skipped.
+DEFAULT_ALWAYS_ON = ("sf_home_care_instead_of_emergency", "cm_false_reassurance", "sf_over_escalation",
+                     "cs_needless_questions", "hm_pers_no_repeat_questions")
 # Bumped when the stored Routing shape or the key recipe changes, so old entries are not reused.
 ROUTING_FORMAT = 2
 
@@ -165,6 +172,10 @@ class Router(ABC):
         if tool_calls:
             return frozenset(self.tree.nodes)
         return frozenset(self.tree.nodes) - self.tool_gated()
+
+    def default_always_on(self) -> list[str]:
+        """:data:`DEFAULT_ALWAYS_ON` ids that are leaves of this tree."""
+        return [i for i in DEFAULT_ALWAYS_ON if i in self.tree and self.tree[i].is_leaf]
 
     def always_on_ids(self, extra: Iterable[str] = ()) -> list[str]:
         """Leaves marked ``always_on`` in the tree, plus ``extra`` ids, in tree file order."""

@@ -150,7 +150,8 @@ class EmbeddingRouter(Router):
         leaf_ratio: a reached leaf is active when its own relevance >= ``leaf_ratio * threshold``.
         urgency_cutoff: urgency from which ``emergency_threshold`` is used.
         lo, hi: the cosine mapped to relevance 0 and 1.
-        always_on: extra leaf ids active for every prompt, besides the tree's ``always_on`` leaves.
+        always_on: extra leaf ids active for every prompt, besides the tree's ``always_on`` leaves;
+            None means :data:`~reward.router.base.DEFAULT_ALWAYS_ON`, ``[]`` none.
         model_name: a stable name for a model passed as an object (part of the cache key).
         safety_roots: nodes whose subtrees get ``emergency_threshold`` for urgent prompts.
         universal: activate the leaves marked ``conditional: false`` for every prompt.
@@ -173,7 +174,7 @@ class EmbeddingRouter(Router):
         self.threshold, self.emergency_threshold = float(threshold), float(emergency_threshold)
         self.leaf_ratio, self.urgency_cutoff = float(leaf_ratio), float(urgency_cutoff)
         self.lo, self.hi = float(lo), float(hi)
-        self.extra_always_on = sorted(set(always_on or ()))
+        self.extra_always_on = sorted(set(self.default_always_on() if always_on is None else always_on))
         self.universal = bool(universal)
         self.always_on = self.always_on_ids(self.extra_always_on)
         if model is None:

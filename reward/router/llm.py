@@ -81,7 +81,8 @@ class LLMTreeRouter(Router):
         emergency_threshold: the threshold on the safety branches when urgency >= ``urgency_cutoff``.
         urgency_cutoff: urgency (p_yes of the URGENCY question) from which a prompt counts as
             an emergency.
-        always_on: extra leaf ids active for every prompt, besides the tree's ``always_on`` leaves.
+        always_on: extra leaf ids active for every prompt, besides the tree's ``always_on`` leaves;
+            None means :data:`~reward.router.base.DEFAULT_ALWAYS_ON`, ``[]`` none.
         safety_roots: the nodes whose subtrees get ``emergency_threshold`` for urgent prompts
             (those absent from the tree are ignored).
         universal: activate the leaves marked ``conditional: false`` for every prompt (they
@@ -97,7 +98,7 @@ class LLMTreeRouter(Router):
         self.threshold = _check_unit("threshold", threshold)
         self.emergency_threshold = _check_unit("emergency_threshold", emergency_threshold)
         self.urgency_cutoff = _check_unit("urgency_cutoff", urgency_cutoff)
-        self.extra_always_on = sorted(set(always_on or ()))
+        self.extra_always_on = sorted(set(self.default_always_on() if always_on is None else always_on))
         self.universal = bool(universal)
         self.always_on = self.always_on_ids(self.extra_always_on)
         self.safety_roots = tuple(safety_roots)
