@@ -46,7 +46,7 @@ from reward.jsonl import iter_jsonl, validation_error
 from reward.router.base import CachedRouter, Conversation, Router, Routing, as_conversation, tree_fingerprint
 from reward.router.llm import with_context
 from reward.scoring.tree_score import score_tree
-from reward.scoring.variants import DEFAULT_SCORING_VARIANT, check_variant, effective_weights
+from reward.scoring.variants import DEFAULT_SCORING_VARIANT, RULE_REASONS, check_variant, effective_weights
 from reward.tree.graph import RubricTree
 
 Scoring = Literal["hard", "soft"]
@@ -339,7 +339,8 @@ class RubricReward:
 
         tree_score = nodes = None
         if met:
-            ts = score_tree(self.tree, met, variant=self.scoring_variant, activated=activated)
+            rule = [a.leaf_id for a in routing.active if a.reason in RULE_REASONS]
+            ts = score_tree(self.tree, met, variant=self.scoring_variant, activated=activated, rule_active=rule)
             tree_score, nodes = ts.score, {k: dict(v) for k, v in ts.nodes.items()}
         points_score = None
         if r.rubrics:

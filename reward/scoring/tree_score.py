@@ -18,7 +18,7 @@ from typing import Any
 
 from reward.errors import ScoringError
 from reward.scoring.variants import (DEFAULT_SCORING_VARIANT, check_variant, combine, effective_weights,
-                                     is_penalty_leaf, uses_penalty)
+                                     guard_ids, uses_penalty)
 from reward.tree.graph import RubricTree
 
 
@@ -64,7 +64,7 @@ def _met_value(leaf_id: str, met: Any) -> float:
 
 
 def score_tree(tree: RubricTree, met: Mapping[str, bool | float], *, variant: str = DEFAULT_SCORING_VARIANT,
-               activated: Collection[str] | None = None) -> TreeScore:
+               activated: Collection[str] | None = None, rule_active: Collection[str] = ()) -> TreeScore:
     """Score one response from the judge's verdicts on its active leaves.
 
     Args:
@@ -94,7 +94,7 @@ def score_tree(tree: RubricTree, met: Mapping[str, bool | float], *, variant: st
         passes[leaf_id] = value if node.polarity == "positive" else 1.0 - value
     weights = effective_weights(tree, passes, variant, activated)
     penalty = uses_penalty(variant)
-    penalty_ids = {lid for lid in passes if is_penalty_leaf(tree, lid)} if penalty else set()
+    penalty_ids = guard_ids(tree, passes, rule_active) if penalty else set()
 
     nodes: dict[str, dict[str, float | int]] = {}
     for nid in tree.topological_order:

@@ -8,14 +8,17 @@ Four variants, chosen by the oracle stress tests (``rubricstree stress``):
 - ``paper``: the tree's global auto-weights; every active leaf, negative or not, adds its weight to
   the denominator and its pass value to the numerator. A negative leaf that is not triggered counts
   as a pass, so safety leaves that are always on hand out free points.
-- ``penalty``: as HealthBench's negative points. Only positive leaves that are not ``always_on``
-  form the denominator; a negative or always-on leaf adds nothing when it passes and subtracts its
-  weight times ``1 - pass`` when it is triggered. The ratio is clipped to [0, 1]. With no positive
-  leaf in scope the score is ``1 - triggered weight / penalty weight``.
+- ``penalty``: as HealthBench's negative points. Only positive leaves judged relevant form the
+  denominator; a *guard* adds nothing when it passes and subtracts its weight times ``1 - pass``
+  when it fails or is triggered. Guards are negative leaves, ``always_on`` leaves and leaves the
+  router switched on by a rule rather than by relevance (``RULE_REASONS``: always on, universal,
+  context present): a check nobody judged relevant must not earn credit by passing. The ratio is clipped to [0, 1]. With no
+  positive leaf in scope the score is ``1 - lost weight / guard weight``.
 - ``active``: weights renormalised over the activated sub-DAG. The root has 1 and every activated
   node splits its weight equally among its activated children. A leaf with several parents counts
-  only the paths whose internal nodes were all activated (expanded by the router); a leaf with no
-  such path (an always-on leaf, a static selection) counts all its paths.
+  only the paths whose internal nodes were all activated (expanded by the router, or on the only
+  path of another active leaf); a leaf with no such path (an always-on leaf) counts the paths that
+  run furthest through activated nodes (all of them on a tie, or without routing information).
 - ``penalty+active``: the active weights, scored the penalty way.
 """
 
@@ -31,6 +34,8 @@ ScoringVariant = Literal["paper", "penalty", "active", "penalty+active"]
 SCORING_VARIANTS: tuple[str, ...] = get_args(ScoringVariant)
 # Chosen by the oracle stress tests on the bundled cases (README, "Scoring variants").
 DEFAULT_SCORING_VARIANT: ScoringVariant = "penalty+active"
+# Routing reasons (``ActiveLeaf.reason``) of leaves switched on by a rule, not by relevance.
+RULE_REASONS = frozenset({"always_on", "universal", "context"})
 
 
 def check_variant(variant: str) -> str:
@@ -49,7 +54,8 @@ def uses_active(variant: str) -> bool:
 
 
 def is_penalty_leaf(tree: RubricTree, leaf_id: str) -> bool:
-    """A leaf that only subtracts under the penalty variants: negative polarity or always on."""
+    """A guard by the tree alone: negative or always on (routing adds the leaves it switched on
+    by a rule, see :func:`guard_ids`)."""
     node = tree[leaf_id]
     return node.polarity == "negative" or node.always_on
 
@@ -64,6 +70,14 @@ def _paths(tree: RubricTree, leaf_id: str) -> list[tuple[str, ...]]:
     return out
 
 
+def best_paths(tree: RubricTree, leaf_id: str, opened: Collection[str]) -> list[tuple[str, ...]]:
+    """The leaf's root-to-leaf paths that run furthest through ``opened`` nodes (every path whose
+    internal nodes are all opened, if any; else those with the most opened nodes, ties kept)."""
+    paths = _paths(tree, leaf_id)
+    cover = [sum(n in opened for n in p[:-1]) for p in paths]
+    return [p for p, c in zip(paths, cover) if c == max(cover)]
+
+
 def active_weights(tree: RubricTree, active: Iterable[str],
                    activated: Collection[str] | None = None) -> dict[str, float]:
     """Leaf weights renormalised over the activated sub-DAG (they sum to 1).
@@ -75,14 +89,25 @@ def active_weights(tree: RubricTree, active: Iterable[str],
             ancestor of an active leaf counts as activated.
     """
     active = list(dict.fromkeys(active))
-    opened = set(activated or ()) | {tree.root}
+    paths = {lid: _paths(tree, lid) for lid in active}
     edges: set[tuple[str, str]] = set()
-    for leaf_id in active:
-        paths = _paths(tree, leaf_id)
-        if activated:
-            kept = [p for p in paths if all(n in opened for n in p[:-1])]
-            paths = kept or paths  # reached by a rule (always on), not by the walk: all its paths
-        for p in paths:
+    if not activated:  # no routing information: every path of every active leaf
+        chosen = paths
+    else:
+        opened = set(activated) | {tree.root}
+        chosen, pending = {}, []
+        for lid, ps in paths.items():
+            full = [p for p in ps if all(n in opened for n in p[:-1])]
+            if full or len(ps) == 1:
+                chosen[lid] = full or ps
+            else:
+                pending.append(lid)
+        # nodes on the chosen paths are part of the activated sub-DAG for the leaves still open
+        opened |= {n for ps in chosen.values() for p in ps for n in p[:-1]}
+        for lid in pending:
+            chosen[lid] = best_paths(tree, lid, opened)
+    for ps in chosen.values():
+        for p in ps:
             edges.update(pairwise(p))
     kids: dict[str, list[str]] = {}
     for parent, child in edges:
@@ -96,6 +121,12 @@ def active_weights(tree: RubricTree, active: Iterable[str],
             if (nid, child) in edges:
                 w[child] = w.get(child, 0.0) + share
     return {lid: w.get(lid, 0.0) for lid in active}
+
+
+def guard_ids(tree: RubricTree, active: Iterable[str], rule_active: Collection[str] = ()) -> set[str]:
+    """The active leaves that only subtract under the penalty variants (see the module docstring)."""
+    rule_active = set(rule_active)
+    return {lid for lid in active if lid in rule_active or is_penalty_leaf(tree, lid)}
 
 
 def effective_weights(tree: RubricTree, active: Iterable[str], variant: str = DEFAULT_SCORING_VARIANT,

@@ -26,7 +26,7 @@ from pydantic import BaseModel, Field
 from reward.router.base import Router, Routing, as_conversation
 from reward.router.llm import with_context
 from reward.scoring.tree_score import score_tree
-from reward.scoring.variants import SCORING_VARIANTS
+from reward.scoring.variants import RULE_REASONS, SCORING_VARIANTS
 from reward.stress.cases import StressCase
 from reward.tree.graph import RubricTree
 
@@ -74,9 +74,10 @@ def oracle_met(tree: RubricTree, active: Sequence[str], failed: Sequence[str]) -
 def oracle_scores(tree: RubricTree, case: StressCase, routing: Routing, variant: str) -> tuple[float, float]:
     """(clean, perturbed) tree scores of ``case`` with perfect verdicts under ``variant``."""
     active = routing.leaf_ids
-    activated = set(routing.expanded)
-    clean = score_tree(tree, oracle_met(tree, active, ()), variant=variant, activated=activated).score
-    pert = score_tree(tree, oracle_met(tree, active, case.failed), variant=variant, activated=activated).score
+    kw = {"variant": variant, "activated": set(routing.expanded),
+          "rule_active": [a.leaf_id for a in routing.active if a.reason in RULE_REASONS]}
+    clean = score_tree(tree, oracle_met(tree, active, ()), **kw).score
+    pert = score_tree(tree, oracle_met(tree, active, case.failed), **kw).score
     return clean, pert
 
 
@@ -178,15 +179,19 @@ def oracle_variant_table(tree: RubricTree, cases: Sequence[StressCase], routings
 
 
 def with_labels(tree: RubricTree, routing: Routing, case: StressCase) -> Routing:
-    """``routing`` with the case's labelled leaves added as if the router had reached them (their
-    ancestors expanded): the routing of a router with perfect recall, to measure scoring alone."""
+    """``routing`` with the case's labelled leaves added as if the router had reached them, the
+    ancestors on their best-covered path expanded: the routing of a router with perfect recall,
+    to measure scoring alone."""
     from reward.router.base import ActiveLeaf
+    from reward.scoring.variants import best_paths
 
     ids = set(routing.leaf_ids) | set(case.failed)
     expanded = dict(routing.expanded)
+    opened = set(expanded) | {tree.root}
     for lid in case.failed:
-        for anc in tree.ancestors(lid) - {tree.root}:
-            expanded.setdefault(anc, 1.0)
+        for path in best_paths(tree, lid, opened):
+            for anc in path[1:-1]:
+                expanded.setdefault(anc, 1.0)
     have = {a.leaf_id: a for a in routing.active}
     active = tuple(have.get(leaf.id) or ActiveLeaf(leaf_id=leaf.id, relevance=1.0, weight=tree.leaf_weights[leaf.id],
                                                    reason="label")

@@ -204,3 +204,60 @@ def test_reward_reports_effective_weights_and_orders_feedback_by_them():
     assert shown_w == sorted(shown_w, reverse=True)  # heaviest under the variant first
     with pytest.raises(ValueError, match="unknown scoring variant"):
         RubricReward(tree, FixedRouter(tree, DKA_ROUTED), perfect_judge(tree, replies), scoring_variant="nope")
+
+
+def test_rule_activated_leaves_are_guards_under_penalty(tree):
+    # b1 switched on by a rule (universal / context / always on), not judged relevant: passing it
+    # earns nothing, failing it costs its weight
+    met = {"a1": True, "b1": True}
+    assert score_tree(tree, met, variant="penalty").score == 1.0
+    assert score_tree(tree, {"a1": True, "b1": False}, variant="penalty").score == pytest.approx(0.5)
+    guarded = score_tree(tree, {"a1": True, "b1": False}, variant="penalty", rule_active=["b1"])
+    assert guarded.score == pytest.approx((1 / 6 - 1 / 6) / (1 / 6))
+    assert score_tree(tree, {"a1": False, "b1": True}, variant="penalty", rule_active=["b1"]).score == 0.0
+    # the paper variant ignores it
+    assert score_tree(tree, {"a1": True, "b1": False}, variant="paper", rule_active=["b1"]).score == pytest.approx(0.5)
+
+
+def test_always_on_multi_parent_leaf_follows_the_activated_branch():
+    deep = RubricTree([
+        Node(id="root", title="root", children=("A", "B")),
+        Node(id="A", title="A", children=("A1", "a2")),
+        Node(id="B", title="B", children=("B1",)),
+        Node(id="A1", title="A1", children=("x",)),
+        Node(id="B1", title="B1", children=("x", "b")),
+        Node(id="x", title="x", criterion="never fabricates", polarity="negative", always_on=True),
+        Node(id="a2", title="a2", criterion="does a2"),
+        Node(id="b", title="b", criterion="does b"),
+    ], "root")
+    # only A expanded: x's path through A runs further through activated nodes than through B
+    assert active_weights(deep, ["x", "a2"], activated={"A"}) == pytest.approx({"x": 0.5, "a2": 0.5})
+    # b's only path opens B and B1, so x's path through B1 now runs furthest: x counts there only
+    w = active_weights(deep, ["x", "a2", "b"], activated={"A"})
+    assert w == pytest.approx({"x": 0.25, "a2": 0.5, "b": 0.25})
+    assert sum(w.values()) == pytest.approx(1.0)
+    # no routing information: every path counts, as in the paper's weights
+    assert active_weights(deep, ["x"]) == pytest.approx({"x": 1.0})
+
+
+def test_reward_treats_rule_activated_leaves_as_guards():
+    tree = load_tree()
+    from reward.router.base import ActiveLeaf
+
+    class RuleRouter(Router):
+        name = "rule"
+
+        async def route(self, conversation, context=None, tool_calls=None) -> Routing:
+            lw = self.tree.leaf_weights
+            return Routing(router=self.name, active=(
+                ActiveLeaf(leaf_id="ms_sleep_light", relevance=1.0, weight=lw["ms_sleep_light"]),
+                ActiveLeaf(leaf_id="ms_sleep_caffeine", relevance=0.0, weight=lw["ms_sleep_caffeine"],
+                           reason="universal")))
+
+    reply = "Dim the lights an hour before bed."
+    judge = perfect_judge(tree, {reply: {"ms_sleep_caffeine"}})
+    row = [{"id": "r", "prompt": [{"role": "user", "content": SLEEP_PROMPT}], "completion": reply}]
+    pa = RubricReward(tree, RuleRouter(tree), judge, scoring_variant="penalty", cache_routing=False).score_sync(row)[0]
+    paper = RubricReward(tree, RuleRouter(tree), judge, scoring_variant="paper", cache_routing=False).score_sync(row)[0]
+    assert paper.score == pytest.approx(0.5)  # two equal leaves, one failed
+    assert pa.score == 0.0  # the guard's loss equals the one relevant leaf's credit
