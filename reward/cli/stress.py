@@ -69,7 +69,8 @@ def stress_command(
             judge = make_judge(judge_url=judge_url, judge_model=judge_model, served_model=served_model,
                                cache=cache if cache is not None else False)
         elif mode == "judge" or router == "llm":
-            raise typer.BadParameter("--mode judge and --router llm need a judge: --judge-url URL or --judge-model PATH")
+            raise typer.BadParameter("--mode judge and --router llm need a judge: "
+                                     "--judge-url URL or --judge-model PATH")
         rt = CachedRouter(build_router(router, tree, judge), judge.cache if judge is not None else None)
     except (RubricsTreeError, ValueError, OSError) as exc:
         typer.echo(f"error: {exc}", err=True)
@@ -120,5 +121,6 @@ def stress_command(
         for p, b in out["by_perturbation"].items():
             flat[f"{p} DR / MP"] = f"{b['detection_rate']:.3f} / {b['mean_penalty']:.3f}"
         if out["baseline"]:
-            flat["baseline DR / MP"] = f"{out['baseline']['detection_rate']:.3f} / {out['baseline']['mean_penalty']:.3f}"
+            base = out["baseline"]
+            flat["baseline DR / MP"] = f"{base['detection_rate']:.3f} / {base['mean_penalty']:.3f}"
         print_summary(flat, title=f"Stress test ({mode}, {router} router)")

@@ -12,8 +12,8 @@ Four variants, chosen by the oracle stress tests (``rubricstree stress``):
   denominator; a *guard* adds nothing when it passes and subtracts its weight times ``1 - pass``
   when it fails or is triggered. Guards are negative leaves, ``always_on`` leaves and leaves the
   router switched on by a rule rather than by relevance (``RULE_REASONS``: always on, universal,
-  context present): a check nobody judged relevant must not earn credit by passing. The ratio is clipped to [0, 1]. With no
-  positive leaf in scope the score is ``1 - lost weight / guard weight``.
+  context present): a check nobody judged relevant must not earn credit by passing. The ratio is
+  clipped to [0, 1]. With no positive leaf in scope the score is ``1 - lost weight / guard weight``.
 - ``active``: weights renormalised over the activated sub-DAG. The root has 1 and every activated
   node splits its weight equally among its activated children. A leaf with several parents counts
   only the paths whose internal nodes were all activated (expanded by the router, or on the only

@@ -61,7 +61,10 @@ def _metric_rows(block: dict[str, Any], key: str, names: Sequence[str]) -> list[
     return rows
 
 
-def _tables(summary: dict[str, Any], variants: dict[str, dict[str, dict[str, Any]]] | None) -> list[tuple[str, list[str], list[list[str]]]]:
+Table = tuple[str, list[str], list[list[str]]]
+
+
+def _tables(summary: dict[str, Any], variants: dict[str, dict[str, dict[str, Any]]] | None) -> list[Table]:
     """(title, header, rows) of every table in the report."""
     out = []
     head = ["", "detection rate", "mean penalty", "n"]
@@ -78,8 +81,9 @@ def _tables(summary: dict[str, Any], variants: dict[str, dict[str, dict[str, Any
         header = ["variant", "overall DR / MP"] + [p for p in PERTURBATIONS]
         rows = []
         for v, s in table.items():
-            cells = [f"{_f(s['by_perturbation'][p]['detection_rate'], 2)} / {_f(s['by_perturbation'][p]['mean_penalty'], 2)}"
-                     if p in s["by_perturbation"] else "—" for p in PERTURBATIONS]
+            bp = s["by_perturbation"]
+            cells = [f"{_f(bp[p]['detection_rate'], 2)} / {_f(bp[p]['mean_penalty'], 2)}" if p in bp else "—"
+                     for p in PERTURBATIONS]
             rows.append([v, f"{_f(s['detection_rate'], 2)} / {_f(s['mean_penalty'], 2)}"] + cells)
         out.append((f"Oracle, every scoring variant: {setting} (detection rate / mean penalty)", header, rows))
     return out
