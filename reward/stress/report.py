@@ -45,7 +45,8 @@ def heatmap(summary: dict[str, Any], path: Path) -> None:
                             color="white" if cell["detection_rate"] < 0.5 else "black")
         im = ax.imshow(grid, vmin=0, vmax=1, cmap="viridis")
         ax.set_xticks(range(len(PERTURBATIONS)), [p.replace("_", "\n") for p in PERTURBATIONS], fontsize=8)
-        ax.set_yticks(range(len(SCENARIOS)), [s.replace("_", " ") for s in SCENARIOS], fontsize=8)
+        first = ax is axes[0][0]  # scenario names once, on the left: the panels share rows
+        ax.set_yticks(range(len(SCENARIOS)), [s.replace("_", " ") for s in SCENARIOS] if first else [], fontsize=8)
         ax.set_title(title, fontsize=10)
     fig.colorbar(im, ax=axes[0].tolist(), shrink=0.8, label="detection rate")
     fig.savefig(path, dpi=120, bbox_inches="tight")
