@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import re
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, ClassVar
@@ -45,7 +46,8 @@ class ActiveLeaf(BaseModel):
         reason: ``routed`` (relevance reached the threshold), ``always_on`` (a safety leaf the
             tree or the caller marks as always active), ``universal`` (a leaf marked
             ``conditional: false``: it applies to every reply), ``context`` (beneath a node marked
-            ``with_context``, for a prompt with context) or ``static`` (a static selection).
+            ``with_context``, for a prompt with context), ``cue`` (a ``cues`` pattern of the leaf
+            matched a user turn: an explicit instruction) or ``static`` (a static selection).
     """
 
     model_config = ConfigDict(frozen=True)
@@ -186,11 +188,19 @@ class Router(ABC):
         return [leaf.id for leaf in self.tree.leaves if leaf.always_on or leaf.id in extra]
 
     def standing(self, always_on: Iterable[str], context: str | None, eligible: frozenset[str],
-                 universal: bool = True) -> dict[str, str]:
+                 universal: bool = True, conversation: Sequence[Message] = ()) -> dict[str, str]:
         """Leaves active whatever their relevance, with the reason: ``always_on`` ids, leaves
-        that apply to every reply (``conditional: false``, when ``universal``) and, for a prompt
-        with context, the leaves beneath nodes marked ``with_context``; ineligible ones dropped."""
+        whose ``cues`` match a user turn of ``conversation`` (``cue``: an explicit instruction
+        such as "as a table"), leaves that apply to every reply (``conditional: false``, when
+        ``universal``) and, for a prompt with context, the leaves beneath nodes marked
+        ``with_context``; ineligible ones dropped."""
         out = dict.fromkeys((i for i in always_on if i in eligible), "always_on")
+        user_text = "\n".join(m.content for m in conversation if m.role == "user")
+        if user_text:
+            for leaf in self.tree.leaves:
+                if leaf.cues and leaf.id in eligible and any(re.search(c, user_text, re.IGNORECASE)
+                                                              for c in leaf.cues):
+                    out.setdefault(leaf.id, "cue")
         if universal:
             for leaf in self.tree.leaves:
                 if not leaf.conditional and leaf.id in eligible:

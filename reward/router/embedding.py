@@ -32,8 +32,9 @@ calibrated on the packaged taxonomy (``tests/unit/test_embedding_router.py``) an
 the stress cases' labelled leaves is held in ``tests/unit/test_router_recall.py``. Embeddings
 see words, not clinical logic: generic branches (communication, instruction following) open
 through the nodes' ``examples`` (short request phrasings) or not at all; leaves that must always
-be graded belong in ``always_on``, and the routers' shared standing rules (universal and context
-leaves, :meth:`Router.standing`) cover checks whose trigger is not a topic.
+be graded belong in ``always_on``, and the routers' shared standing rules (universal, context and
+cue leaves, :meth:`Router.standing`) cover checks whose trigger is not a topic: a leaf's ``cues``
+(regular expressions, e.g. the word "table") activate it when a user turn states the instruction.
 """
 
 from __future__ import annotations
@@ -300,7 +301,8 @@ class EmbeddingRouter(Router):
             elif gate[nid] >= threshold_for(nid):
                 expanded[nid] = gate[nid]
         expanded.pop(tree.root)
-        standing = self.standing(self.always_on, context, eligible, self.universal)
+        standing = self.standing(self.always_on, context, eligible, self.universal,
+                                 as_conversation(conversation))
         return Routing(router=self.name, active=self._active(rel, routed, standing),
                        threshold=self.threshold,
                        safety_threshold=self.emergency_threshold if urgent else self.threshold,

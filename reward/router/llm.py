@@ -156,7 +156,8 @@ class LLMTreeRouter(Router):
             return self.threshold
 
         # Leaves active anyway (always-on, universal, context) are not asked about.
-        standing = self.standing(self.always_on, context, eligible, self.universal)
+        standing = self.standing(self.always_on, context, eligible, self.universal,
+                                 as_conversation(conversation))
         walkable = eligible - standing.keys()
         res = await walk(tree, ask, threshold_for, eligible=walkable.__contains__)
         failed = (["urgency"] if state["failed_urgency"] else []) + list(dict.fromkeys(c for _, c in res.failed))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -47,6 +48,10 @@ class Node(BaseModel):
     examples: tuple[str, ...] = Field((), description=(
         "short user phrasings that call for this node, in our words; the embedding router matches"
         " each on its own (abstract criteria sit far from concrete requests such as 'as a table')"))
+    cues: tuple[str, ...] = Field((), description=(
+        "regular expressions (case-insensitive) on the user's turns; a match activates this leaf"
+        " without asking (reason 'cue'): explicit instructions such as 'as a table' or 'in under 80"
+        " words' sit far from any criterion in embedding space"))
     with_context: bool = Field(False, description=(
         "routers activate every leaf beneath this node when the prompt carries context (the user's"
         " records or device data): checks of how a reply uses supplied data"))
@@ -56,6 +61,16 @@ class Node(BaseModel):
     def _id_is_simple(cls, v: str) -> str:
         if any(c.isspace() for c in v):
             raise ValueError("must not contain whitespace")
+        return v
+
+    @field_validator("cues")
+    @classmethod
+    def _cues_compile(cls, v: tuple[str, ...]) -> tuple[str, ...]:
+        for pattern in v:
+            try:
+                re.compile(pattern)
+            except re.error as exc:
+                raise ValueError(f"cue {pattern!r} is not a valid regular expression: {exc}") from None
         return v
 
     @property

@@ -370,6 +370,25 @@ def test_universal_and_context_leaves_are_active_without_being_asked():
                          universal=False).route_sync(CONV).leaf_ids == []
 
 
+def test_cue_leaves_are_active_when_a_user_turn_states_the_instruction():
+    tree = RubricTree([
+        Node(id="root", title="root", children=("F",)),
+        Node(id="F", title="F", definition="format", children=("table", "other")),
+        Node(id="table", title="table", criterion="If the user asks for a table, uses one.", cues=(r"\btable\b",)),
+        Node(id="other", title="other", criterion="If y, criterion other."),
+    ], root="root")
+    zero = {"F": 0.0, "table": 0.0, "other": 0.0}
+    judge = _judge(zero)
+    asked = (Message(role="user", content="Explain AF as a TABLE please."),)
+    r = LLMTreeRouter(tree, judge, threshold=0.5).route_sync(asked)
+    assert [(a.leaf_id, a.reason) for a in r.active] == [("table", "cue")]
+    assert "table" not in _asked(judge)
+    # no match: a word inside another word, or the word in the assistant's turn only
+    for conv in [(Message(role="user", content="Is a vegetable diet ok? I take a tablet daily."),),
+                 (Message(role="user", content="hi"), Message(role="assistant", content="here is a table"))]:
+        assert LLMTreeRouter(tree, _judge(zero), threshold=0.5).route_sync(conv).leaf_ids == []
+
+
 async def test_rollouts_with_tool_calls_route_the_agentic_branch_and_show_the_calls():
     rel = {"A": 1.0, "T": 1.0, "a1": 1.0, "t1": 1.0, "both": 1.0}
     judge = _judge(rel)
