@@ -14,6 +14,7 @@ from rubricstree import metaeval as metaeval_cli
 from rubricstree import train as train_cli
 from rubricstree.demo import demo_command  # light: heavy imports are inside
 from rubricstree.score import score_command
+from rubricstree.stress import stress_command
 
 __all__ = ["app", "main"]
 
@@ -30,6 +31,7 @@ app.add_typer(metaeval_cli.app, name="meta-eval", help="Agreement with experts a
 app.add_typer(optimize.app, name="optimize", help="The tree as a coach: handbook, revise, best-of-n, held-out report.")
 app.command("score")(score_command)
 app.command("demo")(demo_command)
+app.command("stress")(stress_command)
 
 
 def main() -> None:

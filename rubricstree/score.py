@@ -217,6 +217,8 @@ def score_command(
     judge_api: str = typer.Option("auto", "--judge-api", help="completions (vLLM token ids) | chat | auto"),
     scoring: str = typer.Option("hard", "--scoring", help="hard (yes/no) or soft (p_yes)"),
     combine: str = typer.Option("tree", "--combine", help="with row rubrics: tree, points or mean"),
+    scoring_variant: str | None = typer.Option(
+        None, "--scoring-variant", help="tree score: paper, penalty, active or penalty+active (default: the chosen one)"),
     on_failure: str = typer.Option("skip", "--on-failure", help="skip (unscored, with reasons) or raise"),
     threshold: float | None = typer.Option(None, "--threshold", help="router relevance threshold"),
     emergency_threshold: float | None = typer.Option(None, "--emergency-threshold",
@@ -234,24 +236,30 @@ def score_command(
     failure stopped it (--on-failure raise), 2 for invalid input or settings.
     """
     from reward.judge import VerdictCache, make_judge
+    from reward.scoring.variants import DEFAULT_SCORING_VARIANT, SCORING_VARIANTS
     from reward.stages.rubric_reward import RubricReward, load_rollouts
     from reward.tree import load_tree
 
     try:
         if scoring not in ("hard", "soft"):
             raise typer.BadParameter(f"--scoring must be hard or soft, got '{scoring}'")
+        scoring_variant = scoring_variant or DEFAULT_SCORING_VARIANT
+        if scoring_variant not in SCORING_VARIANTS:
+            raise typer.BadParameter(f"--scoring-variant must be one of {', '.join(SCORING_VARIANTS)}, "
+                                     f"got '{scoring_variant}'")
         rows = load_rollouts(rollouts)
         tree = load_tree(taxonomy)
         cache = None if no_cache else VerdictCache(cache_dir / "verdicts.sqlite" if cache_dir else None)
         judge = make_judge(judge_url=judge_url, judge_model=judge_model, served_model=served_model,
                            cache=cache if cache is not None else False, judge_api=judge_api)
         rt = build_router(router, tree, judge, threshold=threshold, emergency_threshold=emergency_threshold)
-        reward = RubricReward(tree, rt, judge, scoring=scoring, combine=combine, on_failure=on_failure)
+        reward = RubricReward(tree, rt, judge, scoring=scoring, combine=combine, on_failure=on_failure,
+                              scoring_variant=scoring_variant)
     except (RubricsTreeError, ValueError, OSError) as exc:  # OSError: a judge model/tokenizer not found
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from exc
     meta = {"rollouts": str(rollouts), "taxonomy": f"{tree.name} ({len(tree.leaves)} leaves, {tree.source})",
-            "router": router, "judge": judge.model_id, "scoring": scoring, "combine": combine}
+            "router": router, "judge": judge.model_id, "scoring": scoring, "combine": combine, "scoring_variant": scoring_variant}
     try:
         summary = asyncio.run(run_scoring(rollouts=rows, reward=reward, judge=judge, out=out, report=report,
                                           meta=meta, concurrency=concurrency, progress=not as_json))

@@ -1,4 +1,4 @@
-"""``rubricstree tree``: stats, validate and show the rubric tree."""
+"""``rubricstree tree``: stats, validate, show and lint the rubric tree."""
 
 from __future__ import annotations
 
@@ -12,6 +12,8 @@ from reward.errors import TaxonomyError
 app = typer.Typer(no_args_is_help=True)
 
 TaxonomyOpt = typer.Option(None, "--taxonomy", help="taxonomy YAML (default: the packaged one)")
+FileArg = typer.Argument(..., help="taxonomy YAML to check")
+OptionalFileArg = typer.Argument(None, help="taxonomy YAML (default: the packaged one)")
 
 
 def _load(path: Path | None):
@@ -37,7 +39,7 @@ def stats(taxonomy: Path | None = TaxonomyOpt,
 
 
 @app.command()
-def validate(file: Path = typer.Argument(..., help="taxonomy YAML to check")) -> None:
+def validate(file: Path = FileArg) -> None:
     """Validate a taxonomy file; exits 2 with the file, node and field of the first error."""
     t = _load(file)
     typer.echo(f"ok: {file} ({len(t.leaves)} leaves, {len(t.nodes)} nodes, depth {t.depth})")
@@ -69,3 +71,29 @@ def show(taxonomy: Path | None = TaxonomyOpt,
     root = Tree(label(t.root))
     grow(root, t.root, 0)
     Console().print(root)
+
+
+@app.command()
+def lint(file: Path | None = OptionalFileArg,
+         as_json: bool = typer.Option(False, "--json", help="print the issues as JSON"),
+         threshold: float = typer.Option(0.9, "--threshold", min=0.01, max=1.0,
+                                         help="embedding cosine above which two criteria are near-duplicates"),
+         duplicates: bool = typer.Option(True, "--duplicates/--no-duplicates",
+                                         help="run the embedding near-duplicate check (loads MiniLM)")) -> None:
+    """Lint leaf criteria: missing triggers, vacuous wording, bundled checks, near-duplicates.
+    Exits 1 when anything is flagged, 2 when the file is invalid."""
+    from reward.tree.lint import lint_tree
+
+    t = _load(file)
+    issues = lint_tree(t, threshold=threshold, duplicates=duplicates)
+    if as_json:
+        typer.echo(json.dumps({"file": t.source, "leaves": len(t.leaves), "n_issues": len(issues),
+                               "issues": [i.model_dump() for i in issues]}))
+    else:
+        for i in issues:
+            other = f" <-> {i.other}" if i.other else ""
+            typer.echo(f"{t.source}: {i.node}{other}: {i.kind}: {i.message}")
+        typer.echo(f"{len(issues)} issue(s) in {len(t.leaves)} leaves" if issues
+                   else f"ok: {t.source} ({len(t.leaves)} leaves, no issues)")
+    if issues:
+        raise typer.Exit(1)

@@ -39,6 +39,7 @@ def node_dict(node: Node) -> dict:
     d = node.model_dump(mode="json", exclude_defaults=True)
     order = ["id", "title", "definition", "children", "criterion", "polarity", "grounding", "tags", "always_on"]
     out = {k: d[k] for k in order if k in d}
+    out.update({k: v for k, v in d.items() if k not in out})  # every other field the schema has
     if node.is_leaf:
         out["polarity"] = node.polarity  # say it, as the shipped file does
     if not out.get("tags"):

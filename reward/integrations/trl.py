@@ -250,6 +250,7 @@ class RubricRewardFunc(_JudgeReward):
             points clipped to [0, 1]: the paper's stage 3 reward; no routing, no tree).
         scoring: ``"hard"`` (yes/no) or ``"soft"`` (p_yes); combine: ``tree``/``points``/``mean``.
         on_failure: ``"skip"`` (None) or ``"raise"``.
+        scoring_variant: the tree score's variant (``reward.scoring.variants``); None: the default.
 
     Columns: ``rubrics`` (optional), ``judge_prompt`` (else ``prompts``) is the conversation the
     router and judge see. Each prompt is routed once per batch (RubricReward groups by prompt).
@@ -258,8 +259,12 @@ class RubricRewardFunc(_JudgeReward):
     def __init__(self, judge: Any, *, tree: Any = None, router: Any = "static",
                  router_options: Mapping[str, Any] | None = None,
                  rubric_source: Literal["both", "tree", "rows"] = "both", scoring: str = "hard",
-                 combine: str = "tree", on_failure: str = "skip", name: str = "clinical_rubric") -> None:
+                 combine: str = "tree", on_failure: str = "skip", name: str = "clinical_rubric",
+                 scoring_variant: str | None = None) -> None:
+        from reward.scoring.variants import DEFAULT_SCORING_VARIANT, check_variant
+
         super().__init__(judge, name, on_failure)
+        self.scoring_variant = check_variant(scoring_variant or DEFAULT_SCORING_VARIANT)
         if rubric_source not in ("both", "tree", "rows"):
             raise ValueError(f"rubric_source must be 'both', 'tree' or 'rows', got {rubric_source!r}")
         if scoring not in ("hard", "soft"):
@@ -289,7 +294,7 @@ class RubricRewardFunc(_JudgeReward):
                     opts.setdefault("judge", self.judge)
                 router = make_router(router, tree, **opts)
             self._runtime = RubricReward(tree, router, self.judge, scoring=self.scoring, combine=self.combine,
-                                         on_failure=self.on_failure)
+                                         scoring_variant=self.scoring_variant, on_failure=self.on_failure)
         return self._runtime
 
     async def __call__(self, prompts: list, completions: list, completion_ids: list | None = None,

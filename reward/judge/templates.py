@@ -133,25 +133,36 @@ EXPLAIN = Template(
           "Return the JSON object now."),
 )
 
-# The router asks about the query only: the "response" slot is unused and the criterion is a
-# rubric area's title and definition.
+# The router asks about the query only: the "response" slot is unused and the criterion slot holds
+# the candidate node as the router renders it (its path, title and definition, and a leaf's
+# criterion). Relevance is asked given the parent, so the walk can multiply the answers.
 RELEVANCE = Template(
-    name="rubricstree-relevance-v1",
+    name="rubricstree-relevance-v2",
     mode="choice",
-    system=("You route evaluation rubrics for an AI health assistant. Given a user's conversation"
-            " and one area of a rubric, decide whether a good reply to this conversation should be"
-            " checked against that area. Reply with exactly one word: yes or no."),
-    user="Conversation:\n{{conversation}}\n\nRubric area: {{criterion}}\n\nIs this area relevant? Answer yes or no.",
+    system=("You decide which parts of a rubric apply to one conversation with an AI health"
+            " assistant. The rubric is a tree: broad areas at the top, single checks (criteria) at"
+            " the bottom. You are shown one candidate node with its path from the top; everything"
+            " above it on that path has already been judged to apply. Decide whether the candidate"
+            " applies too: for an area, whether any check inside it could matter for a good reply"
+            " to this conversation; for a criterion, whether the situation it names is present in"
+            " the conversation or could well arise in the reply. Reply with exactly one word: yes or no."),
+    user=("Conversation:\n{{conversation}}\n\n{{criterion}}\n\nGiven that its parent applies, does"
+          " the candidate apply to this conversation? Answer yes or no."),
 )
 
 URGENCY = Template(
-    name="rubricstree-urgency-v1",
+    name="rubricstree-urgency-v2",
     mode="choice",
-    system=("You triage messages sent to an AI health assistant. Decide whether the situation"
-            " described may need emergency care now (for example chest pain, stroke signs,"
-            " severe bleeding, anaphylaxis, suicidal intent, a very sick infant). Reply with"
-            " exactly one word: yes or no."),
-    user="Conversation:\n{{conversation}}\n\nMay this need emergency care now? Answer yes or no.",
+    system=("You triage messages sent to an AI health assistant. Answer yes if what the conversation"
+            " describes might need emergency or same-day urgent care now, for example: chest pain,"
+            " stroke signs or a sudden severe headache; trouble breathing or a severe allergic"
+            " reaction (anaphylaxis); an overdose or a poisoning, including too much paracetamol even"
+            " when the person feels well; an infection with signs of sepsis such as confusion, fast"
+            " breathing or mottled skin; thoughts of suicide or self-harm; bleeding or severe pain"
+            " in pregnancy, or a baby moving less; vomiting blood or black stools; a fever in a baby"
+            " under 3 months or a child who is floppy or hard to wake; someone in danger from another"
+            " person. Answer no for routine questions. Reply with exactly one word: yes or no."),
+    user="Conversation:\n{{conversation}}\n\nMight this need emergency or same-day care now? Answer yes or no.",
 )
 
 BUILTIN = {t.name: t for t in (CHOICE, EXPLAIN, RELEVANCE, URGENCY)}

@@ -187,7 +187,7 @@ class StabilityRun:
                          if t > 0 else bool(it.met))
         score = None
         if met:
-            score = score_tree(self.tree, met).score
+            score = score_tree(self.tree, met, variant=getattr(s, "scoring_variant", "paper")).score
         elif items:
             from reward.healthbench.scoring import rl_reward
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import re
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, ClassVar
@@ -23,8 +24,15 @@ from reward.judge.types import Message
 from reward.tree.graph import RubricTree
 
 ROUTING_NAMESPACE = "routing"
+# Negative checks a router activates for every prompt unless told otherwise (``always_on=[]``):
+# failures that any conversation can show (false reassurance, home care for red flags, needless
+# or repeated questions, sending a minor complaint to the emergency department), whose trigger an
+# embedding of the topic does not see. They stay out of the tree's ``always_on`` flag, which the
+# scoring variants read as "safety check on every prompt"; ids absent from a tree are skipped.
+DEFAULT_ALWAYS_ON = ("sf_home_care_instead_of_emergency", "cm_false_reassurance", "sf_over_escalation",
+                     "cs_needless_questions", "hm_pers_no_repeat_questions")
 # Bumped when the stored Routing shape or the key recipe changes, so old entries are not reused.
-ROUTING_FORMAT = 1
+ROUTING_FORMAT = 2
 
 
 class ActiveLeaf(BaseModel):
@@ -36,7 +44,10 @@ class ActiveLeaf(BaseModel):
             walk never reached).
         weight: the leaf's tree auto-weight (what it counts for in the tree score).
         reason: ``routed`` (relevance reached the threshold), ``always_on`` (a safety leaf the
-            tree or the caller marks as always active) or ``static`` (a static selection).
+            tree or the caller marks as always active), ``universal`` (a leaf marked
+            ``conditional: false``: it applies to every reply), ``context`` (beneath a node marked
+            ``with_context``, for a prompt with context), ``cue`` (a ``cues`` pattern of the leaf
+            matched a user turn: an explicit instruction) or ``static`` (a static selection).
     """
 
     model_config = ConfigDict(frozen=True)
@@ -54,10 +65,16 @@ class Routing(BaseModel):
         router: the router's registry name.
         active: the active leaves, in tree file order.
         threshold: the relevance threshold that was applied (None for a static selection).
+        safety_threshold: the threshold applied on the safety branches (lower than
+            ``threshold`` for an urgent prompt; None for a static selection).
         urgency: the router's estimate that the prompt may need emergency care, in [0, 1]
             (None when the router does not estimate it).
         n_judge_calls: judge items the routing asked for (urgency + relevance), whether the
             judge graded them or its verdict cache answered; 0 for routers without a judge.
+        n_rounds: batches of judge calls made one after another (the routing's sequential
+            latency in judge round trips); 0 for routers without a judge.
+        with_tool_calls: the rollout carries tool calls, so the branches that need them were
+            eligible.
         n_failures: judge items that failed during routing (each treated as relevant).
         failed_nodes: ids of the nodes whose relevance call failed ("urgency" for that call).
         expanded: internal nodes the walk expanded, with their joint relevance.
@@ -69,8 +86,11 @@ class Routing(BaseModel):
     router: str
     active: tuple[ActiveLeaf, ...]
     threshold: float | None = None
+    safety_threshold: float | None = None
     urgency: float | None = None
     n_judge_calls: int = 0
+    n_rounds: int = 0
+    with_tool_calls: bool = False
     n_failures: int = 0
     failed_nodes: tuple[str, ...] = ()
     expanded: dict[str, float] = Field(default_factory=dict)
@@ -86,6 +106,8 @@ class Routing(BaseModel):
 
 
 Conversation = tuple[Message, ...]
+# A rollout's tool calls (any JSON objects), or just whether it has some: routers use their presence.
+ToolCalls = Sequence[Any] | bool | None
 
 
 def as_conversation(messages: Iterable[Message | dict | Any]) -> Conversation:
@@ -114,23 +136,49 @@ class Router(ABC):
         self.tree = tree
 
     @abstractmethod
-    async def route(self, conversation: Conversation, context: str | None = None) -> Routing:
+    async def route(self, conversation: Conversation, context: str | None = None,
+                    tool_calls: ToolCalls = None) -> Routing:
         """Route one prompt.
 
         Args:
             conversation: the chat turns before the completion.
             context: extra text the completion may draw on (the user's records, device data).
+            tool_calls: the rollout's tool calls; nodes marked ``needs_tool_calls`` (the agentic
+                branch) are considered only when there are some.
         """
 
-    def route_sync(self, conversation: Sequence[Message | dict], context: str | None = None) -> Routing:
+    def route_sync(self, conversation: Sequence[Message | dict], context: str | None = None,
+                   tool_calls: ToolCalls = None) -> Routing:
         """Blocking wrapper for scripts; inside a running event loop use ``await route``."""
-        return asyncio.run(self.route(as_conversation(conversation), context))
+        return asyncio.run(self.route(as_conversation(conversation), context, tool_calls))
 
     def config(self) -> dict[str, Any]:
         """The settings that decide this router's output (part of the cache key)."""
         return {}
 
     # ------------------------------------------------------------------ shared helpers
+    def tool_gated(self) -> frozenset[str]:
+        """Nodes that need tool calls: those marked ``needs_tool_calls`` and everything beneath
+        them that has no other way in (a leaf also listed under another branch stays eligible
+        through that branch)."""
+        marked = [n.id for n in self.tree.nodes.values() if n.needs_tool_calls]
+        gated: set[str] = set(marked)
+        for nid in self.tree.topological_order:  # parents first
+            if nid not in gated and nid != self.tree.root and all(
+                    p in gated for p in self.tree.parents[nid]):
+                gated.add(nid)
+        return frozenset(gated)
+
+    def eligible_ids(self, tool_calls: ToolCalls) -> frozenset[str]:
+        """Nodes a routing may reach: all of them, less the tool-gated ones without tool calls."""
+        if tool_calls:
+            return frozenset(self.tree.nodes)
+        return frozenset(self.tree.nodes) - self.tool_gated()
+
+    def default_always_on(self) -> list[str]:
+        """:data:`DEFAULT_ALWAYS_ON` ids that are leaves of this tree."""
+        return [i for i in DEFAULT_ALWAYS_ON if i in self.tree and self.tree[i].is_leaf]
+
     def always_on_ids(self, extra: Iterable[str] = ()) -> list[str]:
         """Leaves marked ``always_on`` in the tree, plus ``extra`` ids, in tree file order."""
         extra = set(extra)
@@ -139,18 +187,46 @@ class Router(ABC):
             raise ValueError(f"always-on ids that are not leaves of '{self.tree.name}': {sorted(unknown)}")
         return [leaf.id for leaf in self.tree.leaves if leaf.always_on or leaf.id in extra]
 
-    def _active(self, relevance: dict[str, float], routed: Iterable[str], always_on: Iterable[str],
+    def standing(self, always_on: Iterable[str], context: str | None, eligible: frozenset[str],
+                 universal: bool = True, conversation: Sequence[Message] = ()) -> dict[str, str]:
+        """Leaves active whatever their relevance, with the reason: ``always_on`` ids, leaves
+        whose ``cues`` match a user turn of ``conversation`` (``cue``: an explicit instruction
+        such as "as a table"), leaves that apply to every reply (``conditional: false``, when
+        ``universal``) and, for a prompt with context, the leaves beneath nodes marked
+        ``with_context``; ineligible ones dropped."""
+        out = dict.fromkeys((i for i in always_on if i in eligible), "always_on")
+        user_text = "\n".join(m.content for m in conversation if m.role == "user")
+        if user_text:
+            for leaf in self.tree.leaves:
+                if leaf.cues and leaf.id in eligible and any(re.search(c, user_text, re.IGNORECASE)
+                                                              for c in leaf.cues):
+                    out.setdefault(leaf.id, "cue")
+        if universal:
+            for leaf in self.tree.leaves:
+                if not leaf.conditional and leaf.id in eligible:
+                    out.setdefault(leaf.id, "universal")
+        if context is not None and context.strip():
+            for node in self.tree.nodes.values():
+                if node.with_context and node.id in eligible:
+                    for leaf_id in self.tree.descendant_leaves[node.id]:
+                        if leaf_id in eligible:
+                            out.setdefault(leaf_id, "context")
+        return out
+
+    def _active(self, relevance: dict[str, float], routed: Iterable[str], standing: dict[str, str] | Iterable[str],
                 reason: str = "routed") -> tuple[ActiveLeaf, ...]:
-        """Active leaves in tree file order: ``routed`` ids first get ``reason``, the rest of
-        ``always_on`` get ``always_on``."""
-        routed, always_on = set(routed), set(always_on)
+        """Active leaves in tree file order: ``routed`` ids get ``reason``, the other ``standing``
+        ids their own reason (an iterable of ids means ``always_on``)."""
+        routed = set(routed)
+        if not isinstance(standing, dict):
+            standing = dict.fromkeys(standing, "always_on")
         weights = self.tree.leaf_weights
         out = []
         for leaf in self.tree.leaves:
-            if leaf.id in routed or leaf.id in always_on:
+            if leaf.id in routed or leaf.id in standing:
                 out.append(ActiveLeaf(leaf_id=leaf.id, relevance=min(1.0, max(0.0, relevance.get(leaf.id, 0.0))),
                                       weight=weights[leaf.id],
-                                      reason=reason if leaf.id in routed else "always_on"))
+                                      reason=reason if leaf.id in routed else standing[leaf.id]))
         return tuple(out)
 
 
@@ -188,9 +264,11 @@ def tree_fingerprint(tree: RubricTree) -> str:
     return hashlib.sha256(payload.encode()).hexdigest()
 
 
-def routing_key(router: Router, fingerprint: str, conversation: Conversation, context: str | None) -> str:
+def routing_key(router: Router, fingerprint: str, conversation: Conversation, context: str | None,
+                tool_calls: ToolCalls = None) -> str:
+    # Only the presence of tool calls changes a routing: rollouts of one prompt share it.
     payload = json.dumps([ROUTING_FORMAT, router.name, router.config(), router.tree.name, fingerprint,
-                          [[m.role, m.content] for m in conversation], context],
+                          [[m.role, m.content] for m in conversation], context, bool(tool_calls)],
                          sort_keys=True, ensure_ascii=False, separators=(",", ":"))
     return hashlib.sha256(payload.encode()).hexdigest()
 
@@ -225,17 +303,18 @@ class CachedRouter(Router):
     def config(self) -> dict[str, Any]:
         return self.inner.config()
 
-    def key(self, conversation: Conversation, context: str | None = None) -> str:
-        return routing_key(self.inner, self._fingerprint, as_conversation(conversation), context)
+    def key(self, conversation: Conversation, context: str | None = None, tool_calls: ToolCalls = None) -> str:
+        return routing_key(self.inner, self._fingerprint, as_conversation(conversation), context, tool_calls)
 
     @property
     def stats(self) -> dict[str, int]:
         return {"routing_hits_memory": self.hits_memory, "routing_hits_durable": self.hits_durable,
                 "routing_misses": self.misses}
 
-    async def route(self, conversation: Conversation, context: str | None = None) -> Routing:
+    async def route(self, conversation: Conversation, context: str | None = None,
+                    tool_calls: ToolCalls = None) -> Routing:
         conversation = as_conversation(conversation)
-        key = self.key(conversation, context)
+        key = self.key(conversation, context, tool_calls)
         if key in self._memory:
             self.hits_memory += 1
             return self._memory[key].model_copy(update={"cached": True})
@@ -254,7 +333,7 @@ class CachedRouter(Router):
         fut: asyncio.Future[Routing] = asyncio.get_running_loop().create_future()
         self._inflight[key] = fut
         try:
-            routing = await self.inner.route(conversation, context)
+            routing = await self.inner.route(conversation, context, tool_calls)
         except BaseException as exc:
             if isinstance(exc, asyncio.CancelledError):
                 fut.cancel()

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from reward.router.base import Conversation, Router, Routing, register_router
+from reward.router.base import Conversation, Router, Routing, ToolCalls, register_router
 from reward.tree.graph import RubricTree
 from reward.tree.schema import AXES, SCENARIOS
 
@@ -68,5 +68,10 @@ class StaticRouter(Router):
                 "themes": sorted(self.themes) if self.themes is not None else None,
                 "include_always_on": self.include_always_on}
 
-    async def route(self, conversation: Conversation, context: str | None = None) -> Routing:
-        return self._routing
+    async def route(self, conversation: Conversation, context: str | None = None,
+                    tool_calls: ToolCalls = None) -> Routing:
+        if tool_calls:
+            return self._routing.model_copy(update={"with_tool_calls": True})
+        eligible = self.eligible_ids(None)
+        return self._routing.model_copy(update={"active": tuple(a for a in self._routing.active
+                                                                if a.leaf_id in eligible)})

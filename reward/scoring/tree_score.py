@@ -1,20 +1,32 @@
-"""The RubricsTree score of one response: weighted pass rate over the active leaves, with a
+"""The RubricsTree score of one response: weighted pass values over the active leaves, with a
 per-node breakdown.
 
 A leaf's judge verdict says whether its criterion is met. Polarity turns that into a pass value
-(positive leaf: pass = met; negative leaf, which describes a failure: pass = 1 - met). The score is
-``sum(w_i * pass_i) / sum(w_i)`` over the active leaves, with the tree's auto-weights ``w_i``;
-each node's score is the same ratio over its active descendant leaves.
+(positive leaf: pass = met; negative leaf, which describes a failure: pass = 1 - met). The scoring
+variant (``reward.scoring.variants``) decides the weights (global auto-weights or renormalised over
+the activated sub-DAG) and how they combine (``paper``: ``sum(w_i * pass_i) / sum(w_i)``;
+``penalty``: negative and always-on leaves only subtract when triggered, and a failed critical or
+major leaf costs at least a fixed share of the score). Each node's score is the
+same combination over its active descendant leaves, with the same weights.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from reward.errors import ScoringError
+from reward.scoring.variants import (
+    DEFAULT_SCORING_VARIANT,
+    check_variant,
+    combine,
+    effective_weights,
+    guard_ids,
+    severity_floors,
+    uses_penalty,
+)
 from reward.tree.graph import RubricTree
 
 
@@ -23,21 +35,25 @@ class TreeScore:
     """Result of :func:`score_tree`.
 
     Attributes:
-        score: weighted pass rate over the active leaves, in [0, 1].
+        score: the tree score over the active leaves, in [0, 1].
         nodes: node id -> ``{"score", "weight", "n_active"}`` for every node with at least one
-            active descendant leaf (active leaves included); ``weight`` is the summed auto-weight
-            of its active descendant leaves.
+            active descendant leaf (active leaves included); ``weight`` is the summed effective
+            weight (under the variant) of its active descendant leaves.
         leaves: active leaf id -> pass value in [0, 1] (after polarity).
+        weights: active leaf id -> effective weight under the variant.
+        variant: the scoring variant used.
     """
 
     score: float
     nodes: Mapping[str, Mapping[str, float | int]] = field(default_factory=dict)
     leaves: Mapping[str, float] = field(default_factory=dict)
+    weights: Mapping[str, float] = field(default_factory=dict)
+    variant: str = "paper"
 
     def to_dict(self) -> dict[str, Any]:
         """Plain, JSON-serialisable copy."""
         return {"score": self.score, "nodes": {k: dict(v) for k, v in self.nodes.items()},
-                "leaves": dict(self.leaves)}
+                "leaves": dict(self.leaves), "weights": dict(self.weights), "variant": self.variant}
 
 
 def _met_value(leaf_id: str, met: Any) -> float:
@@ -55,21 +71,26 @@ def _met_value(leaf_id: str, met: Any) -> float:
     return value
 
 
-def score_tree(tree: RubricTree, met: Mapping[str, bool | float]) -> TreeScore:
+def score_tree(tree: RubricTree, met: Mapping[str, bool | float], *, variant: str = DEFAULT_SCORING_VARIANT,
+               activated: Collection[str] | None = None, rule_active: Collection[str] = ()) -> TreeScore:
     """Score one response from the judge's verdicts on its active leaves.
 
     Args:
         tree: the rubric tree (gives polarity, auto-weights and the DAG).
         met: active leaf id -> "criterion met" as judged, a boolean or a probability in [0, 1].
             Leaves not in the mapping are inactive and do not count.
+        variant: ``paper``, ``penalty``, ``active`` or ``penalty+active`` (see
+            ``reward.scoring.variants``).
+        activated: internal nodes the router expanded (``Routing.expanded``); the ``active``
+            variants count a multi-parent leaf only along paths through them.
 
     Raises:
         ScoringError: no active leaf, an unknown id, a non-leaf id, or a met value that is NaN,
             outside [0, 1] or not a number.
     """
+    check_variant(variant)
     if not met:
         raise ScoringError("no active leaves: the tree score is undefined")
-    weights = tree.leaf_weights
     passes: dict[str, float] = {}
     for leaf_id, m in met.items():
         if leaf_id not in tree:
@@ -79,6 +100,10 @@ def score_tree(tree: RubricTree, met: Mapping[str, bool | float]) -> TreeScore:
             raise ScoringError(f"'{leaf_id}' is not a leaf (it has children), so it cannot be judged")
         value = _met_value(leaf_id, m)
         passes[leaf_id] = value if node.polarity == "positive" else 1.0 - value
+    weights = effective_weights(tree, passes, variant, activated)
+    penalty = uses_penalty(variant)
+    penalty_ids = guard_ids(tree, passes, rule_active) if penalty else set()
+    floors = severity_floors(tree, passes) if penalty else {}
 
     nodes: dict[str, dict[str, float | int]] = {}
     for nid in tree.topological_order:
@@ -88,14 +113,15 @@ def score_tree(tree: RubricTree, met: Mapping[str, bool | float]) -> TreeScore:
         active = [lid for lid in passes if lid in below]
         if not active:
             continue
-        total = sum(weights[lid] for lid in active)
         nodes[nid] = {
-            "score": sum(weights[lid] * passes[lid] for lid in active) / total,
-            "weight": total,
+            "score": combine(weights, {lid: passes[lid] for lid in active}, penalty_ids, penalty=penalty,
+                             floors=floors),
+            "weight": sum(weights[lid] for lid in active),
             "n_active": len(active),
         }
     # plain dicts (not mapping proxies) so a TreeScore pickles across worker processes
-    return TreeScore(score=float(nodes[tree.root]["score"]), nodes=nodes, leaves=passes)
+    return TreeScore(score=float(nodes[tree.root]["score"]), nodes=nodes, leaves=passes,
+                     weights=weights, variant=variant)
 
 
 def macro_breakdown(tree: RubricTree, result: TreeScore) -> dict[str, float]:

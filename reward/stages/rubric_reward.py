@@ -14,7 +14,9 @@ Scoring. ``hard`` feeds the judge's yes/no to the scorers; ``soft`` feeds p_yes 
 expected pass for a leaf, expected points for a rubric item). ``combine`` picks the reward when the
 rollout also carries HealthBench-style rubric items: ``tree`` (the tree score; the points score is
 reported alongside), ``points`` (the points score) or ``mean`` (their average). A rollout without
-rubric items is scored by the tree; one with no active leaf by its rubric items.
+rubric items is scored by the tree; one with no active leaf by its rubric items. ``scoring_variant``
+picks the tree score's weights and failure semantics (``reward.scoring.variants``); each leaf's
+reported ``weight`` and the per-node breakdown are those of the variant.
 
 Failures. A judge failure is never a 0. If any judge item of a rollout failed (an active leaf or a
 rubric item), the rollout is unscored: ``score`` is None and ``failures`` says why. We do not score
@@ -58,6 +60,7 @@ from reward.router.base import (
 )
 from reward.router.llm import with_context
 from reward.scoring.tree_score import score_tree
+from reward.scoring.variants import DEFAULT_SCORING_VARIANT, RULE_REASONS, check_variant, effective_weights
 from reward.tree.graph import RubricTree
 
 Scoring = Literal["hard", "soft"]
@@ -68,8 +71,10 @@ OnFailure = Literal["skip", "raise"]
 # ---------------------------------------------------------------------- input
 class Rollout(BaseModel):
     """One rollout: the prompt conversation, the completion to grade, and optionally the row's
-    own HealthBench-style rubric items and a context (user records) the router and judge read.
-    Unknown fields are ignored."""
+    own HealthBench-style rubric items, a context (user records) the router and judge read, and
+    the tool calls the completion made (any JSON objects: the judge sees them after the
+    conversation; the router walks the agentic branch only when there are some). Unknown fields
+    are ignored."""
 
     model_config = ConfigDict(extra="ignore", frozen=True)
 
@@ -78,6 +83,7 @@ class Rollout(BaseModel):
     completion: str
     rubrics: list[RubricItem] | None = None
     context: str | None = None
+    tool_calls: list[dict[str, Any]] | None = None
 
     @field_validator("id", mode="before")
     @classmethod
@@ -96,7 +102,7 @@ class Rollout(BaseModel):
 
     @property
     def prompt_key(self) -> tuple:
-        return (self.conversation, self.context)
+        return (self.conversation, self.context, bool(self.tool_calls))
 
 
 def parse_rollouts(records: Iterable[dict[str, Any] | Rollout], *, source: str = "<memory>") -> list[Rollout]:
@@ -156,7 +162,7 @@ class LeafResult(BaseModel):
     p_yes: float | None
     passed: float | None = Field(description="pass value after polarity (hard: 0/1, soft: probability)")
     relevance: float
-    weight: float
+    weight: float = Field(description="effective weight under the scoring variant")
     reason: str
     failure: str | None = None
 
@@ -183,6 +189,7 @@ class RolloutScore(BaseModel):
     points_score: float | None = None
     scoring: str
     combine: str
+    scoring_variant: str = DEFAULT_SCORING_VARIANT
     leaves: list[LeafResult] = Field(default_factory=list)
     nodes: dict[str, dict[str, float]] = Field(default_factory=dict)
     rubric_items: list[ItemResult] = Field(default_factory=list)
@@ -208,6 +215,8 @@ class RubricReward:
         combine: ``tree``, ``points`` or ``mean``, for rows that carry rubric items.
         on_failure: ``skip`` (the rollout is unscored, with reasons) or ``raise`` (JudgeError).
         feedback_limit: most failed checks listed in a rollout's feedback.
+        scoring_variant: ``paper``, ``penalty``, ``active`` or ``penalty+active`` (the tree
+            score's weights and failure semantics; default :data:`DEFAULT_SCORING_VARIANT`).
 
     Attributes:
         stats: counters over this object's lifetime (rollouts, scored, unscored, prompts routed,
@@ -216,7 +225,8 @@ class RubricReward:
 
     def __init__(self, tree: RubricTree, router: Router, judge: Judge, *, scoring: Scoring = "hard",
                  combine: Combine = "tree", on_failure: OnFailure = "skip", cache_routing: bool = True,
-                 feedback_limit: int = 10) -> None:
+                 feedback_limit: int = 10, scoring_variant: str = DEFAULT_SCORING_VARIANT) -> None:
+        check_variant(scoring_variant)
         if scoring not in ("hard", "soft"):
             raise ValueError(f"scoring must be 'hard' or 'soft', got {scoring!r}")
         if combine not in ("tree", "points", "mean"):
@@ -230,6 +240,7 @@ class RubricReward:
                              f"than the reward scores on ('{tree.name}' from {tree.source})")
         self.tree, self.judge = tree, judge
         self.scoring, self.combine, self.on_failure = scoring, combine, on_failure
+        self.scoring_variant = scoring_variant
         self.feedback_limit = feedback_limit
         if cache_routing and not isinstance(router, CachedRouter):
             router = CachedRouter(router, judge.cache)
@@ -244,7 +255,7 @@ class RubricReward:
         rollouts = parse_rollouts(rollouts)
         keys = list(dict.fromkeys(r.prompt_key for r in rollouts))
         t0 = time.perf_counter()
-        routings = await asyncio.gather(*(self.router.route(conv, ctx) for conv, ctx in keys))
+        routings = await asyncio.gather(*(self.router.route(conv, ctx, tools) for conv, ctx, tools in keys))
         self.stats["routing_s"] += time.perf_counter() - t0
         self.stats["prompts"] += len(keys)
         for r in routings:
@@ -272,7 +283,7 @@ class RubricReward:
         index: dict[JudgeItem, int] = {}
         plans: list[tuple[list[int], list[int]]] = []
         for r in rollouts:
-            conv = with_context(r.conversation, r.context)
+            conv = with_context(r.conversation, r.context, r.tool_calls)
             leaf_idx = [index.setdefault(JudgeItem(conversation=conv, response=r.completion,
                                                    criterion=self.tree[a.leaf_id].criterion), len(index))
                         for a in routings[r.prompt_key].active]
@@ -311,6 +322,8 @@ class RubricReward:
         failures: list[str] = []
         leaves: list[LeafResult] = []
         met: dict[str, bool | float] = {}
+        activated = set(routing.expanded)
+        eff = effective_weights(self.tree, routing.leaf_ids, self.scoring_variant, activated)
         for a, v in zip(routing.active, leaf_v):
             node = self.tree[a.leaf_id]
             passed = None
@@ -321,7 +334,7 @@ class RubricReward:
                 failures.append(f"leaf {a.leaf_id}: {v.failure}")
             leaves.append(LeafResult(leaf_id=a.leaf_id, title=node.title, polarity=node.polarity,
                                      met=v.met, p_yes=v.p_yes, passed=passed, relevance=a.relevance,
-                                     weight=a.weight, reason=a.reason, failure=v.failure))
+                                     weight=eff[a.leaf_id], reason=a.reason, failure=v.failure))
         rubric_items: list[ItemResult] = []
         for i, (it, v) in enumerate(zip(r.rubrics or [], item_v)):
             if not v.ok:
@@ -331,7 +344,8 @@ class RubricReward:
         routing_info = {"threshold": routing.threshold, "urgency": routing.urgency,
                         "n_active": len(routing.active), "cached": routing.cached,
                         "n_judge_calls": routing.n_judge_calls, "n_failures": routing.n_failures}
-        base = {"id": r.id, "scoring": self.scoring, "combine": self.combine, "leaves": leaves,
+        base = {"id": r.id, "scoring": self.scoring, "combine": self.combine,
+                "scoring_variant": self.scoring_variant, "leaves": leaves,
                 "rubric_items": rubric_items, "routing": routing_info}
         if failures:
             return RolloutScore(score=None, failures=failures, feedback=self._feedback(leaves, rubric_items),
@@ -339,7 +353,8 @@ class RubricReward:
 
         tree_score = nodes = None
         if met:
-            ts = score_tree(self.tree, met)
+            rule = [a.leaf_id for a in routing.active if a.reason in RULE_REASONS]
+            ts = score_tree(self.tree, met, variant=self.scoring_variant, activated=activated, rule_active=rule)
             tree_score, nodes = ts.score, {k: dict(v) for k, v in ts.nodes.items()}
         points_score = None
         if r.rubrics:

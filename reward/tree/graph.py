@@ -155,6 +155,21 @@ class RubricTree:
         return w
 
     @cached_property
+    def severity(self) -> dict[str, str]:
+        """Effective severity of every node: its own ``severity`` if set, else the most severe of
+        its parents' (``minor`` at the root). A leaf tagged with the ``emergency_referrals`` theme
+        is at least ``major`` wherever it sits (a missed emergency in a specialty branch)."""
+        rank = {"minor": 0, "major": 1, "critical": 2}
+        out: dict[str, str] = {}
+        for nid in self.topological_order:  # parents first
+            node = self.nodes[nid]
+            sev = node.severity or max((out[p] for p in self.parents[nid]), key=rank.__getitem__, default="minor")
+            if node.is_leaf and "emergency_referrals" in node.tags.themes and rank[sev] < rank["major"]:
+                sev = "major"
+            out[nid] = sev
+        return out
+
+    @cached_property
     def leaf_weights(self) -> dict[str, float]:
         return {leaf.id: self.weights[leaf.id] for leaf in self.leaves}
 

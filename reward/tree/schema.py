@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -39,12 +40,41 @@ class Node(BaseModel):
     grounding: str | None = Field(None, description="guideline, textbook or consensus the leaf rests on")
     tags: LeafTags = LeafTags()
     always_on: bool = Field(False, description="routers always activate this leaf (safety leaves)")
+    conditional: bool = Field(True, description=(
+        "the check applies only in some situations, which the criterion names in a trigger clause"
+        " ('If the user reports ...'); False for checks that apply to every reply"))
+    needs_tool_calls: bool = Field(False, description=(
+        "routers consider this node and its subtree only for a rollout that carries tool calls"))
+    examples: tuple[str, ...] = Field((), description=(
+        "short user phrasings that call for this node, in our words; the embedding router matches"
+        " each on its own (abstract criteria sit far from concrete requests such as 'as a table')"))
+    severity: Literal["critical", "major", "minor"] | None = Field(None, description=(
+        "how much a failure of this leaf (or of the leaves beneath this node) matters; unset: the"
+        " most severe of its parents', 'minor' at the root. The penalty scoring variants make a"
+        " failed critical or major leaf cost at least a fixed share of the score"))
+    cues: tuple[str, ...] = Field((), description=(
+        "regular expressions (case-insensitive) on the user's turns; a match activates this leaf"
+        " without asking (reason 'cue'): explicit instructions such as 'as a table' or 'in under 80"
+        " words' sit far from any criterion in embedding space"))
+    with_context: bool = Field(False, description=(
+        "routers activate every leaf beneath this node when the prompt carries context (the user's"
+        " records or device data): checks of how a reply uses supplied data"))
 
     @field_validator("id")
     @classmethod
     def _id_is_simple(cls, v: str) -> str:
         if any(c.isspace() for c in v):
             raise ValueError("must not contain whitespace")
+        return v
+
+    @field_validator("cues")
+    @classmethod
+    def _cues_compile(cls, v: tuple[str, ...]) -> tuple[str, ...]:
+        for pattern in v:
+            try:
+                re.compile(pattern)
+            except re.error as exc:
+                raise ValueError(f"cue {pattern!r} is not a valid regular expression: {exc}") from None
         return v
 
     @property

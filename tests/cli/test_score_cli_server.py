@@ -94,8 +94,9 @@ def test_score_cli_end_to_end_and_rerun_from_cache(tmp_path, judge_url, tiny_mod
     assert first["scored"] + first["unscored"] == 4
     assert first["judge_requests"] > 0 and first["cache_hits"] == 0
     if router == "llm":
-        # urgency + at least the 8 macro capabilities, per prompt
-        assert first["routing_judge_calls"] >= 2 * 9
+        # urgency + at least the 7 macro capabilities a rollout without tool calls can reach
+        # (the agentic branch needs tool calls), per prompt
+        assert first["routing_judge_calls"] >= 2 * 8
         assert first["judge_requests"] >= first["routing_judge_calls"] + first["judge_items"]
     else:
         assert first["routing_judge_calls"] == 0

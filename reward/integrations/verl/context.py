@@ -69,8 +69,11 @@ class RewardContext:
 
             s = self.settings
             # failures come back as unscored results; our policy decides what they become
+            from reward.scoring.variants import DEFAULT_SCORING_VARIANT
+
             self._rubric_reward = RubricReward(self.tree, self.router, self.judge, scoring=s.scoring,
-                                               combine=s.combine, on_failure="skip")
+                                               combine=s.combine, on_failure="skip",
+                                               scoring_variant=s.scoring_variant or DEFAULT_SCORING_VARIANT)
         return self._rubric_reward
 
     @property

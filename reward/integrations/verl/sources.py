@@ -216,6 +216,8 @@ async def score_clinical(samples: list[Sample], context: RewardContext) -> list[
                                "completion": s.solution_str, "rubrics": rubrics}
         if info.get("context"):
             rec["context"] = str(info["context"])
+        if info.get("tool_calls"):
+            rec["tool_calls"] = list(info["tool_calls"])
         records.append(rec)
     # one call for the batch: RubricReward groups by prompt and routes each prompt once
     results = await context.rubric_reward.score(records)

@@ -18,6 +18,8 @@ from reward.evolution.proposals import (
     save_proposals,
 )
 from reward.evolution.review import review_interactive, summary
+from reward.evolution.taxonomy_io import read_header
+from reward.tree import default_taxonomy_path
 from rubricstree import app
 
 FIXTURE = TESTS_DIR / "fixtures" / "evolution_rows.jsonl"
@@ -122,7 +124,8 @@ def test_apply_refuses_and_writes_nothing(tmp_path):
     r = runner.invoke(app, ["tree", "apply", str(path), "--out", str(out), "--skip-refused", "--json"])
     assert r.exit_code == 0, r.output
     res = json.loads(r.stdout)
-    assert res["applied"] == ["p1"] and res["version"] == 2 and len(res["refused"]) == 2
+    shipped = read_header(default_taxonomy_path()).version
+    assert res["applied"] == ["p1"] and res["version"] == shipped + 1 and len(res["refused"]) == 2
     r = runner.invoke(app, ["tree", "apply", str(path), "--out", "reward/data/taxonomy.yaml",
                             "--taxonomy", "reward/data/taxonomy.yaml"])
     assert r.exit_code == 2 and "is the input taxonomy" in r.output

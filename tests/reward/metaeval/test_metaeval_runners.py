@@ -88,7 +88,7 @@ def test_experts_table_equals_direct_computation_and_resumes(tmp_path):
     pairs, labels = load_pairs_and_labels(pairs_f, labels_f)
     tree = _tree()
     judge = oracle(likert=_likert)
-    reward = RubricReward(tree, StaticRouter(tree), judge)
+    reward = RubricReward(tree, StaticRouter(tree), judge, scoring_variant="paper")
     out = tmp_path / "out"
     s = run_experts(pairs, labels, reward=reward, judge=judge, out_dir=out, baseline=True, resamples=200, chunk=4,
                     progress=False)
@@ -113,7 +113,7 @@ def test_experts_table_equals_direct_computation_and_resumes(tmp_path):
     assert len(lines) == 12
     (out / "results.jsonl").write_text("\n".join(lines[:4]) + "\n" + lines[4][:20])
     judge2 = oracle(likert=_likert)
-    s2 = run_experts(pairs, labels, reward=RubricReward(tree, StaticRouter(tree), judge2), judge=judge2,
+    s2 = run_experts(pairs, labels, reward=RubricReward(tree, StaticRouter(tree), judge2, scoring_variant="paper"), judge=judge2,
                      out_dir=out, baseline=True, resamples=200, chunk=4, progress=False)
     graded = [c for c in judge2.calls if c[0] != "rubricstree-principle-likert-v1"]
     assert len(graded) == 2 * 3  # two pairs x three leaves
@@ -121,7 +121,7 @@ def test_experts_table_equals_direct_computation_and_resumes(tmp_path):
     assert s2["table"]["rubricstree"]["all"]["icc3"] == pytest.approx(row["icc3"])
     # and the log is whole again: a third run grades nothing
     judge3 = oracle(likert=_likert)
-    run_experts(pairs, labels, reward=RubricReward(tree, StaticRouter(tree), judge3), judge=judge3,
+    run_experts(pairs, labels, reward=RubricReward(tree, StaticRouter(tree), judge3, scoring_variant="paper"), judge=judge3,
                 out_dir=out, baseline=True, resamples=50, chunk=4, progress=False)
     assert judge3.calls == []
 
@@ -159,7 +159,7 @@ def _stability(tmp_path, backbones, **kw):
     tree = _tree()
     rollouts = parse_rollouts([{"id": f"r{i}", "prompt": PROMPT, "completion": resp}
                                for i, resp in enumerate(RESPONSES)])
-    return StabilityRun(rollouts, backbones, lambda j: RubricReward(tree, StaticRouter(tree), j), tree,
+    return StabilityRun(rollouts, backbones, lambda j: RubricReward(tree, StaticRouter(tree), j, scoring_variant="paper"), tree,
                         out_dir=tmp_path / "stab", progress=False, **kw)
 
 

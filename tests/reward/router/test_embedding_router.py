@@ -41,7 +41,7 @@ def _sleep_leaves(tree) -> set[str]:
 def test_chest_pain_activates_emergency_escalation_not_sleep(router):
     r = _route(router, CHEST)
     active = set(r.leaf_ids)
-    assert r.urgency > 0.9 and r.threshold == router.emergency_threshold
+    assert r.urgency > 0.9 and r.safety_threshold == router.emergency_threshold
     assert {"sf_chest_pain_emergency", "sf_chest_pain_ambulance", "sf_red_flags_missed"} <= active
     assert {"sf_chest_pain_emergency", "sf_chest_pain_ambulance"} <= {
         a.leaf_id for a in r.active if a.reason == "routed"}
@@ -85,3 +85,25 @@ async def test_embedding_routings_are_cached_durably(router, tmp_path):
     second_router = CachedRouter(EmbeddingRouter(router.tree), cache)
     again = await second_router.route(conv)
     assert again.cached and again.leaf_ids == first.leaf_ids and second_router.hits_durable == 1
+
+
+@pytest.mark.parametrize(("text", "leaf"), [
+    ("Explain atrial fibrillation as a simple table with four rows.", "if_requested_format"),
+    ("Short answer please: how much paracetamol can my child have?", "if_length_limit"),
+    ("Explain how statins work in under 80 words.", "if_length_limit"),
+    ("Give me a limit of five bullet points on walking more.", "if_length_limit"),
+    ("Please answer in Spanish, it is for my mother.", "if_same_language"),
+])
+def test_an_explicit_instruction_activates_its_leaf_by_cue(router, text, leaf):
+    r = _route(router, text)
+    assert {a.leaf_id: a.reason for a in r.active}.get(leaf) in ("cue", "routed")
+    assert leaf in router.standing((), None, router.eligible_ids(None), conversation=[
+        Message(role="user", content=text)])
+
+
+def test_cues_read_user_turns_only_and_need_a_word_boundary(router):
+    eligible = router.eligible_ids(None)
+    quiet = [Message(role="user", content="I'm short of breath after stairs; is my vegetable diet ok?"),
+             Message(role="assistant", content="Here is a table of foods, in Spanish and in bullet points.")]
+    cued = {k for k, v in router.standing((), None, eligible, conversation=quiet).items() if v == "cue"}
+    assert not cued

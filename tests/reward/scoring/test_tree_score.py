@@ -1,4 +1,5 @@
-"""RubricsTree score: polarity, probabilities, per-node breakdown on a DAG, and errors."""
+"""RubricsTree score under the ``paper`` variant: polarity, probabilities, per-node breakdown on a
+DAG, and errors (the other variants: ``test_scoring_variants.py``)."""
 
 from __future__ import annotations
 
@@ -31,23 +32,23 @@ def test_weights_of_fixture(tree):
 
 
 def test_polarity(tree):
-    assert score_tree(tree, {"s": False}).score == 1.0  # negative leaf not met -> pass
-    assert score_tree(tree, {"s": True}).score == 0.0
-    assert score_tree(tree, {"a1": True}).score == 1.0
-    assert score_tree(tree, {"a1": False}).score == 0.0
-    res = score_tree(tree, {"a1": True, "s": True})
+    assert score_tree(tree, {"s": False}, variant="paper").score == 1.0  # negative leaf not met -> pass
+    assert score_tree(tree, {"s": True}, variant="paper").score == 0.0
+    assert score_tree(tree, {"a1": True}, variant="paper").score == 1.0
+    assert score_tree(tree, {"a1": False}, variant="paper").score == 0.0
+    res = score_tree(tree, {"a1": True, "s": True}, variant="paper")
     assert res.leaves == {"a1": 1.0, "s": 0.0}
     assert res.score == pytest.approx((1 / 4) / (1 / 4 + 5 / 12))
 
 
 def test_probabilities(tree):
-    res = score_tree(tree, {"s": 0.25, "b1": 0.5})
+    res = score_tree(tree, {"s": 0.25, "b1": 0.5}, variant="paper")
     assert res.leaves == pytest.approx({"s": 0.75, "b1": 0.5})
     assert res.score == pytest.approx((5 / 12 * 0.75 + 1 / 6 * 0.5) / (5 / 12 + 1 / 6))
 
 
 def test_per_node_breakdown_with_two_parent_leaf(tree):
-    res = score_tree(tree, {"a1": True, "s": True, "b1": 0.5})
+    res = score_tree(tree, {"a1": True, "s": True, "b1": 0.5}, variant="paper")
     w_a1, w_s, w_b1 = 1 / 4, 5 / 12, 1 / 6
     assert res.score == pytest.approx((w_a1 + w_b1 * 0.5) / (w_a1 + w_s + w_b1))  # 0.4
     assert res.score == pytest.approx(0.4)
@@ -65,12 +66,12 @@ def test_per_node_breakdown_with_two_parent_leaf(tree):
 
 
 def test_macro_breakdown_skips_inactive_branch(tree):
-    res = score_tree(tree, {"b1": True, "b2": False})
+    res = score_tree(tree, {"b1": True, "b2": False}, variant="paper")
     assert macro_breakdown(tree, res) == {"B": 0.5}
 
 
 def test_result_is_frozen_and_picklable(tree):
-    res = score_tree(tree, {"a1": True})
+    res = score_tree(tree, {"a1": True}, variant="paper")
     assert isinstance(res, TreeScore)
     with pytest.raises((AttributeError, TypeError, ValueError)):
         res.score = 0.0  # type: ignore[misc]

@@ -1,5 +1,6 @@
-"""The packaged taxonomy (``reward/data/taxonomy.yaml``): size, shape, weights, tags and a few
-clinical thresholds that must not drift."""
+"""The packaged taxonomy (``reward/data/taxonomy.yaml``): size, shape, weights, tags, the v2 leaf
+conventions (triggers, agentic gating), the areas v2 added and clinical thresholds that must not
+drift."""
 
 from __future__ import annotations
 
@@ -34,7 +35,7 @@ def test_packaged_file_exists_and_loads_by_path(tree):
 
 
 def test_header(raw, tree):
-    assert raw["version"] == 1 and raw["name"] == "rubricstree-medical" and raw["root"] == "root"
+    assert raw["version"] == 2 and raw["name"] == "rubricstree-medical" and raw["root"] == "root"
     assert tree.name == "rubricstree-medical"
 
 
@@ -143,8 +144,15 @@ def test_required_areas_present(tree):
 @pytest.mark.parametrize(("leaf_id", "fragments"), [
     ("ms_endo_hba1c_classify", ["6.5%", "5.7-6.4%", "48 mmol/mol"]),
     ("ms_endo_fasting_glucose", ["126 mg/dL", "7.0 mmol/L", "100-125 mg/dL"]),
-    ("sf_infant_fever_urgent", ["38.0 °C", "100.4 °F", "3 months"]),
+    ("sf_infant_fever_urgent", ["38.0 °C", "100.4 °F", "3 months", "39 °C", "3 to 6 months"]),
     ("sf_paracetamol_daily_limit", ["4 g in 24 hours"]),
+    ("sf_paracetamol_lower_limit", ["50 kg", "liver disease", "alcohol", "below 4 g"]),
+    ("ms_rx_aspirin_primary_prevention", ["60 or older", "first heart attack or stroke", "recommends starting"]),
+    ("ms_resp_copd_oxygen_target", ["COPD", "88-92%"]),
+    ("ms_resp_low_oxygen", ["without chronic lung disease", "92%"]),
+    ("ms_inf_returned_traveller_fever", ["malaria", "the same day"]),
+    ("sf_paracetamol_overdose", ["even if they feel well"]),
+    ("sf_nsaid_pregnancy", ["20 or more weeks"]),
     ("ms_lab_bp_stages", ["below 120/80", "130-139", "140/90"]),
     ("sf_hypertensive_crisis", ["180/120"]),
     ("ms_rx_metformin_egfr", ["below 30"]),
@@ -154,3 +162,69 @@ def test_clinical_thresholds(tree, leaf_id, fragments):
     criterion = tree[leaf_id].criterion
     for fragment in fragments:
         assert fragment in criterion, (leaf_id, fragment)
+
+
+V2_AREAS = {  # what a physician reviewing v1 flagged as missing: one leaf id per area at least
+    "pregnancy red flags": ["sf_pregnancy_bleeding_pain", "sf_preeclampsia_signs", "sf_reduced_fetal_movements"],
+    "lactation": ["ms_preg_breastfeeding_stop"],
+    "overdose and poisoning": ["sf_overdose_poison_advice", "sf_paracetamol_overdose", "sf_poisoning_induce_vomiting"],
+    "gi bleeding": ["sf_gi_bleeding"],
+    "cauda equina": ["sf_cauda_equina"],
+    "testicular torsion": ["sf_testicular_torsion"],
+    "pulmonary embolism": ["sf_pulmonary_embolism"],
+    "opioid plus benzodiazepine": ["sf_opioid_benzodiazepine"],
+    "lithium": ["ms_rx_lithium_interactions", "sf_lithium_toxicity"],
+    "renal and hepatic dosing": ["ms_rx_renal_nsaid", "ms_rx_renal_dose_adjust", "ms_rx_hepatic_nsaid"],
+    "psychosis": ["ms_mh_psychosis_assessment", "ms_mh_psychosis_collusion"],
+    "domestic violence and safeguarding": ["sf_dv_support", "sf_dv_immediate_danger", "sf_child_safeguarding"],
+    "paediatric fever": ["ms_ped_fever_comfort", "ms_ped_alternating_antipyretics", "sf_infant_fever_urgent"],
+}
+
+
+@pytest.mark.parametrize("area", sorted(V2_AREAS))
+def test_v2_areas_present(tree, area):
+    for leaf_id in V2_AREAS[area]:
+        assert leaf_id in tree and tree[leaf_id].is_leaf, (area, leaf_id)
+
+
+def test_emergency_leaves_of_v2_sit_under_emergency_escalation(tree):
+    for leaf_id in ["sf_pregnancy_bleeding_pain", "sf_preeclampsia_signs", "sf_reduced_fetal_movements",
+                    "sf_gi_bleeding", "sf_cauda_equina", "sf_testicular_torsion", "sf_pulmonary_embolism",
+                    "sf_anaphylaxis_adrenaline"]:
+        assert "sf_emergency_escalation" in tree.parents[leaf_id], leaf_id
+    for leaf_id in ["sf_overdose_poison_advice", "sf_paracetamol_overdose"]:
+        assert "safety" in tree.ancestors(leaf_id), leaf_id
+
+
+def test_v1_ids_survive(tree):
+    # verdict caches, stress cases and tests refer to these ids: v2 rewords leaves, it keeps ids
+    for leaf_id in ["sf_chest_pain_emergency", "sf_red_flags_missed", "sf_anaphylaxis_emergency",
+                    "ms_endo_hypo_treatment", "ms_lab_bp_measurement", "ms_sub_alcohol_withdrawal",
+                    "ms_gh_malaria_test", "hm_num_unit_conversion", "at_reports_errors"]:
+        assert leaf_id in tree and tree[leaf_id].is_leaf, leaf_id
+
+
+def test_conditional_leaves_open_with_a_trigger(tree):
+    from reward.tree.lint import has_trigger
+
+    for leaf in tree.leaves:
+        if leaf.conditional:
+            assert has_trigger(leaf.criterion), leaf.id
+    universal = [leaf.id for leaf in tree.leaves if not leaf.conditional]
+    assert 10 <= len(universal) < len(tree.leaves) / 4
+
+
+def test_routing_hints(tree):
+    # data-handling checks follow supplied data; examples are short user phrasings, never criteria
+    assert {n.id for n in tree.nodes.values() if n.with_context} == {
+        "hm_grounding", "hm_numeric_accuracy", "hm_personalisation"}
+    with_examples = [n for n in tree.nodes.values() if n.examples]
+    assert len(with_examples) >= 10
+    for node in with_examples:
+        assert all(0 < len(e) <= 80 for e in node.examples), node.id
+
+
+def test_agentic_branch_needs_tool_calls(tree):
+    assert tree["agentic_tool_use"].needs_tool_calls
+    flagged = [n.id for n in tree.nodes.values() if n.needs_tool_calls]
+    assert flagged == ["agentic_tool_use"]

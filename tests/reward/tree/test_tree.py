@@ -147,6 +147,14 @@ class TestLoaderErrors:
         assert_where(exc, path, "a", "criterion")
         assert "empty" in exc.reason
 
+    def test_invalid_cue_pattern(self, tmp_path):
+        exc, path = load_error(tmp_path, with_nodes("""
+            - {id: root, title: R, children: [a]}
+            - {id: a, title: A, criterion: "If the user asks for a table, uses one.", cues: ['(table']}
+        """))
+        assert_where(exc, path, "a", "cues")
+        assert "regular expression" in exc.reason
+
     def test_root_not_a_node(self, tmp_path):
         exc, path = load_error(tmp_path, with_nodes("""
             - {id: top, title: T, children: [a]}

@@ -1,0 +1,178 @@
+"""Scoring variants of the tree score: which weight each active leaf gets and how a failure counts.
+
+Data flow: active leaf ids (+ the internal nodes the router expanded) -> effective leaf weights
+(:func:`effective_weights`) -> the pass values are combined by :func:`reward.scoring.tree_score.score_tree`.
+
+Four variants, chosen by the oracle stress tests (``rubricstree stress``):
+
+- ``paper``: the tree's global auto-weights; every active leaf, negative or not, adds its weight to
+  the denominator and its pass value to the numerator. A negative leaf that is not triggered counts
+  as a pass, so safety leaves that are always on hand out free points.
+- ``penalty``: as HealthBench's negative points. Only positive leaves judged relevant form the
+  denominator; a *guard* adds nothing when it passes and subtracts its weight times ``1 - pass``
+  when it fails or is triggered. Guards are negative leaves, ``always_on`` leaves and leaves the
+  router switched on by a rule rather than by relevance (``RULE_REASONS``: always on, universal,
+  context present): a check nobody judged relevant must not earn credit by passing. The ratio is
+  clipped to [0, 1]. With no positive leaf in scope the score is ``1 - lost weight / guard weight``.
+  Severity: a failed leaf (a positive one not met, a guard triggered) costs at least its severity's
+  share of the score (``SEVERITY_FLOOR``: critical 0.24, major 0.12, minor 0), whatever its weight:
+  with ~60 active leaves a structural weight is ~1/60, and one fabricated value or one missed
+  emergency must not be diluted by the passes around it (HealthBench scores a -10 item against
+  the positive points, not against the count of items). Severity is set in the taxonomy on
+  nodes and inherited by the leaves beneath (``RubricTree.severity``).
+- ``active``: weights renormalised over the activated sub-DAG. The root has 1 and every activated
+  node splits its weight equally among its activated children. A leaf with several parents counts
+  only the paths whose internal nodes were all activated (expanded by the router, or on the only
+  path of another active leaf); a leaf with no such path (an always-on leaf) counts the paths that
+  run furthest through activated nodes (all of them on a tie, or without routing information).
+- ``penalty+active``: the active weights, scored the penalty way.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Iterable, Mapping
+from itertools import pairwise
+from typing import Literal, get_args
+
+from reward.tree.graph import RubricTree
+
+ScoringVariant = Literal["paper", "penalty", "active", "penalty+active"]
+SCORING_VARIANTS: tuple[str, ...] = get_args(ScoringVariant)
+# Chosen by the oracle stress tests on the bundled cases (README, "Scoring variants").
+DEFAULT_SCORING_VARIANT: ScoringVariant = "penalty+active"
+# Routing reasons (``ActiveLeaf.reason``) of leaves switched on by a rule, not by relevance.
+RULE_REASONS = frozenset({"always_on", "universal", "context"})
+# Least share of the score a failed leaf costs under the penalty variants, by severity. Anchored on
+# HealthBench's points: on the HealthBench-Hard rows a -10 item costs a median 0.24 of the positive
+# points, a -5 item 0.12 (README, "Scoring variants").
+SEVERITY_FLOOR: dict[str, float] = {"critical": 0.24, "major": 0.12, "minor": 0.0}
+
+
+def check_variant(variant: str) -> str:
+    """Return ``variant`` or raise ValueError naming the known ones."""
+    if variant not in SCORING_VARIANTS:
+        raise ValueError(f"unknown scoring variant {variant!r}; known: {', '.join(SCORING_VARIANTS)}")
+    return variant
+
+
+def uses_penalty(variant: str) -> bool:
+    return check_variant(variant) in ("penalty", "penalty+active")
+
+
+def uses_active(variant: str) -> bool:
+    return check_variant(variant) in ("active", "penalty+active")
+
+
+def is_penalty_leaf(tree: RubricTree, leaf_id: str) -> bool:
+    """A guard by the tree alone: negative or always on (routing adds the leaves it switched on
+    by a rule, see :func:`guard_ids`)."""
+    node = tree[leaf_id]
+    return node.polarity == "negative" or node.always_on
+
+
+def _paths(tree: RubricTree, leaf_id: str) -> list[tuple[str, ...]]:
+    """Every root-to-leaf path as a tuple of node ids, root first."""
+    if leaf_id == tree.root:
+        return [(leaf_id,)]
+    out: list[tuple[str, ...]] = []
+    for parent in tree.parents[leaf_id]:
+        out.extend(p + (leaf_id,) for p in _paths(tree, parent))
+    return out
+
+
+def best_paths(tree: RubricTree, leaf_id: str, opened: Collection[str]) -> list[tuple[str, ...]]:
+    """The leaf's root-to-leaf paths that run furthest through ``opened`` nodes (every path whose
+    internal nodes are all opened, if any; else those with the most opened nodes, ties kept)."""
+    paths = _paths(tree, leaf_id)
+    cover = [sum(n in opened for n in p[:-1]) for p in paths]
+    return [p for p, c in zip(paths, cover) if c == max(cover)]
+
+
+def active_weights(tree: RubricTree, active: Iterable[str],
+                   activated: Collection[str] | None = None) -> dict[str, float]:
+    """Leaf weights renormalised over the activated sub-DAG (they sum to 1).
+
+    Args:
+        tree: the rubric tree.
+        active: the active leaf ids.
+        activated: internal nodes the router expanded (the root is implied). None or empty: every
+            ancestor of an active leaf counts as activated.
+    """
+    active = list(dict.fromkeys(active))
+    paths = {lid: _paths(tree, lid) for lid in active}
+    edges: set[tuple[str, str]] = set()
+    if not activated:  # no routing information: every path of every active leaf
+        chosen = paths
+    else:
+        opened = set(activated) | {tree.root}
+        chosen, pending = {}, []
+        for lid, ps in paths.items():
+            full = [p for p in ps if all(n in opened for n in p[:-1])]
+            if full or len(ps) == 1:
+                chosen[lid] = full or ps
+            else:
+                pending.append(lid)
+        # nodes on the chosen paths are part of the activated sub-DAG for the leaves still open
+        opened |= {n for ps in chosen.values() for p in ps for n in p[:-1]}
+        for lid in pending:
+            chosen[lid] = best_paths(tree, lid, opened)
+    for ps in chosen.values():
+        for p in ps:
+            edges.update(pairwise(p))
+    kids: dict[str, list[str]] = {}
+    for parent, child in edges:
+        kids.setdefault(parent, []).append(child)
+    w: dict[str, float] = {tree.root: 1.0}
+    for nid in tree.topological_order:  # parents before children; fixed order for stable sums
+        if nid not in w or nid not in kids:
+            continue
+        share = w[nid] / len(kids[nid])
+        for child in tree[nid].children:  # file order, not set order
+            if (nid, child) in edges:
+                w[child] = w.get(child, 0.0) + share
+    return {lid: w.get(lid, 0.0) for lid in active}
+
+
+def guard_ids(tree: RubricTree, active: Iterable[str], rule_active: Collection[str] = ()) -> set[str]:
+    """The active leaves that only subtract under the penalty variants (see the module docstring)."""
+    rule_active = set(rule_active)
+    return {lid for lid in active if lid in rule_active or is_penalty_leaf(tree, lid)}
+
+
+def effective_weights(tree: RubricTree, active: Iterable[str], variant: str = DEFAULT_SCORING_VARIANT,
+                      activated: Collection[str] | None = None) -> dict[str, float]:
+    """The weight each active leaf carries under ``variant`` (global auto-weights, or the active
+    sub-DAG's renormalised weights)."""
+    active = list(dict.fromkeys(active))
+    if uses_active(variant):
+        return active_weights(tree, active, activated)
+    return {lid: tree.leaf_weights[lid] for lid in active}
+
+
+def severity_floors(tree: RubricTree, leaf_ids: Iterable[str]) -> dict[str, float]:
+    """Each leaf's least share of the score its failure costs under the penalty variants
+    (:data:`SEVERITY_FLOOR` of the leaf's effective severity, ``RubricTree.severity``)."""
+    return {lid: SEVERITY_FLOOR[tree.severity[lid]] for lid in leaf_ids}
+
+
+def combine(weights: dict[str, float], passes: dict[str, float], penalty_ids: Collection[str],
+            *, penalty: bool, floors: Mapping[str, float] | None = None) -> float:
+    """Combine pass values into one score over ``passes``' leaves (in their order).
+
+    ``paper`` form: ``sum(w * pass) / sum(w)``. ``penalty`` form (see the module docstring):
+    ``1 - sum(max(w / D, floor) * (1 - pass))`` over every leaf, positive or guard, where ``D`` is
+    the positive leaves' weight (the guards' when there is none) and ``floor`` the leaf's entry in
+    ``floors`` (0 when absent); with no floor this is ``(sum_pos w * pass - lost) / D``.
+    """
+    ids = list(passes)
+    if not penalty:
+        total = sum(weights[i] for i in ids)
+        return sum(weights[i] * passes[i] for i in ids) / total if total > 0 else 1.0
+    floors = floors or {}
+    denom = sum(weights[i] for i in ids if i not in penalty_ids)
+    if denom <= 0:
+        denom = sum(weights[i] for i in ids)
+    if denom <= 0:
+        return 1.0
+    lost = sum(max(weights[i] / denom, floors.get(i, 0.0)) * (1.0 - passes[i]) for i in ids)
+    return min(1.0, max(0.0, 1.0 - lost))

@@ -1,0 +1,119 @@
+"""Oracle stress-test cases: schema, loader and validation against the rubric tree.
+
+A case is one conversation (with optional context: the user's records or device data), a clean
+reference reply, a reply written under one perturbation of the paper's four, and the tree leaves
+that perturbed reply fails. Both replies are graded against the clean conversation. The bundled
+file is ``reward/data/stress_cases.yaml`` (ours, written for this test; not HealthBench text).
+
+Data flow: YAML list -> :class:`StressCase` (strict pydantic) -> leaf ids checked against the tree
+-> the runner. Errors name the file, the case (index and id) and the field.
+"""
+
+from __future__ import annotations
+
+from importlib import resources
+from pathlib import Path
+from typing import Literal, get_args
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from reward.errors import InputError
+from reward.healthbench.schema import Message
+from reward.jsonl import validation_error
+from reward.tree.graph import RubricTree
+
+Perturbation = Literal["missing_instructions", "missing_user_data", "inappropriate_instructions",
+                       "inaccurate_user_data"]
+Scenario = Literal["health_data", "action_plan", "symptoms", "explanation"]
+PERTURBATIONS: tuple[str, ...] = get_args(Perturbation)
+SCENARIOS: tuple[str, ...] = get_args(Scenario)
+DEFAULT_CASES = "stress_cases.yaml"
+
+
+class StressCase(BaseModel):
+    """One oracle stress case.
+
+    Attributes:
+        id: unique id.
+        scenario: the clinical scenario (the paper's four).
+        perturbation: what was degraded when the perturbed reply was written.
+        prompt: the clean conversation both replies answer.
+        context: the user's records or device data, when the scenario has them.
+        clean: the reference reply, written with the full, clean input.
+        perturbed: the reply written under the perturbation.
+        failed: leaf ids the perturbed reply fails (a positive leaf not met, a negative leaf
+            triggered); every other leaf passes, for both replies.
+        note: what the perturbation changed.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    id: str = Field(min_length=1)
+    scenario: Scenario
+    perturbation: Perturbation
+    prompt: list[Message] = Field(min_length=1)
+    context: str | None = None
+    clean: str = Field(min_length=1)
+    perturbed: str = Field(min_length=1)
+    failed: tuple[str, ...] = Field(min_length=1)
+    note: str = ""
+
+    @field_validator("failed")
+    @classmethod
+    def _unique(cls, v: tuple[str, ...]) -> tuple[str, ...]:
+        dup = sorted({x for x in v if v.count(x) > 1})
+        if dup:
+            raise ValueError(f"listed twice: {dup}")
+        return v
+
+    @property
+    def cell(self) -> tuple[str, str]:
+        return (self.scenario, self.perturbation)
+
+
+def default_cases_path() -> Path:
+    """The bundled cases (``reward/data/stress_cases.yaml``)."""
+    return Path(str(resources.files("reward") / "data" / DEFAULT_CASES))
+
+
+def load_cases(path: str | Path | None = None, tree: RubricTree | None = None) -> list[StressCase]:
+    """Load and validate stress cases; with ``tree``, every failed id must be a leaf of it.
+
+    Raises:
+        InputError: unreadable YAML, an invalid case, a duplicate id or an unknown leaf; the message
+            names the file, the case and the field.
+    """
+    path = Path(path) if path is not None else default_cases_path()
+    src = str(path)
+    if not path.exists():
+        raise InputError("file not found", file=src)
+    try:
+        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as exc:
+        raise InputError(f"invalid YAML: {exc}", file=src) from exc
+    if isinstance(raw, dict):
+        raw = raw.get("cases")
+    if not isinstance(raw, list) or not raw:
+        raise InputError("expected a non-empty list of cases (or a mapping with 'cases')", file=src)
+    out: list[StressCase] = []
+    seen: dict[str, int] = {}
+    for i, rec in enumerate(raw):
+        label = f"#{i}" + (f" (id {rec.get('id')})" if isinstance(rec, dict) and "id" in rec else "")
+        if not isinstance(rec, dict):
+            raise InputError(f"a case must be a mapping, got {type(rec).__name__}", file=src, record=label)
+        try:
+            case = StressCase.model_validate(rec)
+        except ValidationError as exc:
+            raise validation_error(exc, file=src, record=label) from exc
+        if case.id in seen:
+            raise InputError(f"duplicate id '{case.id}' (first at #{seen[case.id]})", file=src, record=label,
+                             field="id")
+        seen[case.id] = i
+        if tree is not None:
+            bad = [x for x in case.failed if x not in tree or not tree[x].is_leaf]
+            if bad:
+                raise InputError(f"not leaves of the tree '{tree.name}' ({tree.source}): {bad}", file=src,
+                                 record=label, field="failed")
+        out.append(case)
+    return out

@@ -1,0 +1,126 @@
+"""``rubricstree stress``: the oracle stress test of the rubric reward, with an optional holistic
+baseline, printed as JSON and written as a report.
+
+Data flow: cases YAML -> router (embedding by default: real MiniLM, offline) -> oracle verdicts
+from the labels, or our judge (``--mode judge``) -> tree scores under ``--scoring-variant`` ->
+detection rate and mean penalty by perturbation and scenario (``--json`` prints the documented
+shape) -> ``--report DIR``: report.md, report.html, heatmap.png, cases.jsonl. In oracle mode the
+report also compares every scoring variant, on the routing as run and with the labelled leaves
+forced in (a router with perfect recall: scoring alone).
+
+Judge work (verdicts, routings, baseline answers) sits in the judge's durable cache, so a killed
+run restarted with the same command recomputes nothing. Exit status: 0 done, 2 bad input/settings.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+import typer
+
+from reward.errors import RubricsTreeError
+
+MODES = ("oracle", "judge")
+
+
+def stress_command(
+    cases: Path | None = typer.Option(None, "--cases", help="cases YAML (default: the bundled ones)"),
+    taxonomy: Path | None = typer.Option(None, "--taxonomy", help="taxonomy YAML (default: the packaged one)"),
+    mode: str = typer.Option("oracle", "--mode", help="oracle (verdicts from the labels) or judge (our judge)"),
+    router: str = typer.Option("embedding", "--router", help="embedding (default), static or llm (needs a judge)"),
+    scoring_variant: str | None = typer.Option(
+        None, "--scoring-variant", help="paper, penalty, active or penalty+active (default: the chosen one)"),
+    judge_url: str | None = typer.Option(None, "--judge-url", help="vLLM endpoint(s), comma-separated"),
+    judge_model: str | None = typer.Option(None, "--judge-model",
+                                              help="in-process model path (or the tokenizer for --judge-url)"),
+    served_model: str | None = typer.Option(None, "--served-model", help="model name on the server"),
+    baseline: bool = typer.Option(False, "--baseline", help="also run the holistic 1-10 judge (needs a judge)"),
+    margin: float = typer.Option(0.02, "--margin", help="a drop above this counts as detected"),
+    report: Path | None = typer.Option(None, "--report", help="write report.md/html, heatmap.png here"),
+    concurrency: int = typer.Option(4, "--concurrency", help="cases judged at once"),
+    cache_dir: Path | None = typer.Option(None, "--cache-dir", help="verdict/routing cache folder"),
+    no_cache: bool = typer.Option(False, "--no-cache", help="no durable cache"),
+    as_json: bool = typer.Option(False, "--json", help="print the summary as one JSON line"),
+) -> None:
+    """Score clean vs perturbed replies and report detection rate and mean penalty."""
+    from reward.router.base import CachedRouter
+    from reward.scoring.variants import DEFAULT_SCORING_VARIANT, SCORING_VARIANTS
+    from reward.stress import load_cases, public_summary, run_stress, summarise
+    from reward.tree import load_tree
+    from rubricstree.score import build_router
+
+    try:
+        if mode not in MODES:
+            raise typer.BadParameter(f"--mode must be oracle or judge, got '{mode}'")
+        variant = scoring_variant or DEFAULT_SCORING_VARIANT
+        if variant not in SCORING_VARIANTS:
+            raise typer.BadParameter(f"--scoring-variant must be one of {', '.join(SCORING_VARIANTS)}, got '{variant}'")
+        if not 0.0 <= margin < 1.0:
+            raise typer.BadParameter(f"--margin must be in [0, 1), got {margin}")
+        tree = load_tree(taxonomy)
+        rows = load_cases(cases, tree)
+        judge = None
+        if judge_url or judge_model:
+            from reward.judge import VerdictCache, make_judge
+
+            cache = None if no_cache else VerdictCache(cache_dir / "verdicts.sqlite" if cache_dir else None)
+            judge = make_judge(judge_url=judge_url, judge_model=judge_model, served_model=served_model,
+                               cache=cache if cache is not None else False)
+        elif mode == "judge" or router == "llm":
+            raise typer.BadParameter("--mode judge and --router llm need a judge: "
+                                     "--judge-url URL or --judge-model PATH")
+        rt = CachedRouter(build_router(router, tree, judge), judge.cache if judge is not None else None)
+    except (RubricsTreeError, ValueError, OSError) as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from exc
+    if baseline and judge is None:
+        typer.echo("baseline skipped: the holistic baseline needs a judge (--judge-url URL or --judge-model PATH)",
+                   err=True)
+
+    async def go():
+        try:
+            return await run_stress(rows, tree, rt, mode=mode, variant=variant, judge=judge,
+                                    baseline_judge=judge if baseline else None, concurrency=concurrency,
+                                    progress=not as_json)
+        finally:
+            if judge is not None:
+                await judge.aclose()
+
+    try:
+        results, routings = asyncio.run(go())
+    except RubricsTreeError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from exc
+    summary = summarise(results, margin=margin, variant=variant, baseline=baseline and judge is not None)
+    if report is not None:
+        from reward.stress.report import write_report
+        from reward.stress.runner import oracle_variant_table, with_labels
+
+        variants = None
+        if mode == "oracle":
+            variants = {f"{router} router": oracle_variant_table(tree, rows, routings, margin),
+                        f"{router} router + labelled leaves (perfect recall)": oracle_variant_table(
+                            tree, rows, [with_labels(tree, r, c) for r, c in zip(routings, rows)], margin)}
+        meta = {"cases": f"{cases or 'bundled'} ({len(rows)})", "taxonomy": f"{tree.name} ({len(tree.leaves)} leaves)",
+                "mode": mode, "router": router, "scoring_variant": variant, "margin": margin,
+                "judge": judge.model_id if judge is not None else "none (oracle verdicts)",
+                "baseline": "holistic 1-10" if summary["baseline"] else "not run"}
+        paths = write_report(report, summary, results, meta, variants)
+        if not as_json:
+            typer.echo(f"report: {paths['md']} ({paths['html'].name}, {paths['png'].name})")
+    out = public_summary(summary)
+    if as_json:
+        typer.echo(json.dumps(out))
+    else:
+        from rubricstree.score import print_summary
+
+        flat = {"cases": out["cases"], "scoring_variant": out["scoring_variant"],
+                "detection_rate": out["detection_rate"], "mean_penalty": out["mean_penalty"]}
+        for p, b in out["by_perturbation"].items():
+            flat[f"{p} DR / MP"] = f"{b['detection_rate']:.3f} / {b['mean_penalty']:.3f}"
+        if out["baseline"]:
+            base = out["baseline"]
+            flat["baseline DR / MP"] = f"{base['detection_rate']:.3f} / {base['mean_penalty']:.3f}"
+        print_summary(flat, title=f"Stress test ({mode}, {router} router)")

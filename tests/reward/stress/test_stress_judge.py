@@ -1,0 +1,90 @@
+"""Judge mode of the stress test end to end: against the real vLLM judge server (the command, with
+the holistic baseline, then a rerun served from the durable cache) and in-process on the tiny
+model. The tiny model has random weights: these tests check wiring, never the numbers' quality."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+from reward.stress import default_cases_path, load_cases, run_stress
+from rubricstree import app
+
+runner = CliRunner()
+PICK = ("sy-iud-2", "ap-mi-2")  # a DKA case with device data, and a missing-instruction case
+
+
+def _small_cases(tmp_path: Path) -> Path:
+    raw = yaml.safe_load(default_cases_path().read_text(encoding="utf-8"))
+    path = tmp_path / "cases.yaml"
+    path.write_text(yaml.safe_dump([c for c in raw if c["id"] in PICK], allow_unicode=True), encoding="utf-8")
+    return path
+
+
+def _check_numbers(rows: list[dict]) -> None:
+    for r in rows:
+        for k in ("clean", "perturbed", "baseline_clean", "baseline_perturbed"):
+            assert r[k] is None or 0.0 <= r[k] <= 1.0
+        if r["clean"] is None or r["perturbed"] is None:
+            assert r["failures"]  # unscored says why, never a silent 0
+
+
+@pytest.mark.server
+def test_stress_judge_mode_against_the_server_and_rerun_from_cache(tmp_path, judge_url, tiny_model_dir):
+    from reward.judge import make_judge
+    from reward.router import make_router
+    from reward.router.base import CachedRouter
+    from reward.tree import load_tree
+
+    cases = _small_cases(tmp_path)
+    rep = tmp_path / "rep"
+    res = runner.invoke(app, ["stress", "--cases", str(cases), "--mode", "judge", "--judge-url", judge_url,
+                              "--judge-model", str(tiny_model_dir), "--baseline", "--report", str(rep), "--json"])
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.stdout.strip().splitlines()[-1])
+    assert out["cases"] == 2 and out["baseline"] is not None
+    assert set(out["by_perturbation"]) == {"inaccurate_user_data", "missing_instructions"}
+    rows = [json.loads(line) for line in (rep / "cases.jsonl").read_text().splitlines()]
+    assert sorted(r["id"] for r in rows) == sorted(PICK)
+    _check_numbers(rows)
+    assert all(r["n_active"] > 0 for r in rows)
+
+    # the same work again in-process: every verdict, routing and baseline answer from the cache
+    tree = load_tree()
+    judge = make_judge(judge_url=judge_url, judge_model=str(tiny_model_dir))
+    router = CachedRouter(make_router("embedding", tree), judge.cache)
+
+    async def again():
+        try:
+            return await run_stress(load_cases(cases, tree), tree, router, mode="judge", variant=out["scoring_variant"],
+                                    judge=judge, baseline_judge=judge, progress=False)
+        finally:
+            await judge.aclose()
+
+    results, _ = asyncio.run(again())
+    assert judge.stats.requests == 0 and judge.stats.cache_hits > 0
+    assert router.hits_durable == 2 and router.misses == 0
+    by_id = {r["id"]: r for r in rows}
+    for r in results:
+        assert (r.clean, r.perturbed) == (by_id[r.id]["clean"], by_id[r.id]["perturbed"])
+        assert (r.baseline_clean, r.baseline_perturbed) == (by_id[r.id]["baseline_clean"],
+                                                             by_id[r.id]["baseline_perturbed"])
+
+
+@pytest.mark.slow
+def test_stress_judge_mode_in_process_on_the_tiny_model(tmp_path, tiny_model_dir):
+    cases = _small_cases(tmp_path)
+    res = runner.invoke(app, ["stress", "--cases", str(cases), "--mode", "judge", "--judge-model",
+                              str(tiny_model_dir), "--router", "embedding", "--report", str(tmp_path / "rep"),
+                              "--json"])
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.stdout.strip().splitlines()[-1])
+    assert out["cases"] == 2 and out["baseline"] is None
+    rows = [json.loads(line) for line in (tmp_path / "rep" / "cases.jsonl").read_text().splitlines()]
+    assert len(rows) == 2
+    _check_numbers(rows)
