@@ -9,7 +9,7 @@ from __future__ import annotations
 import typer
 
 from rubricstree import eval as eval_cli  # the module name shadows a builtin
-from rubricstree import healthbench, judge, mcq, tree
+from rubricstree import healthbench, judge, mcq, synth, tree
 from rubricstree import train as train_cli
 from rubricstree.demo import demo_command  # light: heavy imports are inside
 from rubricstree.score import score_command
@@ -24,6 +24,7 @@ app.add_typer(mcq.app, name="mcq", help="Multiple-choice rule reward.")
 app.add_typer(judge.app, name="judge", help="Check a judge backend.")
 app.add_typer(train_cli.app, name="train", help="Difficulty filtering and TRL training runs (GSPO stages).")
 app.add_typer(eval_cli.app, name="eval", help="Evaluate checkpoints (HealthBench, MCQ) and compare runs.")
+app.add_typer(synth.app, name="synth", help="Synthetic stage-3 data (conversations, rubrics) and rubric-generation evaluation.")
 app.command("score")(score_command)
 app.command("demo")(demo_command)
 
