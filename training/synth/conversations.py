@@ -200,7 +200,7 @@ def build_items(*, questions: list[Seed] | None, easy: list[HealthBenchRow] | No
             text = "Examples of conversations of this theme (write a new one, on another case):\n\n" + "\n\n---\n\n".join(
                 _render([m.model_dump() for m in r.prompt]) for r in shots)
             source = "easy"
-        items[f"conv-{seed}-{i:05d}"] = {"theme": theme, "persona": persona, "turns": turns,
+        items[f"conv-{source}-{seed}-{i:05d}"] = {"theme": theme, "persona": persona, "turns": turns,
                                          "seed_text": text, "source": source, "plan": None}
     return items
 

@@ -83,7 +83,7 @@ def refine(items: dict[str, C], *, actor: SynthLLM, critic: SynthLLM,
         if not pending:
             break
         prompts = {k: draft_prompt(items[k], outcomes[k].draft, outcomes[k].last_feedback) for k in pending}
-        drafts = actor.ask_json(prompts, lambda obj: obj, desc=f"{desc} round {it + 1}")
+        drafts = actor.ask_json(prompts, lambda obj: obj, desc=f"{desc} round {it + 1}", round_=it)
         parsed: dict[str, D] = {}
         for k in pending:
             outcomes[k].iterations = it + 1
@@ -100,7 +100,8 @@ def refine(items: dict[str, C], *, actor: SynthLLM, critic: SynthLLM,
         issues: dict[str, list[str]] = {k: [] for k in parsed}
         for check in critics:
             verdicts = critic.ask_json({k: check.prompt(items[k], d) for k, d in parsed.items()},
-                                       lambda obj: Verdict.model_validate(obj), desc=f"{check.name} round {it + 1}")
+                                       lambda obj: Verdict.model_validate(obj), desc=f"{check.name} round {it + 1}",
+                                       round_=it)
             for k in parsed:
                 v, err = verdicts[k]
                 if v is None:

@@ -93,15 +93,17 @@ class SynthLLM:
         return out
 
     def ask_json(self, prompts: dict[str, Messages], validate: Callable[[dict[str, Any]], T], *,
-                 desc: str = "generate") -> dict[str, tuple[T | None, str | None]]:
+                 desc: str = "generate", round_: int = 0) -> dict[str, tuple[T | None, str | None]]:
         """``{key: (value, error)}``: ``validate`` turns the parsed object into a value or raises
-        ValueError; a prompt that fails every attempt gets ``(None, last error)``."""
+        ValueError; a prompt that fails every attempt gets ``(None, last error)``. ``round_`` (a
+        loop's round) is part of each attempt's identity, so a prompt repeated in a later round is
+        asked afresh (a new seed), not answered from the cache with the answer that failed."""
         results: dict[str, tuple[T | None, str | None]] = {}
         pending = dict(prompts)
         for attempt in range(self.attempts):
             if not pending:
                 break
-            answers = self.ask(pending, attempt=attempt, desc=f"{desc} (try {attempt + 1})" if attempt else desc)
+            answers = self.ask(pending, attempt=round_ * self.attempts + attempt, desc=f"{desc} (try {attempt + 1})" if attempt else desc)
             nxt: dict[str, Messages] = {}
             for key, (text, err) in answers.items():
                 if text is None:
