@@ -25,6 +25,8 @@ TEMP = typer.Option(0.7, "--temperature", min=0.0)
 SEED = typer.Option(0, "--seed")
 CONC = typer.Option(8, "--concurrency", min=1)
 ITERS = typer.Option(3, "--max-iters", min=1, help="actor-critic rounds at most")
+STRUCT = typer.Option(True, "--structured/--no-structured",
+                      help="send JSON schemas to a vLLM server (structured_outputs); answers are validated either way")
 
 
 def _fail(exc: Exception) -> typer.Exit:
@@ -32,7 +34,8 @@ def _fail(exc: Exception) -> typer.Exit:
     return typer.Exit(2)
 
 
-def _roles(out: Path, model, url, critic_model, critic_url, max_new_tokens, temperature, seed, concurrency):
+def _roles(out: Path, model, url, critic_model, critic_url, max_new_tokens, temperature, seed, concurrency,
+           structured=True):
     from training.generation import GenerationSettings
     from training.synth.llm import build_roles
     from training.synth.store import CallCache, RunFiles
@@ -41,7 +44,7 @@ def _roles(out: Path, model, url, critic_model, critic_url, max_new_tokens, temp
     settings = GenerationSettings(max_new_tokens=max_new_tokens, temperature=temperature, seed=seed, thinking=False)
     cache = CallCache(files.calls_path)
     actor, critic = build_roles(model=model, generate_url=url, critic_model=critic_model, critic_url=critic_url,
-                                settings=settings, cache=cache, concurrency=concurrency)
+                                settings=settings, cache=cache, concurrency=concurrency, structured=structured)
     return files, cache, actor, critic
 
 
@@ -54,7 +57,7 @@ def conversations_command(
     themes: str = typer.Option("", "--themes", help="comma-separated theme tags (default: all seven)"),
     model: str = MODEL, generate_url: str = URL, critic_model: str = CRITIC_MODEL, critic_url: str = CRITIC_URL,
     max_new_tokens: int = MAX_NEW, temperature: float = TEMP, seed: int = SEED, concurrency: int = CONC,
-    max_iters: int = ITERS,
+    max_iters: int = ITERS, structured: bool = STRUCT,
 ) -> None:
     """Write themed, persona-driven conversations checked by critics."""
     try:
@@ -73,7 +76,7 @@ def conversations_command(
         items = build_items(questions=load_questions(questions) if questions else None,
                             easy=load_healthbench(easy) if easy else None, themes=chosen, n=n, seed=seed)
         files, cache, actor, critic = _roles(out, model, generate_url, critic_model, critic_url, max_new_tokens,
-                                             temperature, seed, concurrency)
+                                             temperature, seed, concurrency, structured)
         try:
             counts = synth_conversations(items, actor=actor, critic=critic, files=files, max_iters=max_iters)
         finally:
@@ -96,7 +99,7 @@ def rubrics_command(
     invert_rate: float = typer.Option(0.1, "--invert-rate", min=0.0, max=1.0),
     model: str = MODEL, generate_url: str = URL, critic_model: str = CRITIC_MODEL, critic_url: str = CRITIC_URL,
     max_new_tokens: int = MAX_NEW, temperature: float = TEMP, seed: int = SEED, concurrency: int = CONC,
-    max_iters: int = ITERS,
+    max_iters: int = ITERS, structured: bool = STRUCT,
 ) -> None:
     """Write per-axis rubrics for each conversation as HealthBench-format rows, plus a datasheet."""
     try:
@@ -114,7 +117,7 @@ def rubrics_command(
                 raise ValueError(f"{conversations}: line {lineno}: not a conversation record: {exc}") from None
         anchors = load_healthbench(easy)
         files, cache, actor, critic = _roles(out, model, generate_url, critic_model, critic_url, max_new_tokens,
-                                             temperature, seed, concurrency)
+                                             temperature, seed, concurrency, structured)
         try:
             counts = synth_rubrics(convs, anchors, actor=actor, critic=critic, files=files, max_items=max_items,
                                    max_iters=max_iters, invert_rate=invert_rate, seed=seed)
@@ -143,6 +146,7 @@ def eval_rubrics_command(
     easy: Annotated[Path | None, typer.Option("--easy", help="anchors for generation (HealthBench-format rows)")] = None,
     model: str = MODEL, generate_url: str = URL, max_new_tokens: int = MAX_NEW,
     temperature: float = typer.Option(0.0, "--temperature", min=0.0), seed: int = SEED, concurrency: int = CONC,
+    structured: bool = STRUCT,
     judge_url: str = typer.Option(None, "--judge-url", help="llm matcher: vLLM judge endpoint(s)"),
     judge_model: str = typer.Option(None, "--judge-model", help="llm matcher: in-process judge model"),
     as_json: bool = typer.Option(False, "--json", help="print the report as JSON"),
@@ -159,7 +163,7 @@ def eval_rubrics_command(
             if easy is None:
                 raise ValueError("--easy is needed to generate rubrics (the same-theme anchors)")
             files, cache, actor, _ = _roles(generated, model, generate_url, None, None, max_new_tokens,
-                                            temperature, seed, concurrency)
+                                            temperature, seed, concurrency, structured)
             try:
                 generate_rubrics(ref, load_healthbench(easy), actor, files, seed=seed)
             finally:

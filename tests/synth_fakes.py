@@ -18,10 +18,12 @@ class ScriptedGenerator:
     def __init__(self, script: Callable[[list[dict]], str | None]) -> None:
         self.script = script
         self.requests: list[list[dict]] = []
+        self.structured: list[dict | None] = []
 
     def generate(self, requests, on_done, desc: str = "generate") -> None:
         for req in requests:
             self.requests.append(req.messages)
+            self.structured.append(req.structured)
             text = self.script(req.messages)
             on_done(req.key, GenOutput(text) if text is not None else GenOutput(None, error="scripted failure"))
 

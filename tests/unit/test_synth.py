@@ -212,3 +212,19 @@ def test_cli_names_the_file_and_line_of_a_bad_seed(tmp_path):
     res = CliRunner().invoke(app, ["synth", "conversations", "--questions", str(bad), "--out",
                                    str(tmp_path / "c.jsonl"), "--generate-url", "http://127.0.0.1:9"])
     assert res.exit_code == 2 and "q.jsonl" in res.output and "line 2" in res.output and "question" in res.output
+
+
+def test_structured_outputs_carry_each_role_s_schema_only_when_asked(tmp_path):
+    from training.synth.conversations import CONVERSATION_SCHEMA
+    from training.synth.critics import VERDICT_SCHEMA
+
+    gen = ScriptedGenerator(happy)
+    on = SynthLLM(gen, model_id="f", structured=True)
+    synth_conversations(_items(1), actor=on, critic=on, files=RunFiles(tmp_path / "a.jsonl"))
+    kinds = {(role(m), json.dumps(s, sort_keys=True)) for m, s in zip(gen.requests, gen.structured, strict=True)}
+    assert ("conversation", json.dumps({"json": CONVERSATION_SCHEMA}, sort_keys=True)) in kinds
+    assert ("critic", json.dumps({"json": VERDICT_SCHEMA}, sort_keys=True)) in kinds
+    gen2 = ScriptedGenerator(happy)
+    off = SynthLLM(gen2, model_id="f")
+    synth_conversations(_items(1), actor=off, critic=off, files=RunFiles(tmp_path / "b.jsonl"))
+    assert set(gen2.structured) == {None}

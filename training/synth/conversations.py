@@ -155,6 +155,16 @@ def _consistency(ctx: dict[str, Any], msgs: list[dict[str, str]]) -> Messages:
 
 CRITICS = [Critic("completeness", _completeness), Critic("consistency", _consistency)]
 
+_MESSAGE = {"type": "object", "properties": {"role": {"enum": ["user", "assistant"]}, "content": {"type": "string"}},
+            "required": ["role", "content"]}
+CONVERSATION_SCHEMA = {"type": "object", "properties": {"messages": {"type": "array", "items": _MESSAGE,
+                                                                     "minItems": 1, "maxItems": 2 * MAX_TURNS - 1}},
+                       "required": ["messages"]}
+PLAN_SCHEMA = {"type": "object", "properties": {"analysis": {"type": "string"},
+                                                "turns": {"type": "integer", "minimum": 1, "maximum": MAX_TURNS},
+                                                "structure": {"type": "array", "items": {"type": "string"}}},
+               "required": ["analysis", "turns", "structure"]}
+
 
 def _plan_prompt(ctx: dict[str, Any]) -> Messages:
     return [{"role": "system", "content":
@@ -213,7 +223,7 @@ def synth_conversations(items: dict[str, dict[str, Any]], *, actor: SynthLLM, cr
     counts = {"skipped": len(items) - len(todo), "kept": 0, "failed": 0}
     need_plan = {k: _plan_prompt(v) for k, v in todo.items() if v["source"] == "question"}
     if need_plan:
-        plans = critic.ask_json(need_plan, _validate_plan, desc="plan")
+        plans = critic.ask_json(need_plan, _validate_plan, desc="plan", schema=PLAN_SCHEMA)
         for k, (plan, err) in plans.items():
             if plan is None:
                 files.failures.append({"id": k, "stage": "plan", "final": True, "error": err,
@@ -225,7 +235,7 @@ def synth_conversations(items: dict[str, dict[str, Any]], *, actor: SynthLLM, cr
     outcomes: dict[str, Outcome] = refine(
         todo, actor=actor, critic=critic, draft_prompt=_actor_prompt,
         parse_draft=lambda obj, ctx: _validate_messages(obj, ctx["turns"]), critics=CRITICS,
-        max_iters=max_iters, desc="conversations")
+        max_iters=max_iters, desc="conversations", draft_schema=CONVERSATION_SCHEMA)
     for k, out in outcomes.items():
         ctx = todo[k]
         if out.accepted:

@@ -27,6 +27,11 @@ VERDICT_FORMAT = ('Answer with one JSON object only: {"pass": true or false, "is
                   'use an empty list when pass is true.')
 
 
+VERDICT_SCHEMA = {"type": "object", "properties": {"pass": {"type": "boolean"},
+                                                   "issues": {"type": "array", "items": {"type": "string"}}},
+                  "required": ["pass", "issues"]}
+
+
 class Verdict(BaseModel):
     """A critic's structured feedback."""
 
@@ -67,7 +72,8 @@ class Outcome(Generic[D]):
 def refine(items: dict[str, C], *, actor: SynthLLM, critic: SynthLLM,
            draft_prompt: Callable[[C, D | None, list[str]], Messages],
            parse_draft: Callable[[dict[str, Any], C], D], critics: list[Critic[C, D]],
-           max_iters: int = 3, desc: str = "draft") -> dict[str, Outcome[D]]:
+           max_iters: int = 3, desc: str = "draft", draft_schema: dict[str, Any] | None = None
+           ) -> dict[str, Outcome[D]]:
     """Draft, criticise and revise every item, at most ``max_iters`` rounds each.
 
     Args:
@@ -76,6 +82,7 @@ def refine(items: dict[str, C], *, actor: SynthLLM, critic: SynthLLM,
         draft_prompt: ``(context, previous draft or None, feedback)`` -> actor messages.
         parse_draft: validated draft from the actor's JSON object (raises ValueError).
         critics: checks that must all pass.
+        draft_schema: JSON schema of the actor's answer (constrains decoding where supported).
     """
     outcomes: dict[str, Outcome[D]] = {k: Outcome() for k in items}
     pending = list(items)
@@ -83,7 +90,8 @@ def refine(items: dict[str, C], *, actor: SynthLLM, critic: SynthLLM,
         if not pending:
             break
         prompts = {k: draft_prompt(items[k], outcomes[k].draft, outcomes[k].last_feedback) for k in pending}
-        drafts = actor.ask_json(prompts, lambda obj: obj, desc=f"{desc} round {it + 1}", round_=it)
+        drafts = actor.ask_json(prompts, lambda obj: obj, desc=f"{desc} round {it + 1}", round_=it,
+                                schema=draft_schema)
         parsed: dict[str, D] = {}
         for k in pending:
             outcomes[k].iterations = it + 1
@@ -101,7 +109,7 @@ def refine(items: dict[str, C], *, actor: SynthLLM, critic: SynthLLM,
         for check in critics:
             verdicts = critic.ask_json({k: check.prompt(items[k], d) for k, d in parsed.items()},
                                        lambda obj: Verdict.model_validate(obj), desc=f"{check.name} round {it + 1}",
-                                       round_=it)
+                                       round_=it, schema=VERDICT_SCHEMA)
             for k in parsed:
                 v, err = verdicts[k]
                 if v is None:

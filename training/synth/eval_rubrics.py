@@ -17,7 +17,13 @@ from typing import Any
 from reward.healthbench.schema import HealthBenchRow
 from training.synth.conversations import theme_of
 from training.synth.llm import SynthLLM
-from training.synth.rubrics import AXES, anchors_for, axis_prompt, validate_items
+from training.synth.rubrics import (
+    AXES,
+    ITEMS_SCHEMA,
+    anchors_for,
+    axis_prompt,
+    validate_items,
+)
 from training.synth.store import RunFiles
 
 __all__ = ["axis_of", "evaluate", "generate_rubrics"]
@@ -82,7 +88,8 @@ def generate_rubrics(reference: list[HealthBenchRow], easy: list[HealthBenchRow]
         for axis in _by_axis(r):
             if axis in AXES:
                 prompts[f"{r.prompt_id}|{axis}"] = axis_prompt(msgs, theme_of(r), axis, anchors, max_items)
-    answers = llm.ask_json(prompts, lambda obj: validate_items(obj, max_items), desc="generate rubrics")
+    answers = llm.ask_json(prompts, lambda obj: validate_items(obj, max_items), desc="generate rubrics",
+                           schema=ITEMS_SCHEMA)
     counts = {"skipped": len(reference) - len(todo), "written": 0, "axis_failures": 0}
     for r in todo:
         rubrics = []

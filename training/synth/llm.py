@@ -50,31 +50,35 @@ class SynthLLM:
         settings: decoding settings (dict) in cache keys.
         cache: the durable call cache (None: no cache).
         attempts: JSON attempts per prompt before the prompt counts as failed.
+        structured: send JSON schemas to the server (vLLM ``structured_outputs``) where given.
     """
 
     def __init__(self, generator: Any, *, model_id: str, settings: dict[str, Any] | None = None,
-                 cache: CallCache | None = None, attempts: int = 2) -> None:
+                 cache: CallCache | None = None, attempts: int = 2, structured: bool = False) -> None:
         self.generator = generator
         self.model_id = model_id
         self.settings = settings or {}
         self.cache = cache
         self.attempts = max(1, attempts)
+        self.structured = structured
         self.calls = 0  # generator calls made (cache hits excluded)
 
-    def ask(self, prompts: dict[str, Messages], *, attempt: int = 0, desc: str = "generate"
-            ) -> dict[str, tuple[str | None, str | None]]:
-        """``{key: (text, error)}`` for each prompt; cached answers are not asked again."""
+    def ask(self, prompts: dict[str, Messages], *, attempt: int = 0, desc: str = "generate",
+            schema: dict[str, Any] | None = None) -> dict[str, tuple[str | None, str | None]]:
+        """``{key: (text, error)}`` for each prompt; cached answers are not asked again. With
+        ``schema`` (and ``structured`` on), a vLLM server constrains decoding to it."""
+        structured = {"json": schema} if schema is not None and self.structured else None
         out: dict[str, tuple[str | None, str | None]] = {}
         todo: list[GenRequest] = []
         ckeys: dict[str, str] = {}
         for key, messages in prompts.items():
-            ck = request_key(self.model_id, self.settings, messages, attempt)
+            ck = request_key(self.model_id, {**self.settings, "structured": structured}, messages, attempt)
             ckeys[key] = ck
             hit = self.cache.get(ck) if self.cache is not None else None
             if hit is not None:
                 out[key] = (hit, None)
             else:
-                todo.append(GenRequest(key=f"{key}#a{attempt}", messages=messages))
+                todo.append(GenRequest(key=f"{key}#a{attempt}", messages=messages, structured=structured))
 
         def done(rkey: str, res: GenOutput) -> None:
             key = rkey.rsplit("#a", 1)[0]
@@ -93,7 +97,7 @@ class SynthLLM:
         return out
 
     def ask_json(self, prompts: dict[str, Messages], validate: Callable[[dict[str, Any]], T], *,
-                 desc: str = "generate", round_: int = 0) -> dict[str, tuple[T | None, str | None]]:
+                 desc: str = "generate", round_: int = 0, schema: dict[str, Any] | None = None) -> dict[str, tuple[T | None, str | None]]:
         """``{key: (value, error)}``: ``validate`` turns the parsed object into a value or raises
         ValueError; a prompt that fails every attempt gets ``(None, last error)``. ``round_`` (a
         loop's round) is part of each attempt's identity, so a prompt repeated in a later round is
@@ -103,7 +107,7 @@ class SynthLLM:
         for attempt in range(self.attempts):
             if not pending:
                 break
-            answers = self.ask(pending, attempt=round_ * self.attempts + attempt, desc=f"{desc} (try {attempt + 1})" if attempt else desc)
+            answers = self.ask(pending, attempt=round_ * self.attempts + attempt, desc=f"{desc} (try {attempt + 1})" if attempt else desc, schema=schema)
             nxt: dict[str, Messages] = {}
             for key, (text, err) in answers.items():
                 if text is None:
@@ -121,7 +125,7 @@ class SynthLLM:
 
 def build_roles(*, model: str | None, generate_url: str | None, critic_model: str | None, critic_url: str | None,
                 settings: Any, cache: CallCache | None, concurrency: int = 8, batch_size: int = 4,
-                attempts: int = 2) -> tuple[SynthLLM, SynthLLM]:
+                attempts: int = 2, structured: bool = True) -> tuple[SynthLLM, SynthLLM]:
     """Actor and critic over the generation layer; one generator when both name the same backend."""
     from training.generation import make_generator
 
@@ -134,6 +138,8 @@ def build_roles(*, model: str | None, generate_url: str | None, critic_model: st
     critic_gen = actor_gen if same else make_generator(c_model, settings, generate_url=c_url,
                                                        concurrency=concurrency, batch_size=batch_size)
     dump = settings.model_dump()
-    actor = SynthLLM(actor_gen, model_id=f"{generate_url or ''}|{model}", settings=dump, cache=cache, attempts=attempts)
-    critic = SynthLLM(critic_gen, model_id=f"{c_url or ''}|{c_model}", settings=dump, cache=cache, attempts=attempts)
+    actor = SynthLLM(actor_gen, model_id=f"{generate_url or ''}|{model}", settings=dump, cache=cache, attempts=attempts,
+                     structured=structured and bool(generate_url))
+    critic = SynthLLM(critic_gen, model_id=f"{c_url or ''}|{c_model}", settings=dump, cache=cache, attempts=attempts,
+                      structured=structured and bool(c_url))
     return actor, critic

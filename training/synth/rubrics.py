@@ -123,6 +123,12 @@ def _scores(ctx: dict[str, Any], items: list[Item]) -> Messages:
 
 CRITICS = [Critic("quality", _quality), Critic("scores", _scores)]
 
+ITEMS_SCHEMA = {"type": "object", "properties": {"items": {"type": "array", "minItems": 1, "items": {
+    "type": "object", "properties": {"criterion": {"type": "string"},
+                                     "points": {"type": "integer", "minimum": -10, "maximum": 10}},
+    "required": ["criterion", "points"]}}}, "required": ["items"]}
+NEGATION_SCHEMA = {"type": "object", "properties": {"criterion": {"type": "string"}}, "required": ["criterion"]}
+
 
 def invert_decisions(key: str, n_items: int, points: list[int], *, rate: float, seed: int) -> list[bool]:
     """Per item: invert it? Only positive items, each with probability ``rate``, seeded per item."""
@@ -163,7 +169,7 @@ def synth_rubrics(conversations: list[dict[str, Any]], easy: list[HealthBenchRow
         draft_prompt=lambda ctx, prev, fb: axis_prompt(ctx["messages"], ctx["conv"]["theme"], ctx["axis"],
                                                        ctx["anchors"], max_items, prev, fb),
         parse_draft=lambda obj, ctx: validate_items(obj, max_items), critics=CRITICS,
-        max_iters=max_iters, desc="rubrics")
+        max_iters=max_iters, desc="rubrics", draft_schema=ITEMS_SCHEMA)
     rows: dict[str, dict[str, Any]] = {}
     for key, out in outcomes.items():
         ctx = items[key]
@@ -185,7 +191,7 @@ def synth_rubrics(conversations: list[dict[str, Any]], easy: list[HealthBenchRow
             if inv:
                 plan[f"{cid}|{i}"] = (cid, i)
     negations = actor.ask_json({k: _negate_prompt(rows[c]["rubrics"][i]["criterion"]) for k, (c, i) in plan.items()},
-                               lambda obj: obj, desc="invert") if plan else {}
+                               lambda obj: obj, desc="invert", schema=NEGATION_SCHEMA) if plan else {}
     for k, (cid, i) in plan.items():
         item = rows[cid]["rubrics"][i]
         obj, err = negations[k]
