@@ -228,3 +228,28 @@ def test_structured_outputs_carry_each_role_s_schema_only_when_asked(tmp_path):
     off = SynthLLM(gen2, model_id="f")
     synth_conversations(_items(1), actor=off, critic=off, files=RunFiles(tmp_path / "b.jsonl"))
     assert set(gen2.structured) == {None}
+
+
+def test_rerun_after_a_kill_records_each_axis_failure_once(tmp_path):
+    def script(messages):
+        if role(messages) == "critic" and "for accuracy of" not in messages[1]["content"]:
+            return json.dumps({"pass": False, "issues": ["vague"]})
+        return happy(messages)
+
+    out = tmp_path / "rubrics.jsonl"
+    files = RunFiles(out)
+    cache = CallCache(files.calls_path)
+    _, actor, critic = _roles(script, cache)
+    synth_rubrics(_conversations(1), _easy(), actor=actor, critic=critic, files=files, invert_rate=0.0)
+    files.close()
+    cache.close()
+    out.unlink()  # killed before the row was written: the failures and the call cache survive
+    files2 = RunFiles(out)
+    gen2, actor2, critic2 = _roles(script, CallCache(files2.calls_path))
+    assert synth_rubrics(_conversations(1), _easy(), actor=actor2, critic=critic2, files=files2,
+                         invert_rate=0.0)["kept"] == 1
+    files2.close()
+    assert gen2.requests == []
+    fails = JsonlLog(files2.failures_path).load()
+    assert sorted(f["axis"] for f in fails) == sorted(["completeness", "context_awareness", "communication_quality",
+                                                       "instruction_following"])

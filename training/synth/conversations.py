@@ -226,7 +226,7 @@ def synth_conversations(items: dict[str, dict[str, Any]], *, actor: SynthLLM, cr
         plans = critic.ask_json(need_plan, _validate_plan, desc="plan", schema=PLAN_SCHEMA)
         for k, (plan, err) in plans.items():
             if plan is None:
-                files.failures.append({"id": k, "stage": "plan", "final": True, "error": err,
+                files.record_failure({"id": k, "stage": "plan", "final": True, "error": err,
                                        "theme": todo[k]["theme"], "persona": todo[k]["persona"]})
                 counts["failed"] += 1
                 del todo[k]
@@ -244,7 +244,7 @@ def synth_conversations(items: dict[str, dict[str, Any]], *, actor: SynthLLM, cr
                                               plan=ctx["plan"]).model_dump())
             counts["kept"] += 1
         else:
-            files.failures.append({"id": k, "stage": "conversation", "final": True, "iterations": out.iterations,
+            files.record_failure({"id": k, "stage": "conversation", "final": True, "iterations": out.iterations,
                                    "theme": ctx["theme"], "persona": ctx["persona"], "turns": ctx["turns"],
                                    "feedback": out.feedback, "last_draft": out.draft})
             counts["failed"] += 1

@@ -96,14 +96,14 @@ def generate_rubrics(reference: list[HealthBenchRow], easy: list[HealthBenchRow]
         for axis in _by_axis(r):
             items, err = answers.get(f"{r.prompt_id}|{axis}", (None, "axis not generated"))
             if items is None:
-                files.failures.append({"id": r.prompt_id, "stage": "generate_axis", "axis": axis,
+                files.record_failure({"id": r.prompt_id, "stage": "generate_axis", "axis": axis,
                                        "final": False, "error": err})
                 counts["axis_failures"] += 1
                 continue
             rubrics.extend({"criterion": it.criterion, "points": it.points, "tags": ["level:example", f"axis:{axis}"]}
                            for it in items)
         if not rubrics:  # recorded; its datapoints score 0 as missing
-            files.failures.append({"id": r.prompt_id, "stage": "generate", "final": True, "error": "no axis usable"})
+            files.record_failure({"id": r.prompt_id, "stage": "generate", "final": True, "error": "no axis usable"})
             continue
         files.outputs.append({"prompt_id": r.prompt_id, "prompt": [m.model_dump() for m in r.prompt],
                               "rubrics": rubrics, "example_tags": list(r.example_tags)})

@@ -180,7 +180,7 @@ def synth_rubrics(conversations: list[dict[str, Any]], easy: list[HealthBenchRow
             row["rubrics"].extend({"criterion": it.criterion, "points": it.points,
                                    "tags": ["level:example", f"axis:{axis}"]} for it in out.draft)
         else:
-            files.failures.append({"id": cid, "stage": "rubric_axis", "axis": axis, "final": False,
+            files.record_failure({"id": cid, "stage": "rubric_axis", "axis": axis, "final": False,
                                    "iterations": out.iterations, "feedback": out.feedback,
                                    "last_draft": [i.model_dump() for i in out.draft] if out.draft else None})
     # seeded inversion of positive items, the criterion negated by the actor
@@ -210,7 +210,7 @@ def synth_rubrics(conversations: list[dict[str, Any]], easy: list[HealthBenchRow
     for c in todo:
         row = rows[c["id"]]
         if not row["rubrics"]:
-            files.failures.append({"id": c["id"], "stage": "rubrics", "final": True, "theme": c["theme"],
+            files.record_failure({"id": c["id"], "stage": "rubrics", "final": True, "theme": c["theme"],
                                    "error": "no axis passed the critics", "axes": row["axes"]})
             counts["failed"] += 1
             continue

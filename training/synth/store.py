@@ -56,12 +56,23 @@ class RunFiles:
         self.calls_path = self.out.with_name(self.out.name + ".calls.jsonl")
         self.outputs = JsonlLog(self.out)
         self.failures = JsonlLog(self.failures_path)
+        self._seen: set[tuple[str, Any, Any]] | None = None  # failures recorded (loaded on first use)
 
     def finished_ids(self, id_field: str = "id") -> set[str]:
         """Ids kept in the output, plus ids whose failure record is ``final``."""
         done = {str(r.get(id_field)) for r in self.outputs.load()}
         done |= {str(r["id"]) for r in self.failures.load() if r.get("final")}
         return done
+
+    def record_failure(self, record: dict[str, Any]) -> None:
+        """Append a failure unless the same (id, stage, axis) is already recorded (a rerun after a
+        kill replays cached answers and would otherwise record the same failure twice)."""
+        if self._seen is None:
+            self._seen = {(str(r.get("id")), r.get("stage"), r.get("axis")) for r in self.failures.load()}
+        key = (str(record.get("id")), record.get("stage"), record.get("axis"))
+        if key not in self._seen:
+            self._seen.add(key)
+            self.failures.append(record)
 
     def close(self) -> None:
         self.outputs.close()
