@@ -9,7 +9,7 @@ from __future__ import annotations
 import typer
 
 from rubricstree import eval as eval_cli  # the module name shadows a builtin
-from rubricstree import healthbench, judge, mcq, optimize, tree, tree_evolve
+from rubricstree import healthbench, judge, mcq, optimize, synth, tree, tree_evolve
 from rubricstree import metaeval as metaeval_cli
 from rubricstree import train as train_cli
 from rubricstree.demo import demo_command  # light: heavy imports are inside
@@ -29,6 +29,7 @@ app.add_typer(train_cli.app, name="train", help="Difficulty filtering and TRL tr
 app.add_typer(eval_cli.app, name="eval", help="Evaluate checkpoints (HealthBench, MCQ) and compare runs.")
 app.add_typer(metaeval_cli.app, name="meta-eval", help="Agreement with experts and physicians, stability.")
 app.add_typer(optimize.app, name="optimize", help="The tree as a coach: handbook, revise, best-of-n, held-out report.")
+app.add_typer(synth.app, name="synth", help="Synthetic stage-3 data (conversations, rubrics) and rubric-generation evaluation.")
 app.command("score")(score_command)
 app.command("demo")(demo_command)
 app.command("stress")(stress_command)

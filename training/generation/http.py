@@ -93,6 +93,8 @@ class HTTPGenerator:
         if s.temperature > 0:
             body["top_p"] = s.top_p
             body["seed"] = req.seed if req.seed is not None else prompt_seed(s.seed, req.key)
+        if req.structured:
+            body["structured_outputs"] = req.structured
         template = dict(self.chat_template_kwargs)
         if s.thinking is not None:
             template["enable_thinking"] = s.thinking

@@ -35,12 +35,15 @@ class GenRequest:
     """One conversation to answer; ``key`` identifies it in the output file.
 
     ``n`` samples are drawn (``GenOutput.samples``); ``seed`` overrides the per-prompt seed.
+    ``structured`` constrains decoding on a vLLM server (its ``structured_outputs``, e.g.
+    ``{"json": schema}``); in-process generation ignores it (callers parse and validate anyway).
     """
 
     key: str
     messages: list[dict[str, Any]]
     n: int = 1
     seed: int | None = None
+    structured: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)
