@@ -1,7 +1,8 @@
 """``rubricstree train``: difficulty filtering and TRL training runs (Fathom-Vaidya stages).
 
 ``filter`` samples n completions per row with a policy and routes/keeps rows by mean reward;
-``run`` launches a stage from a YAML config (``configs/trl/*.yaml``, ``configs/smoke/*.yaml``).
+``run`` launches a stage from a YAML config (``configs/trl/*.yaml``, ``configs/smoke/*.yaml``);
+``plan`` estimates its memory per GPU (``rubricstree/train_plan.py``).
 Heavy packages (torch, transformers, trl) are imported inside the commands.
 """
 
@@ -15,8 +16,10 @@ from pathlib import Path
 import typer
 
 from reward.errors import RubricsTreeError
+from rubricstree.train_plan import plan_command
 
 app = typer.Typer(no_args_is_help=True)
+app.command("plan")(plan_command)
 
 
 def _log_to_stderr() -> None:

@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from reward.envvars import expand_env
 from reward.errors import InputError
 from reward.settings import JudgeSettings, StageRewardSettings
+from training.memory_plan import JudgeServer
 
 __all__ = ["DataConfig", "DifficultyOptions", "Stage", "TrainConfig", "apply_overrides", "load_config"]
 
@@ -77,6 +78,8 @@ class TrainConfig(BaseModel):
     data: DataConfig
     # the shared models of reward.settings: the verl YAML and the CLI read the same keys
     judge: JudgeSettings = JudgeSettings()
+    judge_server: JudgeServer = Field(
+        default_factory=JudgeServer, description="sizing of the judge server train.sh starts (vLLM arguments)")
     reward: StageRewardSettings = StageRewardSettings()
     difficulty: DifficultyOptions = DifficultyOptions()
     generation_bias: dict[str, float] = Field(
