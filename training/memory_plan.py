@@ -167,6 +167,7 @@ def plan(p: PlanInput, *, gpus: int, gpu_memory_gb: float, judge_gpus: int = 0) 
         judge_total = per["judge_weights"] + per["judge_kv_cache"] + JUDGE_OVERHEAD_GIB
         totals["judge"] = round(judge_total, 2)
         budget = p.judge.gpu_memory_utilization * gpu_memory_gb
+        counted.update({k: per[k] for k in ("judge_weights", "judge_kv_cache")})
         if tp > judge_gpus:
             problems.append(f"judge tensor_parallel_size {tp} > --judge-gpus {judge_gpus}")
         if judge_total > budget:

@@ -125,3 +125,15 @@ def test_verl_reads_its_micro_batch_and_offload_settings():
     assert pin.trainer == "verl" and pin.train_tokens == 20480 and pin.max_sequence == 20000
     off = plan_input_from_config(cfg, ["actor_rollout_ref.actor.fsdp_config.optimizer_offload=true"])
     assert plan(off, gpus=8, gpu_memory_gb=80).per_gpu_gb["optimizer_states"] == 0.0
+
+
+@pytest.mark.parametrize("config", ["stage2_error_rubric.yaml", "stage3_clinical_rubric.yaml"])
+def test_the_readme_one_node_example_fits_only_with_the_fp8_judge(config, monkeypatch):
+    """README: judge on GPU 7, trainer on 0-6, RUBRICSTREE_JUDGE_QUANTIZATION=fp8."""
+    cmd = ["train", "plan", str(REPO / "configs/trl" / config), "--gpus", "8", "--gpu-memory-gb", "80",
+           "--judge-gpus", "1", "--json"]
+    monkeypatch.setenv("RUBRICSTREE_JUDGE_QUANTIZATION", "fp8")
+    assert CliRunner().invoke(app, cmd).exit_code == 0
+    monkeypatch.delenv("RUBRICSTREE_JUDGE_QUANTIZATION")
+    res = CliRunner().invoke(app, cmd)
+    assert res.exit_code == 3 and json.loads(res.stdout)["largest"] == "judge_weights"

@@ -55,3 +55,61 @@ def test_a_plan_that_does_not_fit_is_refused_unless_forced(tmp_path):
     res = _run({**env, "TRAIN_FORCE": "1"}, "configs/trl/stage1_mcq.yaml")
     assert res.returncode == 0 and "TRAIN_FORCE=1" in res.stderr
     assert (tmp_path / "accelerate-args").exists()
+
+
+def _fake_vllm(tmp_path: Path) -> dict:
+    """A stand-in ``vllm`` next to VLLM_PYTHON: records its arguments and answers /v1/models."""
+    bin_ = tmp_path / "vllm-bin"
+    bin_.mkdir()
+    site = tmp_path / "site"
+    (site / "v1").mkdir(parents=True)
+    (site / "v1" / "models").write_text('{"data": [{"id": "judge"}]}')
+    vllm = bin_ / "vllm"
+    vllm.write_text(f'#!/bin/bash\necho "$@" > {tmp_path}/vllm-args\nport=8000\n'
+                    'while [ $# -gt 0 ]; do [ "$1" = --port ] && port=$2; shift; done\n'
+                    f'exec {sys.executable} -m http.server "$port" --bind 127.0.0.1 --directory {site}\n')
+    vllm.chmod(0o755)
+    return {"VLLM_PYTHON": str(bin_ / "python")}
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_serve_judge_passes_tensor_parallel_length_memory_and_quantisation_to_vllm(tmp_path):
+    env = {**_machine(tmp_path, 2, 81559), **_fake_vllm(tmp_path)}
+    base = {k: v for k, v in os.environ.items() if not k.startswith(("CUDA_VISIBLE", "VLLM"))}
+    port = _free_port()
+    res = subprocess.run(
+        ["bash", str(REPO / "scripts/serve_judge.sh"), "--model", "Qwen/Qwen3-32B", "--port", str(port),
+         "--pid-file", str(tmp_path / "pid"), "--log", str(tmp_path / "log"), "--",
+         "--tensor-parallel-size", "2", "--max-model-len", "16384", "--gpu-memory-utilization", "0.9",
+         "--quantization", "fp8"],
+        cwd=REPO, env={**base, **env}, capture_output=True, text=True, timeout=60)
+    try:
+        assert res.returncode == 0, res.stderr
+        assert res.stdout.strip() == f"http://127.0.0.1:{port}"
+        args = (tmp_path / "vllm-args").read_text().split()
+        assert args[:2] == ["serve", "Qwen/Qwen3-32B"]
+        joined = " ".join(args)
+        assert ("--tensor-parallel-size 2 --max-model-len 16384 --gpu-memory-utilization 0.9 "
+                "--quantization fp8") in joined
+    finally:
+        os.kill(int((tmp_path / "pid").read_text()), 15)
+
+
+def test_plan_prints_the_judge_args_train_sh_passes():
+    from typer.testing import CliRunner
+
+    from rubricstree import app
+
+    res = CliRunner().invoke(app, ["train", "plan", str(REPO / "configs/trl/stage3_clinical_rubric.yaml"),
+                                   "--gpus", "8", "--gpu-memory-gb", "80", "--judge-gpus", "2",
+                                   "--print-judge-args", "--set", "judge_server.max_model_len=12000"])
+    assert res.exit_code == 0, res.output
+    assert res.stdout.split() == ["--tensor-parallel-size", "2", "--max-model-len", "12000",
+                                  "--gpu-memory-utilization", "0.9"]
