@@ -104,6 +104,12 @@ class RubricScoringSettings(_Settings):
         "both", description="tree leaves and row items / tree only / row items only (the paper's stage 3)")
     scoring: Literal["hard", "soft"] = Field("hard", description="judge yes/no or p_yes")
     combine: Literal["tree", "points", "mean"] = Field("tree", description="the reward when both scores exist")
+    grade: Literal["answer", "full"] = Field(
+        "answer", description="stage 3 / rubricstree score: answer: the judge sees the text after </think>; "
+                              "full: the whole completion (stage 2 always grades the full trajectory)")
+    format_failure_score: float | None = Field(
+        0.0, description="score of an unclosed <think> (no final answer), counted as format_failures; "
+                         "null: unscored")
 
 
 class RubricRewardSettings(RubricScoringSettings):

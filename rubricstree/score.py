@@ -78,6 +78,7 @@ def summarise(reward, judge, rollouts: Sequence, results: dict[str, Any], second
         "prompts": prompts,
         "scored": len(scored),
         "unscored": len(rollouts) - len(scored),
+        "format_failures": int(st.get("format_failures", 0)),
         "mean_score": (sum(scored) / len(scored)) if scored else None,
         "active_leaves_per_prompt": (st["active_leaves"] / prompts) if prompts else 0.0,
         "judge_items": int(st["judge_items"]),
@@ -217,6 +218,10 @@ def score_command(
     scoring: str = typer.Option("hard", "--scoring", help="hard (yes/no) or soft (p_yes)"),
     combine: str = typer.Option("tree", "--combine", help="with row rubrics: tree, points or mean"),
     on_failure: str = typer.Option("skip", "--on-failure", help="skip (unscored, with reasons) or raise"),
+    grade: str = typer.Option("answer", "--grade", help="answer: grade the text after </think> (an unclosed "
+                                                       "think block is a format failure); full: the whole completion"),
+    format_failure_score: float | None = typer.Option(0.0, "--format-failure-score",
+                                                      help="score of an unclosed <think> (counted as format_failures)"),
     threshold: float | None = typer.Option(None, "--threshold", help="router relevance threshold"),
     emergency_threshold: float | None = typer.Option(None, "--emergency-threshold",
                                                         help="router threshold for urgent prompts"),
@@ -245,12 +250,13 @@ def score_command(
         judge = make_judge(judge_url=judge_url, judge_model=judge_model, served_model=served_model,
                            cache=cache if cache is not None else False)
         rt = build_router(router, tree, judge, threshold=threshold, emergency_threshold=emergency_threshold)
-        reward = RubricReward(tree, rt, judge, scoring=scoring, combine=combine, on_failure=on_failure)
+        reward = RubricReward(tree, rt, judge, scoring=scoring, combine=combine, on_failure=on_failure,
+                              grade=grade, format_failure_score=format_failure_score)  # type: ignore[arg-type]
     except (RubricsTreeError, ValueError, OSError) as exc:  # OSError: a judge model/tokenizer not found
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from exc
     meta = {"rollouts": str(rollouts), "taxonomy": f"{tree.name} ({len(tree.leaves)} leaves, {tree.source})",
-            "router": router, "judge": judge.model_id, "scoring": scoring, "combine": combine}
+            "router": router, "judge": judge.model_id, "scoring": scoring, "combine": combine, "grade": grade}
     try:
         summary = asyncio.run(run_scoring(rollouts=rows, reward=reward, judge=judge, out=out, report=report,
                                           meta=meta, concurrency=concurrency, progress=not as_json))

@@ -70,7 +70,8 @@ class RewardContext:
             s = self.settings
             # failures come back as unscored results; our policy decides what they become
             self._rubric_reward = RubricReward(self.tree, self.router, self.judge, scoring=s.scoring,
-                                               combine=s.combine, on_failure="skip")
+                                               combine=s.combine, on_failure="skip",
+                                               grade=s.grade, format_failure_score=s.format_failure_score)
         return self._rubric_reward
 
     @property
