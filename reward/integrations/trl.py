@@ -247,7 +247,8 @@ class RubricRewardFunc(_JudgeReward):
             keyword arguments (``axes``, ``threshold``, ...).
         rubric_source: ``"both"`` (tree leaves and the ``rubrics`` column when present),
             ``"tree"`` (leaves only) or ``"rows"`` (the row's items only, scored as HealthBench
-            points clipped to [0, 1]: the paper's stage 3 reward; no routing, no tree).
+            points (achieved over possible; below 0 unless ``clip_below_zero``): the paper's stage 3
+            reward; no routing, no tree).
         scoring: ``"hard"`` (yes/no) or ``"soft"`` (p_yes); combine: ``tree``/``points``/``mean``.
         on_failure: ``"skip"`` (None) or ``"raise"``.
 
@@ -259,7 +260,8 @@ class RubricRewardFunc(_JudgeReward):
                  router_options: Mapping[str, Any] | None = None,
                  rubric_source: Literal["both", "tree", "rows"] = "both", scoring: str = "hard",
                  combine: str = "tree", on_failure: str = "skip", name: str = "clinical_rubric",
-                 grade: str = "answer", format_failure_score: float | None = 0.0) -> None:
+                 grade: str = "answer", format_failure_score: float | None = 0.0,
+                 clip_below_zero: bool = False) -> None:
         super().__init__(judge, name, on_failure)
         if rubric_source not in ("both", "tree", "rows"):
             raise ValueError(f"rubric_source must be 'both', 'tree' or 'rows', got {rubric_source!r}")
@@ -269,6 +271,7 @@ class RubricRewardFunc(_JudgeReward):
         self.router_options = dict(router_options or {})
         self.rubric_source, self.scoring, self.combine = rubric_source, scoring, combine
         self.grade, self.format_failure_score = grade, format_failure_score
+        self.clip_below_zero = clip_below_zero
 
     @classmethod
     def from_settings(cls, judge: Any, settings: RubricRewardSettings | Mapping[str, Any]) -> RubricRewardFunc:
@@ -292,7 +295,8 @@ class RubricRewardFunc(_JudgeReward):
                 router = make_router(router, tree, **opts)
             self._runtime = RubricReward(tree, router, self.judge, scoring=self.scoring, combine=self.combine,
                                          on_failure=self.on_failure, grade=self.grade,  # type: ignore[arg-type]
-                                         format_failure_score=self.format_failure_score)
+                                         format_failure_score=self.format_failure_score,
+                                         clip_below_zero=self.clip_below_zero)
         return self._runtime
 
     async def __call__(self, prompts: list, completions: list, completion_ids: list | None = None,
@@ -354,7 +358,7 @@ class RubricRewardFunc(_JudgeReward):
         graded = await grade_rubric_rows(
             self.judge, [(prompt_messages(p), completion_text(c), rows or [])
                          for p, c, rows in zip(shown, completions, rubrics)], soft=self.scoring == "soft",
-            grade=self.grade, format_failure_score=self.format_failure_score)
+            grade=self.grade, format_failure_score=self.format_failure_score, clip=self.clip_below_zero)
         scores = [g.score for g in graded]
         self._format_failures = sum(g.format_failure for g in graded)
         if self.on_failure == "raise" and any(s is None and not g.format_failure for s, g in zip(scores, graded)):

@@ -40,13 +40,14 @@ class RowScore:
 async def grade_rubric_rows(judge, rollouts: Sequence[tuple[Sequence[Mapping[str, Any]], str,
                                                             Sequence[Mapping[str, Any]]]],
                             *, soft: bool = False, grade: str = "answer",
-                            format_failure_score: float | None = 0.0) -> list[RowScore]:
+                            format_failure_score: float | None = 0.0, clip: bool = True) -> list[RowScore]:
     """The paper's stage 3 reward (TRL and verl share it): each rollout ``(conversation,
     response, rubric items)`` scored as HealthBench points clipped to [0, 1]
     (``reward.healthbench.scoring.rl_reward``); met is the verdict, or ``p_yes`` with ``soft``.
     All items go to the judge in one call, each distinct (conversation, response, item) once.
     ``grade="answer"``: the judge sees the text after ``</think>``; an unclosed think block is a
-    format failure scored ``format_failure_score`` without a judge call (``reward.stages.reasoning``)."""
+    format failure scored ``format_failure_score`` without a judge call (``reward.stages.reasoning``).
+    ``clip=False``: the points score is not clipped below 0 (the stage 3 training default)."""
     from reward.healthbench.scoring import rl_reward
     from reward.judge.types import JudgeItem, Message
 
@@ -73,7 +74,7 @@ async def grade_rubric_rows(judge, rollouts: Sequence[tuple[Sequence[Mapping[str
             out.append(RowScore(None, None, failures))
             continue
         met = [float(v.p_yes) if soft and v.p_yes is not None else bool(v.met) for v in vs]
-        out.append(RowScore(rl_reward([float(r["points"]) for r in rows], met), met, []))
+        out.append(RowScore(rl_reward([float(r["points"]) for r in rows], met, clip=clip), met, []))
     return out
 
 

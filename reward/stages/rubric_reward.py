@@ -175,7 +175,8 @@ class ItemResult(BaseModel):
 class RolloutScore(BaseModel):
     """The reward of one rollout with its diagnostics.
 
-    ``score`` is None when the rollout is unscored (see ``failures``); it is in [0, 1] otherwise.
+    ``score`` is None when the rollout is unscored (see ``failures``); it is in [0, 1] otherwise
+    (a points score may be negative when the reward does not clip below zero).
     """
 
     id: str
@@ -213,6 +214,8 @@ class RubricReward:
         grade: ``answer`` (the judge sees the text after ``</think>``; an unclosed think block is a
             format failure, not judged) or ``full`` (the completion as is).
         format_failure_score: the score of a format failure (None: unscored).
+        clip_below_zero: clip the points score of the row's items to [0, 1] (True here, a report's
+            per-example score); the stage 3 training settings default to False (unclipped below 0).
 
     Attributes:
         stats: counters over this object's lifetime (rollouts, scored, unscored, prompts routed,
@@ -221,7 +224,8 @@ class RubricReward:
 
     def __init__(self, tree: RubricTree, router: Router, judge: Judge, *, scoring: Scoring = "hard",
                  combine: Combine = "tree", on_failure: OnFailure = "skip", cache_routing: bool = True,
-                 feedback_limit: int = 10, grade: Grade = "answer", format_failure_score: float | None = 0.0) -> None:
+                 feedback_limit: int = 10, grade: Grade = "answer", format_failure_score: float | None = 0.0,
+                 clip_below_zero: bool = True) -> None:
         if scoring not in ("hard", "soft"):
             raise ValueError(f"scoring must be 'hard' or 'soft', got {scoring!r}")
         if combine not in ("tree", "points", "mean"):
@@ -237,6 +241,7 @@ class RubricReward:
         self.scoring, self.combine, self.on_failure = scoring, combine, on_failure
         self.feedback_limit = feedback_limit
         self.grade, self.format_failure_score = grade, format_failure_score
+        self.clip_below_zero = clip_below_zero
         graded_text("", grade)  # validates grade
         if cache_routing and not isinstance(router, CachedRouter):
             router = CachedRouter(router, judge.cache)
@@ -363,7 +368,8 @@ class RubricReward:
             tree_score, nodes = ts.score, {k: dict(v) for k, v in ts.nodes.items()}
         points_score = None
         if r.rubrics:
-            points_score = rl_reward([it.points for it in r.rubrics], [self._value(v) for v in item_v])
+            points_score = rl_reward([it.points for it in r.rubrics], [self._value(v) for v in item_v],
+                                     clip=self.clip_below_zero)
         score = self._combine(tree_score, points_score)
         if score is None:
             failures.append("no active leaf and no rubric item: nothing to score")

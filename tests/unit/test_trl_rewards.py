@@ -217,17 +217,20 @@ class TestRubricRewardFunc:
         f = RubricRewardFunc(keyword_judge(), tree=_tree(), combine="points")
         log = Log()
         out = await f([CHEST] * 2, [GOOD, POOR], rubrics=[RUBRICS] * 2, log_metric=log)
-        assert out == [pytest.approx(1.0), pytest.approx(0.0)]
+        # POOR meets only the -5 item: -5/10, not clipped at 0 (the stage 3 default)
+        assert out == [pytest.approx(1.0), pytest.approx(-0.5)]
         assert log.d["clinical_rubric/axis/completeness"] == pytest.approx(0.5)
         assert log.d["clinical_rubric/axis/accuracy"] == pytest.approx(0.5)
-        assert log.d["clinical_rubric/points_score"] == pytest.approx(0.5)
+        assert log.d["clinical_rubric/points_score"] == pytest.approx(0.25)
 
     async def test_rows_source_scores_healthbench_points_only(self):
         judge = keyword_judge()
         f = RubricRewardFunc(judge, rubric_source="rows", name="hb")
         log = Log()
         out = await f([CHEST] * 2, [GOOD, POOR], rubrics=[RUBRICS] * 2, log_metric=log)
-        assert out == [pytest.approx(1.0), pytest.approx(0.0)]
+        assert out == [pytest.approx(1.0), pytest.approx(-0.5)]
+        clipped = RubricRewardFunc(keyword_judge(), rubric_source="rows", clip_below_zero=True)
+        assert await clipped([CHEST] * 2, [GOOD, POOR], rubrics=[RUBRICS] * 2) == [pytest.approx(1.0), 0.0]
         assert len(judge.calls) == 6  # 3 items x 2 rollouts, no routing, no tree leaves
         assert log.d["hb/axis/accuracy"] == pytest.approx(0.5)
 

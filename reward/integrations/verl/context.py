@@ -71,7 +71,8 @@ class RewardContext:
             # failures come back as unscored results; our policy decides what they become
             self._rubric_reward = RubricReward(self.tree, self.router, self.judge, scoring=s.scoring,
                                                combine=s.combine, on_failure="skip",
-                                               grade=s.grade, format_failure_score=s.format_failure_score)
+                                               grade=s.grade, format_failure_score=s.format_failure_score,
+                                               clip_below_zero=s.clip_below_zero)
         return self._rubric_reward
 
     @property

@@ -233,7 +233,7 @@ async def score_clinical(samples: list[Sample], context: RewardContext) -> list[
 
 
 async def _score_rows(samples: list[Sample], context: RewardContext) -> list[SampleScore]:
-    """The row's rubric items alone: the HealthBench points score clipped to [0, 1] (the paper's
+    """The row's rubric items alone: the HealthBench points score, below 0 unless ``clip_below_zero`` (the paper's
     stage 3 reward); no tree, no routing."""
     rollouts = []
     for s in samples:
@@ -244,7 +244,7 @@ async def _score_rows(samples: list[Sample], context: RewardContext) -> list[Sam
         rollouts.append((_conversation(s), s.solution_str, rubrics))
     s = context.settings
     graded = await grade_rubric_rows(context.judge, rollouts, soft=s.scoring == "soft", grade=s.grade,
-                                     format_failure_score=s.format_failure_score)
+                                     format_failure_score=s.format_failure_score, clip=s.clip_below_zero)
     out = []
     for g in graded:
         extra = {"judge_failures": len(g.failures), "format_failure": g.format_failure}
