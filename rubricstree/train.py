@@ -52,7 +52,9 @@ def filter_command(
     kind: str = typer.Option("mcq", "--kind", help="mcq (stages 1-2: split rubric/rule) or healthbench (stage 3: keep)"),
     n: int = typer.Option(8, "--n", min=1, help="completions per row"),
     temperature: float = typer.Option(1.0, "--temperature", min=0.0),
-    max_new_tokens: int = typer.Option(1024, "--max-new-tokens", min=1),
+    max_new_tokens: int = typer.Option(..., "--max-new-tokens", min=1,
+                                       help="the stage's completion budget (10000 for stages 1-2, 16000 for stage 3 "
+                                            "in the paper; a short one cuts Qwen3's thinking)"),
     rubric_window: str = typer.Option("0.1,0.4", "--rubric-window", help="[lo, hi] routed to the rubric stage"),
     rule_window: str = typer.Option("0.4,0.7", "--rule-window", help="(lo, hi] routed to the rule stage"),
     keep_window: str = typer.Option("0.15,0.7", "--keep-window", help="[lo, hi] kept (healthbench)"),

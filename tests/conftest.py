@@ -55,3 +55,10 @@ def judge_url() -> str:
 def _isolated_cache(tmp_path, monkeypatch):
     """Every test gets its own verdict cache directory, so no test sees another's verdicts."""
     monkeypatch.setenv("RUBRICSTREE_CACHE_DIR", str(tmp_path / "cache"))
+
+
+@pytest.fixture(autouse=True)
+def _stage1_checkpoint(monkeypatch):
+    """The stage 2 configs start from FV_STAGE1_MODEL and refuse to load without it (no silent
+    fallback to the base model); tests that read them get a stand-in name unless they unset it."""
+    monkeypatch.setenv("FV_STAGE1_MODEL", "Qwen/Qwen3-8B")

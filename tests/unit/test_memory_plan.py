@@ -137,3 +137,15 @@ def test_the_readme_one_node_example_fits_only_with_the_fp8_judge(config, monkey
     monkeypatch.delenv("RUBRICSTREE_JUDGE_QUANTIZATION")
     res = CliRunner().invoke(app, cmd)
     assert res.exit_code == 3 and json.loads(res.stdout)["largest"] == "judge_weights"
+
+
+def test_stage2_configs_refuse_without_a_stage1_checkpoint(monkeypatch):
+    from reward.errors import InputError
+    from training.trl_config import load_config
+
+    monkeypatch.delenv("FV_STAGE1_MODEL")
+    with pytest.raises(InputError, match="FV_STAGE1_MODEL"):
+        load_config(REPO / "configs/trl/stage2_error_rubric.yaml")
+    with pytest.raises(InputError, match="FV_STAGE1_MODEL"):
+        plan_input_from_config(REPO / "configs/verl/stage2_error_rubric.yaml")
+    assert load_config(REPO / "configs/trl/stage2_error_rubric.yaml", ["model=/ckpt/stage1"]).model == "/ckpt/stage1"
