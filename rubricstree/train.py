@@ -16,10 +16,12 @@ from pathlib import Path
 import typer
 
 from reward.errors import RubricsTreeError
+from rubricstree.train_data import app as data_app
 from rubricstree.train_plan import plan_command
 
 app = typer.Typer(no_args_is_help=True)
 app.command("plan")(plan_command)
+app.add_typer(data_app, name="data")
 
 
 def _log_to_stderr() -> None:

@@ -35,6 +35,9 @@ class DataConfig(BaseModel):
     kind: Literal["mcq", "healthbench"] | None = Field(None, description="default: healthbench for stage 3, else mcq")
     system_prompt: str | None = Field(None, description="ours | none | a file; default: none for MCQ, ours for stage 3")
     limit: int | None = Field(None, ge=1)
+    exclude: list[str] = Field(
+        default_factory=list, description="evaluation JSONL files (HealthBench-Hard, the eval set in use): training "
+                                          "rows with the same normalised prompt are dropped and counted")
 
 
 class DifficultyOptions(BaseModel):

@@ -126,6 +126,11 @@ def build_train_dataset(cfg: TrainConfig, reward_funcs: list | None = None):
 
     d = cfg.difficulty
     if not d.enabled or d.per_epoch:
+        if cfg.data.exclude:  # the rows without evaluation prompts (counted in _all_rows)
+            rows = _all_rows(cfg)
+            if cfg.data_kind == "mcq":
+                return build_mcq_dataset(rows, system_prompt=cfg.data.system_prompt or "none")
+            return build_healthbench_dataset(rows, system_prompt=cfg.data.system_prompt or "ours")
         return build_dataset(cfg.data_kind, _data_paths(cfg), system_prompt=cfg.data.system_prompt,
                              limit=cfg.data.limit)
     split = d.use_split or {"mcq": "rule", "error_rubric": "rubric", "clinical_rubric": "keep"}[cfg.stage]
@@ -146,6 +151,12 @@ def _all_rows(cfg: TrainConfig) -> list[dict]:
     from training.difficulty import read_rows
 
     rows = [r for p in _data_paths(cfg) for r in read_rows(p)]
+    if cfg.data.exclude:
+        from training.data_hygiene import drop_overlap, exclusion_hashes
+
+        rows, dropped = drop_overlap(rows, exclusion_hashes(cfg.data.exclude))
+        log.info("data hygiene: dropped %d training row(s) whose prompt is in %s", dropped,
+                 ", ".join(cfg.data.exclude))
     return rows[:cfg.data.limit] if cfg.data.limit else rows
 
 
