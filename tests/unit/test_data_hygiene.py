@@ -9,11 +9,16 @@ import json
 import logging
 from pathlib import Path
 
-import pytest
 from typer.testing import CliRunner
 
 from rubricstree import app
-from training.data_hygiene import drop_overlap, exclusion_hashes, healthbench_easy, medmcqa_row, prompt_hash
+from training.data_hygiene import (
+    drop_overlap,
+    exclusion_hashes,
+    healthbench_easy,
+    medmcqa_row,
+    prompt_hash,
+)
 
 REPO = Path(__file__).resolve().parents[2]
 OWN = REPO / "tests/fixtures/healthbench_own.jsonl"
