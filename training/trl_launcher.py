@@ -404,6 +404,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--config", required=True)
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE")
     p.add_argument("--print-judge", action="store_true")
+    p.add_argument("--print-output-dir", action="store_true", help="print output_dir and exit")
+    p.add_argument("--filter-only", action="store_true",
+                   help="run the difficulty filter (cached under difficulty.out_dir) and exit")
     a = p.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     try:
@@ -416,6 +419,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         needs = cfg.stage != "mcq" and not j.in_process
         print("\t".join(x or "-" for x in ((j.url if needs else None), (j.model if needs else None),
                                            j.served_model)))
+        return 0
+    if a.print_output_dir:
+        print(cfg.output_dir)
+        return 0
+    if a.filter_only:
+        if cfg.difficulty.enabled and not cfg.difficulty.per_epoch:
+            build_train_dataset(cfg, build_reward_funcs(cfg))
+        print(json.dumps({"filtered": bool(cfg.difficulty.enabled and not cfg.difficulty.per_epoch),
+                          "out_dir": str(difficulty_dir(cfg))}), flush=True)
         return 0
     res = train(cfg)
     print(json.dumps({"output_dir": res.output_dir, "global_step": res.global_step, "start_step": res.start_step,
