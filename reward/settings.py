@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 __all__ = ["ErrorRubricSettings", "JudgeSettings", "MCQRuleSettings", "RubricRewardSettings",
            "RubricScoringSettings", "StageRewardSettings"]
@@ -81,8 +81,9 @@ class ErrorRubricSettings(_Settings):
 
     alpha: float = Field(1.0, ge=0.0, description="weight of the reasoning penalty (the paper chose 1.0)")
     s_max: float = Field(4.0, gt=0.0, description="severity sum at which the penalty saturates to 1")
-    form: Literal["subtract", "multiply"] = Field(
-        "subtract", description="subtract: c - alpha*P; multiply: c * (1 - alpha*P)")
+    form: Literal["subtract", "multiply", "convex"] = Field(
+        "subtract", description="subtract: c - alpha*P; multiply: c * (1 - alpha*P); "
+                                "convex (the paper's trade-off): alpha*(1 - P) + (1 - alpha)*c, alpha in [0, 1]")
     max_tokens: int = Field(1024, ge=16, description="judge decoding budget for the error list")
     max_errors: int = Field(12, ge=1, description="most errors the judge may list")
     max_description_chars: int = Field(400, ge=1, description="longest error description")
@@ -91,6 +92,12 @@ class ErrorRubricSettings(_Settings):
     attempts: int = Field(3, ge=1, le=10, description="judge parse attempts before a failure")
     show_key: bool = Field(True, description="show the judge the answer key")
     strict: bool = Field(False, description="an invalid error entry fails the rollout instead of being dropped")
+
+    @model_validator(mode="after")
+    def _convex_alpha(self):
+        if self.form == "convex" and self.alpha > 1.0:
+            raise ValueError(f"form 'convex' needs alpha in [0, 1], got {self.alpha}")
+        return self
 
 
 class RubricScoringSettings(_Settings):
@@ -106,6 +113,15 @@ class RubricScoringSettings(_Settings):
     combine: Literal["tree", "points", "mean"] = Field("tree", description="the reward when both scores exist")
     scoring_variant: Literal["paper", "penalty", "active", "penalty+active"] | None = Field(
         None, description="tree score variant (reward.scoring.variants); null: the default one")
+    grade: Literal["answer", "full"] = Field(
+        "answer", description="stage 3 / rubricstree score: answer: the judge sees the text after </think>; "
+                              "full: the whole completion (stage 2 always grades the full trajectory)")
+    clip_below_zero: bool = Field(
+        False, description="clip a rollout's rubric points score at 0 (HealthBench per-example style); "
+                           "default off: a harmful answer scores below an empty one")
+    format_failure_score: float | None = Field(
+        0.0, description="score of an unclosed <think> (no final answer), counted as format_failures; "
+                         "null: unscored")
 
 
 class RubricRewardSettings(RubricScoringSettings):

@@ -78,6 +78,7 @@ def summarise(reward, judge, rollouts: Sequence, results: dict[str, Any], second
         "prompts": prompts,
         "scored": len(scored),
         "unscored": len(rollouts) - len(scored),
+        "format_failures": int(st.get("format_failures", 0)),
         "mean_score": (sum(scored) / len(scored)) if scored else None,
         "active_leaves_per_prompt": (st["active_leaves"] / prompts) if prompts else 0.0,
         "judge_items": int(st["judge_items"]),
@@ -220,6 +221,10 @@ def score_command(
     scoring_variant: str | None = typer.Option(
         None, "--scoring-variant", help="tree score: paper, penalty, active or penalty+active (default: the chosen one)"),
     on_failure: str = typer.Option("skip", "--on-failure", help="skip (unscored, with reasons) or raise"),
+    grade: str = typer.Option("answer", "--grade", help="answer: grade the text after </think> (an unclosed "
+                                                       "think block is a format failure); full: the whole completion"),
+    format_failure_score: float | None = typer.Option(0.0, "--format-failure-score",
+                                                      help="score of an unclosed <think> (counted as format_failures)"),
     threshold: float | None = typer.Option(None, "--threshold", help="router relevance threshold"),
     emergency_threshold: float | None = typer.Option(None, "--emergency-threshold",
                                                         help="router threshold for urgent prompts"),
@@ -254,12 +259,14 @@ def score_command(
                            cache=cache if cache is not None else False, judge_api=judge_api)
         rt = build_router(router, tree, judge, threshold=threshold, emergency_threshold=emergency_threshold)
         reward = RubricReward(tree, rt, judge, scoring=scoring, combine=combine, on_failure=on_failure,
-                              scoring_variant=scoring_variant)
+                              scoring_variant=scoring_variant, grade=grade,  # type: ignore[arg-type]
+                              format_failure_score=format_failure_score)
     except (RubricsTreeError, ValueError, OSError) as exc:  # OSError: a judge model/tokenizer not found
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from exc
     meta = {"rollouts": str(rollouts), "taxonomy": f"{tree.name} ({len(tree.leaves)} leaves, {tree.source})",
-            "router": router, "judge": judge.model_id, "scoring": scoring, "combine": combine, "scoring_variant": scoring_variant}
+            "router": router, "judge": judge.model_id, "scoring": scoring, "combine": combine, "scoring_variant": scoring_variant,
+            "grade": grade}
     try:
         summary = asyncio.run(run_scoring(rollouts=rows, reward=reward, judge=judge, out=out, report=report,
                                           meta=meta, concurrency=concurrency, progress=not as_json))

@@ -1,7 +1,8 @@
 """``rubricstree train``: difficulty filtering and TRL training runs (Fathom-Vaidya stages).
 
 ``filter`` samples n completions per row with a policy and routes/keeps rows by mean reward;
-``run`` launches a stage from a YAML config (``configs/trl/*.yaml``, ``configs/smoke/*.yaml``).
+``run`` launches a stage from a YAML config (``configs/trl/*.yaml``, ``configs/smoke/*.yaml``);
+``plan`` estimates its memory per GPU (``rubricstree/train_plan.py``).
 Heavy packages (torch, transformers, trl) are imported inside the commands.
 """
 
@@ -15,8 +16,12 @@ from pathlib import Path
 import typer
 
 from reward.errors import RubricsTreeError
+from rubricstree.train_data import app as data_app
+from rubricstree.train_plan import plan_command
 
 app = typer.Typer(no_args_is_help=True)
+app.command("plan")(plan_command)
+app.add_typer(data_app, name="data")
 
 
 def _log_to_stderr() -> None:
@@ -49,7 +54,9 @@ def filter_command(
     kind: str = typer.Option("mcq", "--kind", help="mcq (stages 1-2: split rubric/rule) or healthbench (stage 3: keep)"),
     n: int = typer.Option(8, "--n", min=1, help="completions per row"),
     temperature: float = typer.Option(1.0, "--temperature", min=0.0),
-    max_new_tokens: int = typer.Option(1024, "--max-new-tokens", min=1),
+    max_new_tokens: int = typer.Option(..., "--max-new-tokens", min=1,
+                                       help="the stage's completion budget (10000 for stages 1-2, 16000 for stage 3 "
+                                            "in the paper; a short one cuts Qwen3's thinking)"),
     rubric_window: str = typer.Option("0.1,0.4", "--rubric-window", help="[lo, hi] routed to the rubric stage"),
     rule_window: str = typer.Option("0.4,0.7", "--rule-window", help="(lo, hi] routed to the rule stage"),
     keep_window: str = typer.Option("0.15,0.7", "--keep-window", help="[lo, hi] kept (healthbench)"),

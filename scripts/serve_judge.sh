@@ -10,6 +10,14 @@
 # unless --host says otherwise. Writes the server's PID to --pid-file (default
 # .judge-server.pid); stop it with `kill $(cat .judge-server.pid)`.
 # VLLM_PYTHON picks the interpreter that has vLLM (default: .venv-judge/bin/python, else python).
+# Everything after `--` goes to vLLM unchanged (later flags win over the CPU defaults), e.g. a
+# Qwen3-32B judge on two 80 GB GPUs, or on one with 8-bit weights:
+#   CUDA_VISIBLE_DEVICES=6,7 scripts/serve_judge.sh --model Qwen/Qwen3-32B -- \
+#       --tensor-parallel-size 2 --max-model-len 16384 --gpu-memory-utilization 0.9
+#   CUDA_VISIBLE_DEVICES=7 scripts/serve_judge.sh --model Qwen/Qwen3-32B -- \
+#       --max-model-len 16384 --gpu-memory-utilization 0.9 --quantization fp8
+# (`rubricstree train plan CONFIG ... --judge-gpus K --print-judge-args` prints the planned ones;
+# scripts/train.sh passes them itself.)
 set -euo pipefail
 
 MODEL="" PORT=8000 HOST=127.0.0.1 NAME="" PID_FILE=".judge-server.pid" LOG="" WAIT_S=${JUDGE_WAIT_S:-600}
@@ -23,7 +31,7 @@ while [ $# -gt 0 ]; do
     --pid-file) PID_FILE=$2; shift 2 ;;
     --log) LOG=$2; shift 2 ;;
     --) shift; EXTRA=("$@"); break ;;
-    -h|--help) sed -n 2,13p "$0"; exit 0 ;;
+    -h|--help) sed -n 2,21p "$0"; exit 0 ;;
     *) echo "serve_judge.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done

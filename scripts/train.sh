@@ -13,8 +13,16 @@
 # (e.g. "0,1,2,3,4,5,6"), so the two do not fight over memory; both are required to start a judge
 # there. Fewer training GPUs shrink the global batch (per_device x accumulation x GPUs
 # completions; the launcher logs it): adjust grpo.gradient_accumulation_steps to suit.
-# Training: `accelerate launch` with one process per visible GPU on GPU machines (extra accelerate
-# flags in $ACCELERATE_ARGS, e.g. "--config_file configs/accelerate/zero3.yaml"), plain python on CPU.
+# Training: `accelerate launch` with one process per visible GPU on GPU machines, sharded by
+# $TRAIN_SHARDING: fsdp2 (default, configs/accelerate/fsdp2.yaml), zero3 (configs/accelerate/zero3.yaml,
+# e.g. Qwen3-30B-A3B) or none (plain DDP); both configs are bf16 mixed precision over fp32 master
+# weights. Extra accelerate flags in $ACCELERATE_ARGS (a --config_file there replaces ours).
+# Plain python on CPU.
+# Memory plan: on GPU machines `rubricstree train plan` checks the run (training GPUs, judge GPUs,
+# GPU memory from nvidia-smi) before anything starts and refuses a plan that does not fit (exit 3)
+# unless TRAIN_FORCE=1. The judge server gets the vLLM arguments the plan sized (the config's
+# judge_server: tensor_parallel_size = its GPU count, max_model_len, gpu_memory_utilization,
+# quantization, extra_args) plus any in $JUDGE_VLLM_ARGS.
 # A run resumes from the last checkpoint in its output_dir.
 set -euo pipefail
 
@@ -40,6 +48,45 @@ IFS=$'\t' read -r J_URL J_MODEL J_SERVED <<<"$JUDGE"
 GPU=0
 if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then GPU=1; fi
 
+JUDGE_ARGS=()
+if [ "$GPU" = 1 ] && [ "$J_URL" = "-" ] && [ "$J_MODEL" != "-" ]; then
+  # the judge and the trainer (with its colocated vLLM) must not share GPUs: an empty or
+  # inherited CUDA_VISIBLE_DEVICES would hide every GPU from the judge, or put it on the trainer's
+  if [ -z "${JUDGE_CUDA_VISIBLE_DEVICES:-}" ] || [ -z "${TRAIN_CUDA_VISIBLE_DEVICES:-}" ]; then
+    echo "train.sh: this config starts a judge server for $J_MODEL; on a GPU machine give it and the" \
+         "trainer their own GPUs, e.g. JUDGE_CUDA_VISIBLE_DEVICES=7 TRAIN_CUDA_VISIBLE_DEVICES=0,1,2,3,4,5,6" \
+         "(or pass --set judge.url=URL of a running judge)" >&2
+    exit 2
+  fi
+fi
+if [ "$GPU" = 1 ]; then
+  SHARDING=${TRAIN_SHARDING:-fsdp2}
+  case "$SHARDING" in fsdp2|zero3|none) ;;
+    *) echo "train.sh: TRAIN_SHARDING must be fsdp2, zero3 or none, got $SHARDING" >&2; exit 2 ;; esac
+  count() { awk -F, '{print NF}' <<<"$1"; }
+  N_TRAIN=$(nvidia-smi -L | wc -l)
+  if [ -n "${TRAIN_CUDA_VISIBLE_DEVICES:-}" ]; then N_TRAIN=$(count "$TRAIN_CUDA_VISIBLE_DEVICES")
+  elif [ -n "${CUDA_VISIBLE_DEVICES:-}" ]; then N_TRAIN=$(count "$CUDA_VISIBLE_DEVICES"); fi
+  N_JUDGE=0
+  if [ "$J_URL" = "-" ] && [ "$J_MODEL" != "-" ] && [ -n "${JUDGE_CUDA_VISIBLE_DEVICES:-}" ]; then
+    N_JUDGE=$(count "$JUDGE_CUDA_VISIBLE_DEVICES")
+  fi
+  MEM_GB=$(nvidia-smi --query-gpu=memory.total --format=csv,noheader,nounits | head -n 1 | awk '{printf "%d", $1 / 1024}')
+  PLAN=("$PY" -m rubricstree train plan "$CONFIG" --gpus $((N_TRAIN + N_JUDGE)) --gpu-memory-gb "$MEM_GB"
+        --judge-gpus "$N_JUDGE" --sharding "$SHARDING" "${ARGS[@]}")
+  if ! "${PLAN[@]}" >&2; then
+    if [ "${TRAIN_FORCE:-0}" = 1 ]; then
+      echo "train.sh: the memory plan does not fit; going on because TRAIN_FORCE=1" >&2
+    else
+      echo "train.sh: the memory plan above does not fit; change the setting it names (or TRAIN_FORCE=1)" >&2
+      exit 3
+    fi
+  fi
+  if [ "$N_JUDGE" -gt 0 ]; then mapfile -t JUDGE_ARGS < <("${PLAN[@]}" --print-judge-args); fi
+fi
+# shellcheck disable=SC2206
+JUDGE_ARGS+=(${JUDGE_VLLM_ARGS:-})
+
 STATE=$(mktemp -d "${TMPDIR:-/tmp}/rubricstree-train.XXXXXX")
 stop() {
   if [ -f "$STATE/judge.pid" ]; then kill "$(cat "$STATE/judge.pid")" 2>/dev/null || true; fi
@@ -52,19 +99,11 @@ if [ "$J_URL" = "-" ] && [ "$J_MODEL" != "-" ]; then
   NAME=$J_SERVED; [ "$NAME" = "-" ] && NAME=$(basename "$J_MODEL")
   JUDGE_ENV=()
   if [ "$GPU" = 1 ]; then
-    # the judge and the trainer (with its colocated vLLM) must not share GPUs: an empty or
-    # inherited CUDA_VISIBLE_DEVICES would hide every GPU from the judge, or put it on the trainer's
-    if [ -z "${JUDGE_CUDA_VISIBLE_DEVICES:-}" ] || [ -z "${TRAIN_CUDA_VISIBLE_DEVICES:-}" ]; then
-      echo "train.sh: this config starts a judge server for $J_MODEL; on a GPU machine give it and the" \
-           "trainer their own GPUs, e.g. JUDGE_CUDA_VISIBLE_DEVICES=7 TRAIN_CUDA_VISIBLE_DEVICES=0,1,2,3,4,5,6" \
-           "(or pass --set judge.url=URL of a running judge)" >&2
-      exit 2
-    fi
     JUDGE_ENV=(CUDA_VISIBLE_DEVICES="$JUDGE_CUDA_VISIBLE_DEVICES")
   fi
   echo "train.sh: starting a judge server for $J_MODEL on port $PORT" >&2
   URL=$(env "${JUDGE_ENV[@]}" scripts/serve_judge.sh --model "$J_MODEL" --served-name "$NAME" --port "$PORT" \
-        --pid-file "$STATE/judge.pid" --log "${JUDGE_LOG:-judge-server-$PORT.log}")
+        --pid-file "$STATE/judge.pid" --log "${JUDGE_LOG:-judge-server-$PORT.log}" -- "${JUDGE_ARGS[@]}")
   ARGS+=(--set "judge.url=$URL" --set "judge.served_model=$NAME")
 fi
 
@@ -75,9 +114,13 @@ if [ "$GPU" = 1 ]; then
   else
     NPROC=$(nvidia-smi -L | wc -l)
   fi
-  ACCEL=$(dirname "$PY")/accelerate; [ -x "$ACCEL" ] || ACCEL=accelerate
+  ACCEL=${ACCELERATE:-$(dirname "$PY")/accelerate}; [ -x "$ACCEL" ] || ACCEL=accelerate
+  ACCEL_CFG=()
+  if [ "$SHARDING" != none ] && [[ "${ACCELERATE_ARGS:-}" != *--config_file* ]]; then
+    ACCEL_CFG=(--config_file "configs/accelerate/$SHARDING.yaml")
+  fi
   # shellcheck disable=SC2086
-  "$ACCEL" launch --num_processes "$NPROC" ${ACCELERATE_ARGS:-} -m training.trl_launcher \
+  "$ACCEL" launch "${ACCEL_CFG[@]}" --num_processes "$NPROC" ${ACCELERATE_ARGS:-} -m training.trl_launcher \
     --config "$CONFIG" "${ARGS[@]}"
 else
   "$PY" -m training.trl_launcher --config "$CONFIG" "${ARGS[@]}"

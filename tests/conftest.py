@@ -57,6 +57,13 @@ def _isolated_cache(tmp_path, monkeypatch):
     monkeypatch.setenv("RUBRICSTREE_CACHE_DIR", str(tmp_path / "cache"))
 
 
+@pytest.fixture(autouse=True)
+def _stage1_checkpoint(monkeypatch):
+    """The stage 2 configs start from FV_STAGE1_MODEL and refuse to load without it (no silent
+    fallback to the base model); tests that read them get a stand-in name unless they unset it."""
+    monkeypatch.setenv("FV_STAGE1_MODEL", "Qwen/Qwen3-8B")
+
+
 def pytest_collection_modifyitems(config, items):
     """Cost is a marker, not a folder: a test that uses the tiny model is ``slow``, one that
     needs the judge server is ``server`` (explicit marks in the files add to these)."""

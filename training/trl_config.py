@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from reward.envvars import expand_env
 from reward.errors import InputError
 from reward.settings import JudgeSettings, StageRewardSettings
+from training.memory_plan import JudgeServer
 
 __all__ = ["DataConfig", "DifficultyOptions", "Stage", "TrainConfig", "apply_overrides", "load_config"]
 
@@ -34,6 +35,9 @@ class DataConfig(BaseModel):
     kind: Literal["mcq", "healthbench"] | None = Field(None, description="default: healthbench for stage 3, else mcq")
     system_prompt: str | None = Field(None, description="ours | none | a file; default: none for MCQ, ours for stage 3")
     limit: int | None = Field(None, ge=1)
+    exclude: list[str] = Field(
+        default_factory=list, description="evaluation JSONL files (HealthBench-Hard, the eval set in use): training "
+                                          "rows with the same normalised prompt are dropped and counted")
 
 
 class DifficultyOptions(BaseModel):
@@ -48,7 +52,9 @@ class DifficultyOptions(BaseModel):
     served_model: str | None = None
     n: int = Field(8, ge=1)
     temperature: float = Field(1.0, ge=0.0)
-    max_new_tokens: int = Field(1024, ge=1)
+    max_new_tokens: int | None = Field(
+        None, ge=1, description="default: grpo.max_completion_length (the stage's own budget; a short one cuts "
+                                "Qwen3's thinking and makes every question look too hard)")
     batch_size: int = Field(8, ge=1)
     rubric: tuple[float, float] = (0.1, 0.4)
     rule: tuple[float, float] = (0.4, 0.7)  # (lo, hi]: lo exclusive
@@ -59,7 +65,7 @@ class DifficultyOptions(BaseModel):
         from training.difficulty import DifficultyConfig, Window
 
         return DifficultyConfig(
-            n=self.n, temperature=self.temperature, max_new_tokens=self.max_new_tokens, mode=mode,
+            n=self.n, temperature=self.temperature, max_new_tokens=self.max_new_tokens or 1024, mode=mode,
             batch_size=self.batch_size, chat_template_kwargs=self.chat_template_kwargs,
             rubric=Window(lo=self.rubric[0], hi=self.rubric[1]),
             rule=Window(lo=self.rule[0], hi=self.rule[1], lo_inclusive=False),
@@ -77,6 +83,8 @@ class TrainConfig(BaseModel):
     data: DataConfig
     # the shared models of reward.settings: the verl YAML and the CLI read the same keys
     judge: JudgeSettings = JudgeSettings()
+    judge_server: JudgeServer = Field(
+        default_factory=JudgeServer, description="sizing of the judge server train.sh starts (vLLM arguments)")
     reward: StageRewardSettings = StageRewardSettings()
     difficulty: DifficultyOptions = DifficultyOptions()
     generation_bias: dict[str, float] = Field(
@@ -84,6 +92,16 @@ class TrainConfig(BaseModel):
                                           "the smoke configs use it so a random policy answers with letters")
     seed: int = 42
     grpo: dict[str, Any] = Field(default_factory=dict, description="keyword arguments of trl.GRPOConfig")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _filter_budget(cls, raw: Any) -> Any:
+        """The difficulty filter samples with the stage's completion budget unless told otherwise."""
+        if isinstance(raw, dict) and isinstance(raw.get("difficulty"), dict) and isinstance(raw.get("grpo"), dict):
+            d = raw["difficulty"]
+            if d.get("max_new_tokens") is None and raw["grpo"].get("max_completion_length"):
+                raw = {**raw, "difficulty": {**d, "max_new_tokens": raw["grpo"]["max_completion_length"]}}
+        return raw
 
     @model_validator(mode="after")
     def _consistent(self) -> TrainConfig:

@@ -15,13 +15,13 @@ row of the full dataset, the stage reward scores them, and only rows whose mean 
 ``difficulty.keep`` train in that epoch. Each epoch is one ``trainer.train`` that resumes from
 the previous epoch's checkpoint (optimizer, scheduler and step count carry over;
 ``ignore_data_skip`` so the new, smaller dataset is read from its start) with ``max_steps`` raised
-by one pass over the kept rows. Epochs done are recorded in ``output_dir/epochs.json``, so a
+by one pass over the kept rows; the learning-rate schedule has one horizon for all epochs
+(:func:`lr_horizon`: epochs x the steps of epoch 0), and the previous epoch's trainer and vLLM
+engine are released first (:func:`release_trainer`). Epochs done are recorded in ``output_dir/epochs.json``, so a
 killed run resumes at the right epoch; an epoch killed midway keeps its filter result and the
 step it started at (``difficulty/epoch-N/epoch.json``), so it ends after the same number of
 steps as an uninterrupted one. Under ``accelerate launch`` only rank 0 filters; the other ranks
-wait for its files (``output_dir`` must be on storage every node sees). Caveat: the learning-rate
-schedule's horizon is ``max_steps`` of the epoch being trained, so a cosine schedule is
-re-stretched each epoch.
+wait for its files (``output_dir`` must be on storage every node sees).
 In-process sampling (transformers) is slow for long completions; for paper-scale runs point
 ``difficulty.generate_url`` at a vLLM server that serves the current checkpoint.
 """
@@ -126,6 +126,11 @@ def build_train_dataset(cfg: TrainConfig, reward_funcs: list | None = None):
 
     d = cfg.difficulty
     if not d.enabled or d.per_epoch:
+        if cfg.data.exclude:  # the rows without evaluation prompts (counted in _all_rows)
+            rows = _all_rows(cfg)
+            if cfg.data_kind == "mcq":
+                return build_mcq_dataset(rows, system_prompt=cfg.data.system_prompt or "none")
+            return build_healthbench_dataset(rows, system_prompt=cfg.data.system_prompt or "ours")
         return build_dataset(cfg.data_kind, _data_paths(cfg), system_prompt=cfg.data.system_prompt,
                              limit=cfg.data.limit)
     split = d.use_split or {"mcq": "rule", "error_rubric": "rubric", "clinical_rubric": "keep"}[cfg.stage]
@@ -146,6 +151,12 @@ def _all_rows(cfg: TrainConfig) -> list[dict]:
     from training.difficulty import read_rows
 
     rows = [r for p in _data_paths(cfg) for r in read_rows(p)]
+    if cfg.data.exclude:
+        from training.data_hygiene import drop_overlap, exclusion_hashes
+
+        rows, dropped = drop_overlap(rows, exclusion_hashes(cfg.data.exclude))
+        log.info("data hygiene: dropped %d training row(s) whose prompt is in %s", dropped,
+                 ", ".join(cfg.data.exclude))
     return rows[:cfg.data.limit] if cfg.data.limit else rows
 
 
@@ -263,6 +274,62 @@ def _prompts_per_step(args) -> int:
     return max(1, args.per_device_train_batch_size * args.gradient_accumulation_steps * world // args.num_generations)
 
 
+def lr_horizon(cfg: TrainConfig, n_epochs: int, prompts_per_step: int) -> int:
+    """One learning-rate horizon for all stage-3 epochs: ``n_epochs`` x the steps of epoch 0 (its
+    kept rows; the full data when it kept none). Every rank computes the same from the files."""
+    from training.difficulty import read_rows
+
+    keep0 = Path(cfg.output_dir) / "difficulty" / "epoch-0" / "keep.jsonl"
+    rows = len(read_rows(keep0)) if keep0.exists() else 0
+    rows = rows or len(_all_rows(cfg))
+    return max(1, n_epochs * math.ceil(rows / prompts_per_step))
+
+
+def fixed_lr_horizon(trainer, horizon: int) -> None:
+    """Make ``trainer`` build its schedule over ``horizon`` steps, not its own ``max_steps`` (which
+    grows by one epoch at a time): the cosine decays once across all epochs instead of restarting.
+    A resumed scheduler keeps its step count (its state) and gets the same lambda."""
+    build = trainer.create_scheduler
+
+    def create_scheduler(num_training_steps: int, optimizer=None):
+        return build(num_training_steps=max(horizon, num_training_steps), optimizer=optimizer)
+
+    trainer.create_scheduler = create_scheduler
+
+
+def release_trainer(trainer) -> None:
+    """Free a finished epoch's trainer before the next one is built: its vLLM engine (colocated),
+    model, optimiser and the CUDA cache; without this both epochs' engines share the GPUs."""
+    if trainer is None:
+        return
+    gen = getattr(trainer, "vllm_generation", None)
+    llm = getattr(gen, "llm", None)
+    if llm is not None:
+        try:
+            from vllm.distributed.parallel_state import destroy_model_parallel
+
+            del gen.llm
+            destroy_model_parallel()
+        except ImportError:
+            pass
+    acc = getattr(trainer, "accelerator", None)
+    if acc is not None:
+        acc.free_memory()  # drops the accelerator's references to model, optimiser and scheduler
+    for name in ("vllm_generation", "model", "model_wrapped", "optimizer", "lr_scheduler", "ref_model"):
+        if hasattr(trainer, name):
+            setattr(trainer, name, None)
+    import gc
+
+    gc.collect()
+    try:
+        import torch
+
+        if torch.cuda.is_available():
+            torch.cuda.empty_cache()
+    except ImportError:
+        pass
+
+
 def _train_per_epoch(cfg: TrainConfig) -> TrainResult:
     """Stage 3: filter with the current policy before each epoch (see the module docstring)."""
     from training.data import build_healthbench_dataset
@@ -307,8 +374,10 @@ def _train_per_epoch(cfg: TrainConfig) -> TrainResult:
             dataset = build_healthbench_dataset(kept, system_prompt=cfg.data.system_prompt or "ours")
             args = grpo_args(cfg)
             steps = max(1, math.ceil(len(kept) / _prompts_per_step(args)))
+            release_trainer(trainer)  # the previous epoch's model, optimiser and vLLM engine
             trainer = make_trainer(cfg, dataset, reward_funcs, max_steps=start + steps, ignore_data_skip=True,
                                    num_train_epochs=1)
+            fixed_lr_horizon(trainer, lr_horizon(cfg, n_epochs, _prompts_per_step(args)))
             trainer.train(resume_from_checkpoint=ckpt)
             done.append({"epoch": epoch, "kept": len(kept), "counts": stats.counts, "start_step": start,
                          "end_step": trainer.state.global_step})
@@ -335,6 +404,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--config", required=True)
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE")
     p.add_argument("--print-judge", action="store_true")
+    p.add_argument("--print-output-dir", action="store_true", help="print output_dir and exit")
+    p.add_argument("--filter-only", action="store_true",
+                   help="run the difficulty filter (cached under difficulty.out_dir) and exit")
     a = p.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     try:
@@ -347,6 +419,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         needs = cfg.stage != "mcq" and not j.in_process
         print("\t".join(x or "-" for x in ((j.url if needs else None), (j.model if needs else None),
                                            j.served_model)))
+        return 0
+    if a.print_output_dir:
+        print(cfg.output_dir)
+        return 0
+    if a.filter_only:
+        if cfg.difficulty.enabled and not cfg.difficulty.per_epoch:
+            build_train_dataset(cfg, build_reward_funcs(cfg))
+        print(json.dumps({"filtered": bool(cfg.difficulty.enabled and not cfg.difficulty.per_epoch),
+                          "out_dir": str(difficulty_dir(cfg))}), flush=True)
         return 0
     res = train(cfg)
     print(json.dumps({"output_dir": res.output_dir, "global_step": res.global_step, "start_step": res.start_step,

@@ -247,7 +247,8 @@ class RubricRewardFunc(_JudgeReward):
             keyword arguments (``axes``, ``threshold``, ...).
         rubric_source: ``"both"`` (tree leaves and the ``rubrics`` column when present),
             ``"tree"`` (leaves only) or ``"rows"`` (the row's items only, scored as HealthBench
-            points clipped to [0, 1]: the paper's stage 3 reward; no routing, no tree).
+            points (achieved over possible; below 0 unless ``clip_below_zero``): the paper's stage 3
+            reward; no routing, no tree).
         scoring: ``"hard"`` (yes/no) or ``"soft"`` (p_yes); combine: ``tree``/``points``/``mean``.
         on_failure: ``"skip"`` (None) or ``"raise"``.
         scoring_variant: the tree score's variant (``reward.scoring.variants``); None: the default.
@@ -260,7 +261,8 @@ class RubricRewardFunc(_JudgeReward):
                  router_options: Mapping[str, Any] | None = None,
                  rubric_source: Literal["both", "tree", "rows"] = "both", scoring: str = "hard",
                  combine: str = "tree", on_failure: str = "skip", name: str = "clinical_rubric",
-                 scoring_variant: str | None = None) -> None:
+                 scoring_variant: str | None = None, grade: str = "answer",
+                 format_failure_score: float | None = 0.0, clip_below_zero: bool = False) -> None:
         from reward.scoring.variants import DEFAULT_SCORING_VARIANT, check_variant
 
         super().__init__(judge, name, on_failure)
@@ -272,6 +274,8 @@ class RubricRewardFunc(_JudgeReward):
         self.tree_source, self.router_source = tree, router
         self.router_options = dict(router_options or {})
         self.rubric_source, self.scoring, self.combine = rubric_source, scoring, combine
+        self.grade, self.format_failure_score = grade, format_failure_score
+        self.clip_below_zero = clip_below_zero
 
     @classmethod
     def from_settings(cls, judge: Any, settings: RubricRewardSettings | Mapping[str, Any]) -> RubricRewardFunc:
@@ -294,12 +298,16 @@ class RubricRewardFunc(_JudgeReward):
                     opts.setdefault("judge", self.judge)
                 router = make_router(router, tree, **opts)
             self._runtime = RubricReward(tree, router, self.judge, scoring=self.scoring, combine=self.combine,
-                                         scoring_variant=self.scoring_variant, on_failure=self.on_failure)
+                                         scoring_variant=self.scoring_variant, on_failure=self.on_failure,
+                                         grade=self.grade,  # type: ignore[arg-type]
+                                         format_failure_score=self.format_failure_score,
+                                         clip_below_zero=self.clip_below_zero)
         return self._runtime
 
     async def __call__(self, prompts: list, completions: list, completion_ids: list | None = None,
                        **kwargs: Any) -> list[float | None]:
         self._bind_loop()
+        self._format_failures = 0
         n = len(completions)
         shown = _column(kwargs, "judge_prompt", n) or prompts
         rubrics = _column(kwargs, "rubrics", n) if self.rubric_source != "tree" else None
@@ -309,6 +317,8 @@ class RubricRewardFunc(_JudgeReward):
         else:
             scores, metrics = await self._score_tree(shown, completions, rubrics)
         metrics["unscored"] = sum(s is None for s in scores) / n if n else None
+        # an unclosed <think> (no final answer): scored format_failure_score, not a judge failure
+        metrics["format_failures"] = self._format_failures / n if n else None
         metrics.update(self._counter_delta(before))
         self._log(kwargs.get("log_metric"), metrics)
         return scores
@@ -322,6 +332,7 @@ class RubricRewardFunc(_JudgeReward):
                 rec["rubrics"] = [dict(r) for r in rubrics[j]]
             recs.append(rec)
         results = await reward.score(recs)
+        self._format_failures = sum(r.format_failure for r in results)
         metrics: dict[str, float | None] = {}
         macro: dict[str, list[float]] = {}
         axis: dict[str, list[float]] = {}
@@ -351,9 +362,11 @@ class RubricRewardFunc(_JudgeReward):
             raise ValueError("rubric_source='rows' needs a 'rubrics' column")
         graded = await grade_rubric_rows(
             self.judge, [(prompt_messages(p), completion_text(c), rows or [])
-                         for p, c, rows in zip(shown, completions, rubrics)], soft=self.scoring == "soft")
+                         for p, c, rows in zip(shown, completions, rubrics)], soft=self.scoring == "soft",
+            grade=self.grade, format_failure_score=self.format_failure_score, clip=self.clip_below_zero)
         scores = [g.score for g in graded]
-        if self.on_failure == "raise" and any(s is None for s in scores):
+        self._format_failures = sum(g.format_failure for g in graded)
+        if self.on_failure == "raise" and any(s is None and not g.format_failure for s, g in zip(scores, graded)):
             bad = next((f for g in graded for f in g.failures), "a row without positive points")
             raise JudgeError(f"{sum(s is None for s in scores)} of {len(scores)} rollouts unscored; first: {bad}")
         metrics: dict[str, float | None] = {}

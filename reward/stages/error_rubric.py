@@ -12,6 +12,11 @@ Our formula (the paper gives the ingredients and alpha = 1, not the exact equati
     P            = min(1, severity_sum / S_max)              (penalty in [0, 1]; S_max = 4 default)
     subtract:      reward = correctness - alpha * P          (default; in [-alpha, 1])
     multiply:      reward = correctness * (1 - alpha * P)    (in [0, 1] for alpha <= 1)
+    convex:        reward = alpha * (1 - P) + (1 - alpha) * correctness   (in [0, 1]; alpha in [0, 1])
+
+``convex`` is the paper's wording read literally (alpha "controls the trade-off between reasoning
+quality and answer correctness", R_reasoning = 1 - P): alpha = 1 rewards the reasoning alone,
+alpha = 0 the answer alone. The ablation alpha in {1, 0.7, 0} runs with ``reward.form=convex``.
 
 ``correctness`` is the rule reward of stage 1 (1 for the key, 0 otherwise). With ``subtract`` a
 wrong answer reasoned badly scores below a wrong answer reasoned well, so the reasoning signal
@@ -40,7 +45,7 @@ from reward.settings import ErrorRubricSettings
 from reward.stages.mcq import grade_mcq
 
 ERROR_CLASSES: tuple[str, ...] = ("knowledge", "causal_reasoning", "context")
-Form = Literal["subtract", "multiply"]
+Form = Literal["subtract", "multiply", "convex"]
 
 
 
@@ -198,7 +203,11 @@ def combine(correctness: float, pen: float, *, alpha: float = 1.0, form: Form = 
         return correctness - alpha * pen
     if form == "multiply":
         return correctness * (1.0 - alpha * pen)
-    raise ValueError(f"unknown form {form!r}: use 'subtract' or 'multiply'")
+    if form == "convex":
+        if not 0.0 <= alpha <= 1.0:
+            raise ValueError(f"form 'convex' needs alpha in [0, 1], got {alpha}")
+        return alpha * (1.0 - pen) + (1.0 - alpha) * correctness
+    raise ValueError(f"unknown form {form!r}: use 'subtract', 'multiply' or 'convex'")
 
 
 # One settings model for TRL YAML, verl YAML and the CLI; the old name is kept for importers.

@@ -14,6 +14,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from reward.stages.reasoning import graded_text
+
 __all__ = ["RowScore", "axes_of", "grade_rubric_rows", "leaf_axis_scores", "mean", "results_items",
            "rubric_axis_scores"]
 
@@ -32,34 +34,47 @@ class RowScore:
     score: float | None
     met: list[float | bool] | None
     failures: list[str]
+    format_failure: bool = False
 
 
 async def grade_rubric_rows(judge, rollouts: Sequence[tuple[Sequence[Mapping[str, Any]], str,
                                                             Sequence[Mapping[str, Any]]]],
-                            *, soft: bool = False) -> list[RowScore]:
+                            *, soft: bool = False, grade: str = "answer",
+                            format_failure_score: float | None = 0.0, clip: bool = True) -> list[RowScore]:
     """The paper's stage 3 reward (TRL and verl share it): each rollout ``(conversation,
     response, rubric items)`` scored as HealthBench points clipped to [0, 1]
     (``reward.healthbench.scoring.rl_reward``); met is the verdict, or ``p_yes`` with ``soft``.
-    All items go to the judge in one call, each distinct (conversation, response, item) once."""
+    All items go to the judge in one call, each distinct (conversation, response, item) once.
+    ``grade="answer"``: the judge sees the text after ``</think>``; an unclosed think block is a
+    format failure scored ``format_failure_score`` without a judge call (``reward.stages.reasoning``).
+    ``clip=False``: the points score is not clipped below 0 (the stage 3 training default)."""
     from reward.healthbench.scoring import rl_reward
     from reward.judge.types import JudgeItem, Message
 
     index: dict[JudgeItem, int] = {}
     plans = []
     for conv, text, rows in rollouts:
+        shown = graded_text(text, grade)  # type: ignore[arg-type]
+        if shown.format_failure:
+            plans.append(None)
+            continue
+        text = shown.text
         msgs = tuple(Message(**m) for m in conv)
         plans.append([index.setdefault(JudgeItem(conversation=msgs, response=text, criterion=str(r["criterion"]),
                                                  points=float(r["points"])), len(index)) for r in rows])
     verdicts = await judge.grade(list(index), on_failure="record") if index else []
     out = []
     for (_, _, rows), plan in zip(rollouts, plans):
+        if plan is None:
+            out.append(RowScore(format_failure_score, None, [], format_failure=True))
+            continue
         vs = [verdicts[i] for i in plan]
         failures = [v.failure or "unknown failure" for v in vs if not v.ok]
         if failures or not any(float(r["points"]) > 0 for r in rows):
             out.append(RowScore(None, None, failures))
             continue
         met = [float(v.p_yes) if soft and v.p_yes is not None else bool(v.met) for v in vs]
-        out.append(RowScore(rl_reward([float(r["points"]) for r in rows], met), met, []))
+        out.append(RowScore(rl_reward([float(r["points"]) for r in rows], met, clip=clip), met, []))
     return out
 
 

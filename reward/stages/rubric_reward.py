@@ -61,6 +61,7 @@ from reward.router.base import (
 from reward.router.llm import with_context
 from reward.scoring.tree_score import score_tree
 from reward.scoring.variants import DEFAULT_SCORING_VARIANT, RULE_REASONS, check_variant, effective_weights
+from reward.stages.reasoning import Grade, graded_text
 from reward.tree.graph import RubricTree
 
 Scoring = Literal["hard", "soft"]
@@ -180,7 +181,8 @@ class ItemResult(BaseModel):
 class RolloutScore(BaseModel):
     """The reward of one rollout with its diagnostics.
 
-    ``score`` is None when the rollout is unscored (see ``failures``); it is in [0, 1] otherwise.
+    ``score`` is None when the rollout is unscored (see ``failures``); it is in [0, 1] otherwise
+    (a points score may be negative when the reward does not clip below zero).
     """
 
     id: str
@@ -196,6 +198,7 @@ class RolloutScore(BaseModel):
     routing: dict[str, Any] = Field(default_factory=dict)
     failures: list[str] = Field(default_factory=list)
     feedback: str = ""
+    format_failure: bool = Field(False, description="an unclosed <think>: no final answer; scored format_failure_score")
 
     @property
     def scored(self) -> bool:
@@ -217,6 +220,11 @@ class RubricReward:
         feedback_limit: most failed checks listed in a rollout's feedback.
         scoring_variant: ``paper``, ``penalty``, ``active`` or ``penalty+active`` (the tree
             score's weights and failure semantics; default :data:`DEFAULT_SCORING_VARIANT`).
+        grade: ``answer`` (the judge sees the text after ``</think>``; an unclosed think block is a
+            format failure, not judged) or ``full`` (the completion as is).
+        format_failure_score: the score of a format failure (None: unscored).
+        clip_below_zero: clip the points score of the row's items to [0, 1] (True here, a report's
+            per-example score); the stage 3 training settings default to False (unclipped below 0).
 
     Attributes:
         stats: counters over this object's lifetime (rollouts, scored, unscored, prompts routed,
@@ -225,7 +233,9 @@ class RubricReward:
 
     def __init__(self, tree: RubricTree, router: Router, judge: Judge, *, scoring: Scoring = "hard",
                  combine: Combine = "tree", on_failure: OnFailure = "skip", cache_routing: bool = True,
-                 feedback_limit: int = 10, scoring_variant: str = DEFAULT_SCORING_VARIANT) -> None:
+                 feedback_limit: int = 10, scoring_variant: str = DEFAULT_SCORING_VARIANT,
+                 grade: Grade = "answer", format_failure_score: float | None = 0.0,
+                 clip_below_zero: bool = True) -> None:
         check_variant(scoring_variant)
         if scoring not in ("hard", "soft"):
             raise ValueError(f"scoring must be 'hard' or 'soft', got {scoring!r}")
@@ -242,12 +252,15 @@ class RubricReward:
         self.scoring, self.combine, self.on_failure = scoring, combine, on_failure
         self.scoring_variant = scoring_variant
         self.feedback_limit = feedback_limit
+        self.grade, self.format_failure_score = grade, format_failure_score
+        self.clip_below_zero = clip_below_zero
+        graded_text("", grade)  # validates grade
         if cache_routing and not isinstance(router, CachedRouter):
             router = CachedRouter(router, judge.cache)
         self.router = router
         self.stats: dict[str, float] = dict.fromkeys(
             ["rollouts", "scored", "unscored", "prompts", "prompts_routed", "routing_judge_calls",
-             "routing_failures", "active_leaves", "judge_items", "routing_s", "grading_s"], 0)
+             "routing_failures", "active_leaves", "judge_items", "routing_s", "grading_s", "format_failures"], 0)
 
     # ------------------------------------------------------------------ routing
     async def route(self, rollouts: Sequence[Rollout | dict]) -> dict[tuple, Routing]:
@@ -281,13 +294,17 @@ class RubricReward:
 
         # Every (rollout x criterion) item of the batch, de-duplicated, in one grade call.
         index: dict[JudgeItem, int] = {}
-        plans: list[tuple[list[int], list[int]]] = []
+        plans: list[tuple[list[int], list[int]] | None] = []
         for r in rollouts:
+            shown = graded_text(r.completion, self.grade)
+            if shown.format_failure:  # no final answer: nothing for the judge
+                plans.append(None)
+                continue
             conv = with_context(r.conversation, r.context, r.tool_calls)
-            leaf_idx = [index.setdefault(JudgeItem(conversation=conv, response=r.completion,
+            leaf_idx = [index.setdefault(JudgeItem(conversation=conv, response=shown.text,
                                                    criterion=self.tree[a.leaf_id].criterion), len(index))
                         for a in routings[r.prompt_key].active]
-            item_idx = [index.setdefault(JudgeItem(conversation=conv, response=r.completion,
+            item_idx = [index.setdefault(JudgeItem(conversation=conv, response=shown.text,
                                                    criterion=it.criterion, points=it.points), len(index))
                         for it in (r.rubrics or [])]
             plans.append((leaf_idx, item_idx))
@@ -298,7 +315,16 @@ class RubricReward:
         self.stats["judge_items"] += len(items)
 
         out = []
-        for r, (leaf_idx, item_idx) in zip(rollouts, plans):
+        for r, plan in zip(rollouts, plans):
+            if plan is None:
+                self.stats["rollouts"] += 1
+                self.stats["format_failures"] += 1
+                self.stats["scored" if self.format_failure_score is not None else "unscored"] += 1
+                out.append(RolloutScore(id=r.id, score=self.format_failure_score, scoring=self.scoring,
+                                        combine=self.combine, format_failure=True,
+                                        feedback="unclosed <think>: no final answer to grade"))
+                continue
+            leaf_idx, item_idx = plan
             res = self._score_one(r, routings[r.prompt_key], [verdicts[i] for i in leaf_idx],
                                   [verdicts[i] for i in item_idx])
             if res.failures and self.on_failure == "raise":
@@ -358,7 +384,8 @@ class RubricReward:
             tree_score, nodes = ts.score, {k: dict(v) for k, v in ts.nodes.items()}
         points_score = None
         if r.rubrics:
-            points_score = rl_reward([it.points for it in r.rubrics], [self._value(v) for v in item_v])
+            points_score = rl_reward([it.points for it in r.rubrics], [self._value(v) for v in item_v],
+                                     clip=self.clip_below_zero)
         score = self._combine(tree_score, points_score)
         if score is None:
             failures.append("no active leaf and no rubric item: nothing to score")

@@ -89,3 +89,23 @@ def test_stage2_error_rubric_settings_match_the_trl_config(monkeypatch):
     verl_kw = compose("stage2_error_rubric").reward.custom_reward_function.reward_kwargs.error_rubric
     assert (verl_kw.alpha, verl_kw.s_max, verl_kw.form, verl_kw.max_tokens) == \
         (trl.alpha, trl.s_max, trl.form, trl.max_tokens)
+
+
+@pytest.mark.parametrize("alpha", [1.0, 0.7, 0.0])
+def test_stage2_convex_ablation_runs_from_overrides(alpha):
+    """The paper's alpha ablation with the convex form, in verl (Hydra overrides) and TRL (--set)."""
+    from omegaconf import OmegaConf
+
+    from reward.integrations.verl import VerlRewardSettings
+    from reward.stages.error_rubric import combine
+    from training.trl_config import load_config
+
+    kw = "reward.custom_reward_function.reward_kwargs.error_rubric"
+    cfg = compose("stage2_error_rubric", [f"{kw}.form=convex", f"{kw}.alpha={alpha}"])
+    kwargs = OmegaConf.to_container(cfg.reward.custom_reward_function.reward_kwargs, resolve=True)
+    er = VerlRewardSettings.model_validate(kwargs).error_rubric
+    assert (er.form, er.alpha) == ("convex", alpha)
+    trl = load_config(CONFIGS / "../trl/stage2_error_rubric.yaml",
+                      ["reward.form=convex", f"reward.alpha={alpha}"]).reward.error_rubric()
+    assert (trl.form, trl.alpha) == ("convex", alpha)
+    assert combine(1.0, 0.5, alpha=trl.alpha, form=trl.form) == pytest.approx(alpha * 0.5 + (1 - alpha))

@@ -185,3 +185,14 @@ def test_samples_survive_a_killed_filter_and_are_not_drawn_again(tmp_path, monke
     # other sampling settings (here another model) are not served from the file
     diff.sample_prompts(prompts, model="/other", cfg=cfg, out_dir=tmp_path)
     assert asked[-1] == ["q0", "q1", "q2"]
+
+
+def test_difficulty_filter_budget_defaults_to_the_stage_completion_length():
+    """Not 1024: a short budget cuts Qwen3's thinking and every question looks too hard."""
+    from training.trl_config import load_config
+
+    cfg = load_config(REPO / "configs/trl/stage1_mcq.yaml", ["difficulty.max_new_tokens=null",
+                                                             "grpo.max_completion_length=7777"])
+    assert cfg.difficulty.max_new_tokens == 7777 and cfg.difficulty.config("split").max_new_tokens == 7777
+    cfg = load_config(REPO / "configs/trl/stage1_mcq.yaml", ["difficulty.max_new_tokens=512"])
+    assert cfg.difficulty.max_new_tokens == 512

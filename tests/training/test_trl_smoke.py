@@ -158,6 +158,17 @@ def test_stage3_per_epoch_filter_loop(smoke_env, judge_url, monkeypatch):
     assert json.loads((smoke_env / "epochs.json").read_text())[1]["end_step"] == 2
 
 
+def test_stage3_epochs_share_one_cosine_horizon(smoke_env, judge_url, monkeypatch):
+    """3 epochs of 1 step: one cosine over 3 steps (logged lr = lr before the step: 1, 0.75, 0.25
+    x peak), not a schedule re-stretched to each epoch's own max_steps (1, 0.5, 0.25)."""
+    monkeypatch.setenv("RUBRICSTREE_JUDGE_URL", judge_url)
+    result = _train("stage3_clinical_rubric.yaml", "difficulty.per_epoch=true", "difficulty.keep=[0.0, 1.0]",
+                    "difficulty.n=2", "difficulty.max_new_tokens=4", "data.limit=2", "grpo.num_train_epochs=3",
+                    "reward.rubric_source=rows", "grpo.max_completion_length=8")
+    lrs = [h["learning_rate"] for h in _steps(result)]
+    assert lrs == [pytest.approx(1e-4), pytest.approx(0.75e-4), pytest.approx(0.25e-4)]
+
+
 def test_cli_train_filter_and_run(tiny_model_dir, tmp_path, monkeypatch):
     from typer.testing import CliRunner
 

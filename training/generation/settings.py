@@ -3,7 +3,7 @@
 :class:`GenerationSettings` (decoding; part of an evaluation run's identity), :class:`GenRequest`
 (one conversation, ``n`` samples), :class:`GenOutput` (one response or an error, never an empty
 response passed off as the model's), :func:`split_reasoning` (a ``<think>`` block split off the
-answer a user would see) and :func:`prompt_seed` (a per-prompt seed independent of order).
+answer a user would see; it lives in ``reward.stages.reasoning``, which the rubric rewards share) and :func:`prompt_seed` (a per-prompt seed independent of order).
 """
 
 from __future__ import annotations
@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
+
+from reward.stages.reasoning import split_reasoning
 
 __all__ = ["GenOutput", "GenRequest", "GenerationSettings", "OnDone", "progress", "prompt_seed", "split_reasoning"]
 
@@ -67,18 +69,6 @@ class GenOutput:
 
 
 OnDone = Callable[[str, GenOutput], None]
-
-
-def split_reasoning(text: str) -> tuple[str, str | None]:
-    """``(answer, reasoning)``: the text after the last ``</think>`` and the block before it.
-    An unclosed ``<think>`` (the budget ran out while thinking) leaves only what preceded it."""
-    if "</think>" in text:
-        before, answer = text.rsplit("</think>", 1)
-        return answer.strip(), before.replace("<think>", "", 1).strip()
-    if "<think>" in text:
-        before, reasoning = text.split("<think>", 1)
-        return before.strip(), reasoning.strip()
-    return text, None
 
 
 def prompt_seed(seed: int, key: str) -> int:

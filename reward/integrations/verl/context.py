@@ -73,7 +73,9 @@ class RewardContext:
 
             self._rubric_reward = RubricReward(self.tree, self.router, self.judge, scoring=s.scoring,
                                                combine=s.combine, on_failure="skip",
-                                               scoring_variant=s.scoring_variant or DEFAULT_SCORING_VARIANT)
+                                               scoring_variant=s.scoring_variant or DEFAULT_SCORING_VARIANT,
+                                               grade=s.grade, format_failure_score=s.format_failure_score,
+                                               clip_below_zero=s.clip_below_zero)
         return self._rubric_reward
 
     @property

@@ -225,14 +225,17 @@ async def score_clinical(samples: list[Sample], context: RewardContext) -> list[
     for r in results:
         n_fail = sum(lr.failure is not None for lr in r.leaves) + sum(it.failure is not None for it in r.rubric_items)
         extra = {"tree_score": r.tree_score, "points_score": r.points_score,
-                 "n_active_leaves": r.routing.get("n_active"), "judge_failures": n_fail}
-        failure = None if r.score is not None else "clinical rubric: " + "; ".join(r.failures[:3] or ["unscored"])
+                 "n_active_leaves": r.routing.get("n_active"), "judge_failures": n_fail,
+                 "format_failure": r.format_failure}
+        failure = None if r.score is not None else (
+            "format failure: unclosed <think>, no final answer" if r.format_failure
+            else "clinical rubric: " + "; ".join(r.failures[:3] or ["unscored"]))
         out.append(SampleScore(r.score, extra, failure=failure))
     return out
 
 
 async def _score_rows(samples: list[Sample], context: RewardContext) -> list[SampleScore]:
-    """The row's rubric items alone: the HealthBench points score clipped to [0, 1] (the paper's
+    """The row's rubric items alone: the HealthBench points score, below 0 unless ``clip_below_zero`` (the paper's
     stage 3 reward); no tree, no routing."""
     rollouts = []
     for s in samples:
@@ -241,10 +244,16 @@ async def _score_rows(samples: list[Sample], context: RewardContext) -> list[Sam
             raise InputError(f"{s.where()}: rubric_source 'rows' needs rubric items with positive points "
                              "in ground_truth", field="reward_model.ground_truth")
         rollouts.append((_conversation(s), s.solution_str, rubrics))
-    graded = await grade_rubric_rows(context.judge, rollouts, soft=context.settings.scoring == "soft")
+    s = context.settings
+    graded = await grade_rubric_rows(context.judge, rollouts, soft=s.scoring == "soft", grade=s.grade,
+                                     format_failure_score=s.format_failure_score, clip=s.clip_below_zero)
     out = []
     for g in graded:
-        extra = {"judge_failures": len(g.failures)}
+        extra = {"judge_failures": len(g.failures), "format_failure": g.format_failure}
+        if g.format_failure:  # an unclosed <think>: scored format_failure_score, never a judge failure
+            out.append(SampleScore(g.score, extra, failure=None if g.score is not None else "format failure: "
+                                   "unclosed <think>, no final answer"))
+            continue
         if g.score is None:
             out.append(SampleScore(None, extra, failure=f"clinical rubric: {len(g.failures)} rubric item(s) failed; "
                                                         f"first: {g.failures[0]}"))

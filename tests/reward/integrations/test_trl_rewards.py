@@ -9,18 +9,15 @@ import subprocess
 import sys
 
 import pytest
+from rt_fakes import FakeJudge
+from rt_trl import CHEST, GOOD, KEYWORDS, POOR, RUBRICS, Log, _tree, keyword_judge
 
-try:  # tests/ on sys.path (conftest) or the tests package
-    from fakes import FakeJudge
-except ImportError:
-    from rt_fakes import FakeJudge
 from reward.errors import JudgeError
 from reward.integrations.trl import ErrorRubricReward, MCQRuleReward, RubricRewardFunc
 from reward.judge.templates import RELEVANCE, URGENCY
 from reward.runtime import run_sync
 from reward.settings import JudgeSettings
 from reward.stages.rollout_text import completion_text, prompt_messages
-from reward.tree import LeafTags, Node, RubricTree
 
 OPTIONS = {"A": "Vitamin A", "B": "Vitamin C", "C": "Vitamin D", "D": None, "E": None}  # Arrow pads letters
 PROMPT = [{"role": "user", "content": "Which vitamin prevents scurvy?\nA. Vitamin A\nB. Vitamin C\nC. Vitamin D"}]
@@ -28,18 +25,6 @@ PROMPT = [{"role": "user", "content": "Which vitamin prevents scurvy?\nA. Vitami
 
 def conv(text: str) -> list[dict]:
     return [{"role": "assistant", "content": text}]
-
-
-class Log:
-    def __init__(self) -> None:
-        self.calls: list[tuple[str, float]] = []
-
-    def __call__(self, name: str, value: float) -> None:
-        self.calls.append((name, value))
-
-    @property
-    def d(self) -> dict[str, float]:
-        return dict(self.calls)
 
 
 TRL_EXTRAS = {"trainer_state": object(), "log_extra": lambda col, vals: None, "unrelated_column": None}
@@ -162,42 +147,6 @@ class TestErrorRubricReward:
 
 
 # ------------------------------------------------------------------ stage 3
-CRIT = {"ems": "Advises calling emergency services now.", "empathy": "Acknowledges the user's worry.",
-        "wait": "Suggests waiting at home."}
-KEYWORDS = {CRIT["ems"]: "emergency", CRIT["empathy"]: "understand", CRIT["wait"]: "wait",
-            "Mentions aspirin.": "aspirin", "Says it is nothing.": "nothing"}
-
-
-def _tree() -> RubricTree:
-    return RubricTree([
-        Node(id="root", title="root", children=("safety", "communication")),
-        Node(id="safety", title="Safety", children=("ems", "wait")),
-        Node(id="communication", title="Communication", children=("empathy",)),
-        Node(id="ems", title="EMS", criterion=CRIT["ems"], tags=LeafTags(axis="accuracy")),
-        Node(id="wait", title="Wait", criterion=CRIT["wait"], polarity="negative", tags=LeafTags(axis="accuracy")),
-        Node(id="empathy", title="Empathy", criterion=CRIT["empathy"], tags=LeafTags(axis="communication_quality")),
-    ], root="root", name="mini")
-
-
-def keyword_judge(**kw) -> FakeJudge:
-    def decide(template, item):
-        if template.name in (RELEVANCE.name, URGENCY.name):
-            return 1.0
-        if "crash" in item.response:
-            raise RuntimeError("judge down")
-        return 1.0 if KEYWORDS[item.criterion] in item.response.lower() else 0.0
-
-    return FakeJudge(decide, **kw)
-
-
-CHEST = [{"role": "user", "content": "Crushing chest pain, sweating. What now?"}]
-RUBRICS = [{"criterion": "Mentions aspirin.", "points": 5.0, "tags": ["axis:completeness"]},
-           {"criterion": "Says it is nothing.", "points": -5.0, "tags": ["axis:accuracy"]},
-           {"criterion": CRIT["ems"], "points": 5.0, "tags": ["axis:accuracy"]}]
-GOOD = "I understand. Call emergency services now and chew an aspirin."
-POOR = "It is nothing, wait and see."
-
-
 class TestRubricRewardFunc:
     async def test_tree_scores_macro_metrics_and_counters(self):
         judge = keyword_judge()
@@ -217,17 +166,20 @@ class TestRubricRewardFunc:
         f = RubricRewardFunc(keyword_judge(), tree=_tree(), combine="points")
         log = Log()
         out = await f([CHEST] * 2, [GOOD, POOR], rubrics=[RUBRICS] * 2, log_metric=log)
-        assert out == [pytest.approx(1.0), pytest.approx(0.0)]
+        # POOR meets only the -5 item: -5/10, not clipped at 0 (the stage 3 default)
+        assert out == [pytest.approx(1.0), pytest.approx(-0.5)]
         assert log.d["clinical_rubric/axis/completeness"] == pytest.approx(0.5)
         assert log.d["clinical_rubric/axis/accuracy"] == pytest.approx(0.5)
-        assert log.d["clinical_rubric/points_score"] == pytest.approx(0.5)
+        assert log.d["clinical_rubric/points_score"] == pytest.approx(0.25)
 
     async def test_rows_source_scores_healthbench_points_only(self):
         judge = keyword_judge()
         f = RubricRewardFunc(judge, rubric_source="rows", name="hb")
         log = Log()
         out = await f([CHEST] * 2, [GOOD, POOR], rubrics=[RUBRICS] * 2, log_metric=log)
-        assert out == [pytest.approx(1.0), pytest.approx(0.0)]
+        assert out == [pytest.approx(1.0), pytest.approx(-0.5)]
+        clipped = RubricRewardFunc(keyword_judge(), rubric_source="rows", clip_below_zero=True)
+        assert await clipped([CHEST] * 2, [GOOD, POOR], rubrics=[RUBRICS] * 2) == [pytest.approx(1.0), 0.0]
         assert len(judge.calls) == 6  # 3 items x 2 rollouts, no routing, no tree leaves
         assert log.d["hb/axis/accuracy"] == pytest.approx(0.5)
 

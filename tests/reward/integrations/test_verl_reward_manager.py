@@ -18,11 +18,8 @@ np = pytest.importorskip("numpy")
 torch = pytest.importorskip("torch")
 
 from omegaconf import OmegaConf  # noqa: E402  (verl brings omegaconf)
+from rt_fakes import FakeJudge  # noqa: E402
 
-try:  # tests/ on sys.path (conftest) or the tests package
-    from fakes import FakeJudge
-except ImportError:
-    from rt_fakes import FakeJudge
 from reward.errors import JudgeError  # noqa: E402
 from reward.integrations.verl import EXTRA_DEFAULTS, RewardContext, VerlRewardSettings, compute_score_sync  # noqa: E402
 

@@ -8,11 +8,8 @@ import asyncio
 import json
 
 import pytest
+from rt_fakes import FakeJudge
 
-try:  # tests/ on sys.path (conftest) or the tests package
-    from fakes import FakeJudge
-except ImportError:
-    from rt_fakes import FakeJudge
 import reward.integrations.verl as vr
 from reward.errors import InputError, JudgeError
 from reward.integrations.verl import (
@@ -188,8 +185,11 @@ def test_clinical_rows_gold_check():
     good = run(compute_score("healthbench", GOOD, json.dumps(RUBRICS), {"judge_prompt": CONV}, context=c))
     poor = run(compute_score("clinical_rubric", POOR, json.dumps(RUBRICS), {"judge_prompt": CONV}, context=c))
     assert good["score"] == pytest.approx(1.0) and good["points_score"] == pytest.approx(1.0)
-    assert poor["score"] == 0.0  # -6 of 12, clipped at 0
+    assert poor["score"] == pytest.approx(-0.5)  # -6 of 12: not clipped at 0 (stage 3 default)
     assert good["score"] > poor["score"] and set(good) == KEYS
+    clipped = ctx(keyword_judge(), rubric_source="rows", clip_below_zero=True)
+    assert run(compute_score("clinical_rubric", POOR, json.dumps(RUBRICS), {"judge_prompt": CONV},
+                             context=clipped))["score"] == 0.0
 
 
 def test_clinical_tree_path_with_rubric_items():
@@ -226,7 +226,7 @@ def test_neutral_in_compute_score_needs_explicit_fallback():
 
 
 def test_group_policy_neutral_mean_and_all_failed():
-    c = ctx(keyword_judge(fail_on="FAIL"), rubric_source="rows")
+    c = ctx(keyword_judge(fail_on="FAIL"), rubric_source="rows", clip_below_zero=True)
     samples = [clinical(GOOD, "a"), clinical(POOR, "a"), clinical(GOOD + " FAIL", "a"), clinical("FAIL", "a"),
                clinical("FAIL 1", "b"), clinical("FAIL 2", "b")]
     raws = run(score_samples(samples, c))
@@ -264,7 +264,8 @@ def test_error_rubric_source_and_failure():
 
 # ------------------------------------------------------------------ streaming (one rollout at a time)
 def test_streaming_group_mean_and_all_failed():
-    c = ctx(keyword_judge(fail_on="FAIL"), rubric_source="rows", batch_window_s=0.01, group_timeout_s=5)
+    c = ctx(keyword_judge(fail_on="FAIL"), rubric_source="rows", batch_window_s=0.01, group_timeout_s=5,
+            clip_below_zero=True)
 
     async def go():
         s = StreamingScorer(c.settings, c, group_size=3)

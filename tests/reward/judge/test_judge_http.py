@@ -11,14 +11,10 @@ import math
 
 import httpx
 import pytest
+from rt_fakes import _WordTokenizer
 
 from reward.judge import JudgeItem, Message
 from reward.judge.http import HTTPJudge
-
-try:  # tests/ on sys.path (conftest) or the repository root (tests is a package)
-    from fakes import _WordTokenizer
-except ImportError:
-    from rt_fakes import _WordTokenizer
 
 CONV = (Message(role="user", content="I have chest pain."),)
 

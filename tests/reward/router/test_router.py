@@ -9,17 +9,13 @@ import asyncio
 import re
 
 import pytest
+from rt_fakes import FakeJudge
 
 from reward.judge import Message, VerdictCache
 from reward.judge.templates import RELEVANCE, URGENCY
 from reward.router import ROUTERS, CachedRouter, LLMTreeRouter, Router, StaticRouter, make_router, register_router
 from reward.stages.rubric_reward import RubricReward
 from reward.tree import Node, RubricTree
-
-try:  # tests/ on sys.path (conftest) or the repository root (tests is a package)
-    from fakes import FakeJudge
-except ImportError:
-    from rt_fakes import FakeJudge
 
 
 def _tree() -> RubricTree:

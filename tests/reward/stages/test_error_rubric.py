@@ -6,11 +6,8 @@ from __future__ import annotations
 import re
 
 import pytest
+from rt_fakes import FakeJudge
 
-try:  # tests/ on sys.path (conftest) or the tests package
-    from fakes import FakeJudge
-except ImportError:
-    from rt_fakes import FakeJudge
 from reward.errors import JudgeError
 from reward.judge.cache import VerdictCache
 from reward.judge.parsing import parse_json_object
@@ -216,3 +213,23 @@ async def test_backend_without_generation_fails_visibly():
     [r] = await judge.generate_json(ERROR_TEMPLATE, [JudgeItem(conversation=Q, response="x", criterion="B")],
                                     schema=ERROR_SCHEMA)
     assert not r.ok and r.value is None
+
+
+@pytest.mark.parametrize(("alpha", "right_bad", "wrong_good"), [(1.0, 0.0, 1.0), (0.7, 0.3, 0.7), (0.0, 1.0, 0.0)])
+def test_convex_form_is_the_papers_trade_off(alpha, right_bad, wrong_good):
+    """alpha * (1 - P) + (1 - alpha) * correctness: a right answer with P = 1 and a wrong answer
+    with P = 0 (the ablation alpha in {1, 0.7, 0})."""
+    from reward.stages.error_rubric import combine
+
+    assert combine(1.0, 1.0, alpha=alpha, form="convex") == pytest.approx(right_bad)
+    assert combine(0.0, 0.0, alpha=alpha, form="convex") == pytest.approx(wrong_good)
+
+
+def test_convex_alpha_above_one_is_refused():
+    from pydantic import ValidationError
+
+    from reward.settings import ErrorRubricSettings
+
+    with pytest.raises(ValidationError, match="alpha in"):
+        ErrorRubricSettings(form="convex", alpha=1.5)
+    assert ErrorRubricSettings(form="subtract", alpha=1.5).alpha == 1.5

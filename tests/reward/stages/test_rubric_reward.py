@@ -6,11 +6,8 @@ from __future__ import annotations
 import json
 
 import pytest
+from rt_fakes import FakeJudge
 
-try:  # tests/ on sys.path (conftest) or the repository root (tests is a package)
-    from fakes import FakeJudge
-except ImportError:
-    from rt_fakes import FakeJudge
 from reward.errors import InputError, JudgeError
 from reward.judge.templates import RELEVANCE, URGENCY
 from reward.router import LLMTreeRouter, StaticRouter

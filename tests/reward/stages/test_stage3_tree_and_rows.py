@@ -8,12 +8,8 @@ from __future__ import annotations
 import asyncio
 
 import pytest
+from rt_fakes import FakeJudge
 from rt_paths import REPO_ROOT
-
-try:  # tests/ on sys.path (conftest) or the repository root (tests is a package)
-    from fakes import FakeJudge
-except ImportError:
-    from rt_fakes import FakeJudge
 
 REPO = REPO_ROOT
 

@@ -11,12 +11,9 @@ from pathlib import Path
 
 import pytest
 import yaml
+from rt_fakes import FakeJudge
 from typer.testing import CliRunner
 
-try:  # tests/ on sys.path (conftest) or the repository root (tests is a package)
-    from fakes import FakeJudge
-except ImportError:
-    from rt_fakes import FakeJudge
 from reward.errors import InputError
 from reward.router import StaticRouter
 from reward.router.base import CachedRouter

@@ -8,11 +8,8 @@ import asyncio
 import json
 
 import pytest
+from rt_fakes import FakeJudge
 
-try:  # tests/ on sys.path (conftest) or the repository root (tests is a package)
-    from fakes import FakeJudge
-except ImportError:
-    from rt_fakes import FakeJudge
 from reward.errors import InputError
 from reward.judge.templates import RELEVANCE, URGENCY
 from reward.router import StaticRouter

@@ -1,0 +1,116 @@
+"""scripts/train.sh on a GPU machine (stand-in ``nvidia-smi`` and ``accelerate`` on PATH): the
+memory plan runs before launching and a plan that does not fit is refused (exit 3) unless
+TRAIN_FORCE=1; the accelerate config is chosen by TRAIN_SHARDING."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from rt_paths import REPO_ROOT
+
+REPO = REPO_ROOT
+
+
+def _machine(tmp_path: Path, gpus: int, mib: int) -> dict:
+    bin_ = tmp_path / "bin"
+    bin_.mkdir()
+    lines = "\\n".join(f"GPU {i}: Fake (UUID: GPU-{i})" for i in range(gpus))
+    smi = bin_ / "nvidia-smi"
+    smi.write_text(f'#!/bin/sh\ncase "$*" in *query-gpu*) for i in $(seq {gpus}); do echo {mib}; done ;; '
+                   f'*) printf "{lines}\\n" ;; esac\n')
+    acc = bin_ / "accelerate"
+    acc.write_text(f'#!/bin/sh\necho "$@" > {tmp_path}/accelerate-args\n')
+    for f in (smi, acc):
+        f.chmod(0o755)
+    return {"PATH": f"{bin_}:{os.environ['PATH']}", "ACCELERATE": str(acc)}
+
+
+def _run(env: dict, *args: str) -> subprocess.CompletedProcess:
+    base = {k: v for k, v in os.environ.items()
+            if not k.startswith(("RUBRICSTREE_", "JUDGE_", "TRAIN_", "CUDA_VISIBLE"))}
+    base.update({"PYTHON": sys.executable, **env})
+    return subprocess.run(["bash", str(REPO / "scripts/train.sh"), *args], cwd=REPO, env=base,
+                          capture_output=True, text=True, timeout=120, check=False)
+
+
+@pytest.mark.parametrize("sharding", ["fsdp2", "zero3"])
+def test_a_fitting_plan_launches_with_the_sharding_config(tmp_path, sharding):
+    env = {**_machine(tmp_path, 8, 81559), "TRAIN_SHARDING": sharding}
+    res = _run(env, "configs/trl/stage1_mcq.yaml")
+    assert res.returncode == 0, res.stderr
+    assert "fits: True" in res.stderr
+    args = (tmp_path / "accelerate-args").read_text()
+    assert f"--config_file configs/accelerate/{sharding}.yaml --num_processes 8" in args
+    assert (REPO / f"configs/accelerate/{sharding}.yaml").is_file()
+
+
+def test_a_plan_that_does_not_fit_is_refused_unless_forced(tmp_path):
+    env = _machine(tmp_path, 1, 24576)
+    res = _run(env, "configs/trl/stage1_mcq.yaml")
+    assert res.returncode == 3 and "largest term optimizer_states" in res.stderr
+    assert not (tmp_path / "accelerate-args").exists()
+    res = _run({**env, "TRAIN_FORCE": "1"}, "configs/trl/stage1_mcq.yaml")
+    assert res.returncode == 0 and "TRAIN_FORCE=1" in res.stderr
+    assert (tmp_path / "accelerate-args").exists()
+
+
+def _fake_vllm(tmp_path: Path) -> dict:
+    """A stand-in ``vllm`` next to VLLM_PYTHON: records its arguments and answers /v1/models."""
+    bin_ = tmp_path / "vllm-bin"
+    bin_.mkdir()
+    site = tmp_path / "site"
+    (site / "v1").mkdir(parents=True)
+    (site / "v1" / "models").write_text('{"data": [{"id": "judge"}]}')
+    vllm = bin_ / "vllm"
+    vllm.write_text(f'#!/bin/bash\necho "$@" > {tmp_path}/vllm-args\nport=8000\n'
+                    'while [ $# -gt 0 ]; do [ "$1" = --port ] && port=$2; shift; done\n'
+                    f'exec {sys.executable} -m http.server "$port" --bind 127.0.0.1 --directory {site}\n')
+    vllm.chmod(0o755)
+    return {"VLLM_PYTHON": str(bin_ / "python")}
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_serve_judge_passes_tensor_parallel_length_memory_and_quantisation_to_vllm(tmp_path):
+    env = {**_machine(tmp_path, 2, 81559), **_fake_vllm(tmp_path)}
+    base = {k: v for k, v in os.environ.items() if not k.startswith(("CUDA_VISIBLE", "VLLM"))}
+    port = _free_port()
+    res = subprocess.run(
+        ["bash", str(REPO / "scripts/serve_judge.sh"), "--model", "Qwen/Qwen3-32B", "--port", str(port),
+         "--pid-file", str(tmp_path / "pid"), "--log", str(tmp_path / "log"), "--",
+         "--tensor-parallel-size", "2", "--max-model-len", "16384", "--gpu-memory-utilization", "0.9",
+         "--quantization", "fp8"],
+        cwd=REPO, env={**base, **env}, capture_output=True, text=True, timeout=60, check=False)
+    try:
+        assert res.returncode == 0, res.stderr
+        assert res.stdout.strip() == f"http://127.0.0.1:{port}"
+        args = (tmp_path / "vllm-args").read_text().split()
+        assert args[:2] == ["serve", "Qwen/Qwen3-32B"]
+        joined = " ".join(args)
+        assert ("--tensor-parallel-size 2 --max-model-len 16384 --gpu-memory-utilization 0.9 "
+                "--quantization fp8") in joined
+    finally:
+        os.kill(int((tmp_path / "pid").read_text()), 15)
+
+
+def test_plan_prints_the_judge_args_train_sh_passes():
+    from typer.testing import CliRunner
+
+    from rubricstree import app
+
+    res = CliRunner().invoke(app, ["train", "plan", str(REPO / "configs/trl/stage3_clinical_rubric.yaml"),
+                                   "--gpus", "8", "--gpu-memory-gb", "80", "--judge-gpus", "2",
+                                   "--print-judge-args", "--set", "judge_server.max_model_len=12000"])
+    assert res.exit_code == 0, res.output
+    assert res.stdout.split() == ["--tensor-parallel-size", "2", "--max-model-len", "12000",
+                                  "--gpu-memory-utilization", "0.9"]
