@@ -19,6 +19,7 @@ from reward.judge.base import Judge
 from reward.judge.cache import VerdictCache
 from reward.judge.parsing import parse_explain, parse_json_object
 from reward.judge.render import PromptRenderer, load_tokenizer
+from reward.judge.replies import BadReply, finite_p_yes
 from reward.judge.templates import Template
 from reward.judge.types import JSONResult, JudgeConfig, JudgeItem, Verdict
 
@@ -101,7 +102,7 @@ class TransformersJudge(Judge):
         self.stats.requests += len(batch)
         self.stats.prompt_tokens += sum(len(x) for x in batch)
         self.stats.completion_tokens += len(batch)
-        return [Verdict(met=p >= 0.5, p_yes=p, mode="choice") for p in p_yes]
+        return [_choice_verdict(p) for p in p_yes]
 
     def _generate_parsed(self, batch: list[list[int]], *, parse, attempts: int, max_tokens: int,
                          temperature: float) -> list[tuple[object | None, str]]:
@@ -158,6 +159,15 @@ class TransformersJudge(Judge):
                     for v, text in results]
 
         return await asyncio.to_thread(self._run_batched, batch_fn, ids, JSONResult.failed, _on_loop(on_done))
+
+
+def _choice_verdict(p: float) -> Verdict:
+    """A verdict from p_yes; NaN/inf logits (a broken model) fail the item, never a silent "no"."""
+    try:
+        p = finite_p_yes(p)
+    except BadReply as exc:
+        return Verdict.failed(str(exc))
+    return Verdict(met=p >= 0.5, p_yes=p, mode="choice")
 
 
 def _on_loop(on_done):
