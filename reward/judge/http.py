@@ -30,6 +30,7 @@ import httpx
 from reward.judge.base import _DEADLINE, Judge
 from reward.judge.cache import VerdictCache
 from reward.judge.endpoints import EndpointPool
+from reward.judge.identity import served_model_id
 from reward.judge.parsing import parse_explain, parse_json_object
 from reward.judge.render import PromptRenderer, load_tokenizer
 from reward.judge.replies import BadReply, choice_p_yes, completion_text, usage_counts
@@ -69,7 +70,9 @@ class HTTPJudge(Judge):
         api_key_env: environment variable holding the API key (the key is never logged).
         timeout_s: per-request timeout; max_retries: retries after the first attempt, with
             exponential backoff and jitter; deadline_s: an overall bound on one ``grade`` or
-            ``generate_json`` call (items still unanswered then fail visibly); concurrency: global cap on requests in flight.
+            ``generate_json`` call (items still unanswered then fail visibly);
+            revision: a label for what the server cannot report (new weights behind the same hub
+            id); part of the judge's identity in the verdict cache key; concurrency: global cap on requests in flight.
         transport: an httpx transport to send requests through (tests, custom networking);
             default: httpx's own.
     """
@@ -78,7 +81,7 @@ class HTTPJudge(Judge):
                  cache: VerdictCache | None = None, concurrency: int = 64, timeout_s: float = 60.0,
                  max_retries: int = 4, backoff_s: float = 0.5, max_backoff_s: float = 8.0,
                  api_key_env: str = JUDGE_API_KEY_ENV, cooldown_s: float = 10.0,
-                 deadline_s: float | None = 900.0, transport: httpx.AsyncBaseTransport | None = None) -> None:
+                 deadline_s: float | None = 900.0, revision: str | None = None, transport: httpx.AsyncBaseTransport | None = None) -> None:
         self.pool = EndpointPool(split_urls(urls), cooldown_s=cooldown_s)
         self.model = model
         self.timeout_s, self.max_retries = timeout_s, max_retries
@@ -91,26 +94,27 @@ class HTTPJudge(Judge):
         self._sem: asyncio.Semaphore | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._legacy_logprobs = False
-        # What the server actually serves under this name (vLLM's /v1/models "root": the model
-        # path or hub id). It goes into the verdict cache key, so a different model served under
-        # the same name never reuses old verdicts; an unreachable server leaves it out, which
-        # can only cause cache misses, never a wrong hit.
-        self.served_root = self._discover_root() if transport is None else None
+        # Who the judge is, by content (reward.judge.identity): what the server reports for this
+        # name (root, max_model_len, the root's fingerprint when readable here) and the user's
+        # revision; it goes into the verdict cache key. An unreachable server leaves the report
+        # out, which can only cause cache misses, never a wrong hit.
+        entry = self._discover_entry() if transport is None else None
+        self.served_root = str(entry["root"]) if entry and entry.get("root") else None
         if tokenizer is None or isinstance(tokenizer, str):
             tokenizer = load_tokenizer(tokenizer or self.served_root or self.model)
-        model_id = f"http:{model}" + (f"@{self.served_root}" if self.served_root else "")
+        model_id = served_model_id(model, entry, revision)
         super().__init__(PromptRenderer(tokenizer), model_id=model_id, config=config,
                          cache=cache, concurrency=concurrency)
 
     def __repr__(self) -> str:  # never show the key
         return f"HTTPJudge(urls={[e.url for e in self.pool.endpoints]}, model={self.model!r})"
 
-    def _discover_root(self) -> str | None:
+    def _discover_entry(self) -> dict | None:
         try:
             models = list_models([ep.url for ep in self.pool.endpoints], api_key_env=self._api_key_env)
         except ValueError:
             return None
-        return next((str(m["root"]) for m in models if m.get("id") == self.model and m.get("root")), None)
+        return next((m for m in models if m.get("id") == self.model), None)
 
     # ------------------------------------------------------------------ transport
     def _ensure_client(self) -> httpx.AsyncClient:

@@ -17,6 +17,7 @@ import threading
 from reward._optional import require
 from reward.judge.base import Judge
 from reward.judge.cache import VerdictCache
+from reward.judge.identity import local_model_id
 from reward.judge.parsing import parse_explain, parse_json_object
 from reward.judge.render import PromptRenderer, load_tokenizer
 from reward.judge.replies import BadReply, finite_p_yes
@@ -32,11 +33,13 @@ class TransformersJudge(Judge):
         device: ``"cuda"``, ``"cpu"`` or None (CUDA when available).
         dtype: torch dtype name; default float32 on CPU, bfloat16 on CUDA.
         batch_size: items per forward pass.
+        revision: an optional label added to the judge's identity (the verdict cache key), which
+            already holds a fingerprint of the model folder's content.
     """
 
     def __init__(self, model: str, *, device: str | None = None, dtype: str | None = None,
                  config: JudgeConfig | None = None, cache: VerdictCache | None = None,
-                 batch_size: int = 16) -> None:
+                 batch_size: int = 16, revision: str | None = None) -> None:
         torch = require("torch", "the in-process judge")
         transformers = require("transformers", "the in-process judge")
         self.device = device or ("cuda" if torch.cuda.is_available() else "cpu")
@@ -49,7 +52,7 @@ class TransformersJudge(Judge):
         self.model.to(self.device).eval()
         self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
         self._lock = threading.Lock()  # one forward at a time on this model
-        super().__init__(PromptRenderer(tokenizer), model_id=f"hf:{model}:{dtype}", config=config,
+        super().__init__(PromptRenderer(tokenizer), model_id=local_model_id(model, dtype) + (f"!{revision}" if revision else ""), config=config,
                          cache=cache, concurrency=1)
 
     async def _grade_one(self, template: Template, item: JudgeItem, ids: list[int]) -> Verdict:

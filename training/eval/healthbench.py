@@ -135,13 +135,23 @@ def _judge_identity(cfg: HealthBenchEvalConfig, judge) -> dict[str, str]:
     """Who grades, without loading the judge (a finished run re-scores without it)."""
     if judge is not None:
         return {"backend": type(judge).__name__, "model": judge.model_id}
-    if cfg.judge_url:
-        from reward.serving import first_served_model, split_urls
+    # by content (reward.judge.identity): a resume against swapped weights or another served
+    # model differs here, and check_settings refuses it
+    from reward.judge.identity import model_fingerprint, served_model_id
 
-        served = cfg.served_judge or first_served_model(split_urls(cfg.judge_url)[0])
-        return {"backend": "http", "model": served}
+    if cfg.judge_url:
+        from reward.serving import list_models, split_urls
+
+        try:
+            models = list_models(split_urls(cfg.judge_url)[0])
+        except ValueError as exc:
+            raise InputError(f"cannot identify the judge at {cfg.judge_url}: {exc}") from exc
+        served = cfg.served_judge or str(models[0].get("id"))
+        entry = next((m for m in models if m.get("id") == served), None)
+        return {"backend": "http", "model": served_model_id(served, entry)}
     if cfg.judge_model:
-        return {"backend": "inprocess", "model": model_identity(cfg.judge_model)}
+        return {"backend": "inprocess", "model": model_identity(cfg.judge_model),
+                "fingerprint": model_fingerprint(cfg.judge_model)}
     raise InputError("give a judge: --judge-url URL (a vLLM server) or --judge-model PATH (in-process)")
 
 
