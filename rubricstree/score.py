@@ -232,6 +232,7 @@ def score_command(
     deadline: float = typer.Option(900.0, "--deadline", min=0.001,
                                    help="most seconds one grading call may take; what is unanswered then "
                                         "fails visibly (HTTP judge)"),
+    mode: str = typer.Option("choice", "--mode", help="judge mode: choice (yes/no logprobs) or explain (JSON reason)"),
     min_scored: float = typer.Option(0.0, "--min-scored", min=0.0, max=1.0,
                                      help="exit 3 when a smaller fraction of rollouts is scored (always when none is)"),
 ) -> None:
@@ -241,20 +242,22 @@ def score_command(
     failure stopped it (--on-failure raise), 2 for invalid input or settings, 3 when no rollout
     (or less than --min-scored of them) was scored.
     """
-    from reward.judge import VerdictCache, make_judge
+    from reward.judge import JudgeConfig, VerdictCache, make_judge
     from reward.stages.rubric_reward import RubricReward, load_rollouts
     from reward.tree import load_tree
 
     try:
         if scoring not in ("hard", "soft"):
             raise typer.BadParameter(f"--scoring must be hard or soft, got '{scoring}'")
+        if mode not in ("choice", "explain"):
+            raise typer.BadParameter(f"--mode must be choice or explain, got '{mode}'")
         check_distinct_paths({"--rollouts": rollouts, "--taxonomy": taxonomy}, {"--out": out, "--report": report})
         rows = load_rollouts(rollouts)
         tree = load_tree(taxonomy)
         cache = None if no_cache else VerdictCache(cache_dir / "verdicts.sqlite" if cache_dir else None)
         http_kw = {"timeout_s": timeout, "max_retries": max_retries, "deadline_s": deadline} if judge_url else {}
         judge = make_judge(judge_url=judge_url, judge_model=judge_model, served_model=served_model,
-                           cache=cache if cache is not None else False, **http_kw)
+                           cache=cache if cache is not None else False, config=JudgeConfig(mode=mode), **http_kw)
         rt = build_router(router, tree, judge, threshold=threshold, emergency_threshold=emergency_threshold)
         reward = RubricReward(tree, rt, judge, scoring=scoring, combine=combine, on_failure=on_failure)
     except (RubricsTreeError, ValueError, OSError) as exc:  # OSError: a judge model/tokenizer not found
