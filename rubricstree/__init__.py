@@ -12,12 +12,18 @@ from rubricstree import eval as eval_cli  # the module name shadows a builtin
 from rubricstree import healthbench, judge, mcq, tree
 from rubricstree import train as train_cli
 from rubricstree.demo import demo_command  # light: heavy imports are inside
+from rubricstree.errors import SafeGroup
 from rubricstree.score import score_command
 
 __all__ = ["app", "main"]
 
-app = typer.Typer(no_args_is_help=True, add_completion=False,
+app = typer.Typer(no_args_is_help=True, add_completion=False, cls=SafeGroup,
                   help="Rubric rewards for medical language models.")
+
+
+@app.callback()
+def _options(debug: bool = typer.Option(False, "--debug", help="show tracebacks instead of one error line")) -> None:
+    """Rubric rewards for medical language models."""
 app.add_typer(tree.app, name="tree", help="Inspect and validate the rubric tree.")
 app.add_typer(healthbench.app, name="healthbench", help="HealthBench scoring.")
 app.add_typer(mcq.app, name="mcq", help="Multiple-choice rule reward.")
