@@ -14,6 +14,7 @@ import os
 
 import click
 import typer
+from typer._click import exceptions as typer_click  # typer 0.29 vendors its own click
 from typer.core import TyperGroup
 
 from reward.errors import RubricsTreeError
@@ -38,10 +39,11 @@ def describe(exc: BaseException) -> tuple[str, int]:
 class SafeGroup(TyperGroup):
     """A Typer group that turns exceptions from its commands into one ``error:`` line."""
 
-    def invoke(self, ctx: click.Context):
+    def invoke(self, ctx):
         try:
             return super().invoke(ctx)
-        except (click.exceptions.Exit, click.ClickException, click.exceptions.Abort, typer.Exit):
+        except (click.exceptions.Exit, click.ClickException, click.exceptions.Abort, typer.Exit,
+                typer.Abort, typer_click.ClickException):
             raise
         except Exception as exc:
             if ctx.params.get("debug") or os.environ.get(DEBUG_ENV):

@@ -77,6 +77,9 @@ class HealthBenchEvalConfig(BaseModel):
     batch_size: int = Field(8, ge=1, description="in-process generation batch size")
     judge_concurrency: int = Field(64, ge=1, description="judge requests in flight (server)")
     judge_passes: int = Field(2, ge=1, description="grading passes per run: later ones retry failed items")
+    judge_timeout_s: float = Field(120.0, gt=0, description="seconds per judge request (server)")
+    judge_max_retries: int = Field(4, ge=0, description="retries of a failed judge request (server)")
+    judge_deadline_s: float = Field(900.0, gt=0, description="most seconds one grading call may take (server)")
     use_cache: bool = Field(True, description="also use the durable verdict cache across folders")
     n_bootstrap: int = Field(1000, ge=1)
     seed: int = 0
@@ -204,7 +207,9 @@ def _make_judge(cfg: HealthBenchEvalConfig):
 
     config = JudgeConfig(mode=cfg.grading, template_file=cfg.grader_template,
                          max_explain_tokens=cfg.judge_max_tokens)
-    kwargs: dict[str, Any] = {"concurrency": cfg.judge_concurrency} if cfg.judge_url else {}
+    kwargs: dict[str, Any] = {"concurrency": cfg.judge_concurrency, "timeout_s": cfg.judge_timeout_s,
+                              "max_retries": cfg.judge_max_retries,
+                              "deadline_s": cfg.judge_deadline_s} if cfg.judge_url else {}
     return make_judge(judge_url=cfg.judge_url, judge_model=cfg.judge_model, served_model=cfg.served_judge,
                       config=config, cache=cfg.use_cache, **kwargs)
 
