@@ -28,11 +28,27 @@ log = logging.getLogger(__name__)
 __all__ = ["JsonlLog", "append_jsonl", "iter_jsonl", "load_models", "validation_error", "write_jsonl"]
 
 
+class _DuplicateKey(ValueError):
+    pass
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for k, v in pairs:
+        if k in out:
+            raise _DuplicateKey(k)
+        out[k] = v
+    return out
+
+
 def _parse(line: str, path: Path, lineno: int) -> dict[str, Any] | None:
     if not line.strip():
         return None
     try:
-        obj = json.loads(line)
+        obj = json.loads(line, object_pairs_hook=_unique_keys)
+    except _DuplicateKey as exc:
+        raise InputError(f"duplicate key {exc.args[0]!r} (JSON would keep only the last value)",
+                         file=str(path), record=f"line {lineno}") from exc
     except json.JSONDecodeError as exc:
         raise InputError(f"invalid JSON: {exc.msg}", file=str(path), record=f"line {lineno}") from exc
     except RecursionError as exc:

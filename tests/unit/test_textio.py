@@ -55,3 +55,18 @@ def test_non_utf8_taxonomy_names_the_file(tmp_path):
     p.write_bytes(b"root: r\nname: \xe9\n")
     with pytest.raises(InputError, match=r"t\.yaml: record line 2: not valid UTF-8"):
         load_tree(p)
+
+
+def test_json_duplicate_key_is_refused(tmp_path):
+    p = tmp_path / "r.jsonl"
+    p.write_text('{"id": "x", "id": "y", "prompt": [{"role": "user", "content": "hi"}], "completion": "c"}\n',
+                 encoding="utf-8")
+    with pytest.raises(InputError, match=r"line 1: duplicate key 'id'"):
+        load_rollouts(p)
+
+
+def test_points_true_is_refused(tmp_path):
+    p = tmp_path / "r.jsonl"
+    p.write_text(json.dumps({**ROW, "rubrics": [{"criterion": "c", "points": True}]}) + "\n", encoding="utf-8")
+    with pytest.raises(InputError, match="points"):
+        load_rollouts(p)
