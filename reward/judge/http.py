@@ -107,7 +107,7 @@ class HTTPJudge(Judge):
                          cache=cache, concurrency=concurrency)
 
     def __repr__(self) -> str:  # never show the key
-        return f"HTTPJudge(urls={[e.url for e in self.pool.endpoints]}, model={self.model!r})"
+        return f"HTTPJudge(urls={[e.name for e in self.pool.endpoints]}, model={self.model!r})"
 
     def _discover_entry(self) -> dict | None:
         try:
@@ -164,28 +164,28 @@ class HTTPJudge(Judge):
                     # a hard bound on the whole exchange: httpx's own timeout is per read, so a
                     # server trickling bytes could hold a request far past it
                     async with asyncio.timeout(timeout):
-                        resp = await client.post(f"{ep.url}/completions", json=body, timeout=timeout)
+                        resp = await client.post(f"{ep.name}/completions", json=body, timeout=timeout)
                     self.stats.requests += 1
                     if resp.status_code == 200:
                         data = resp.json()
                         value = read(data) if read is not None else data
                         ok = True
-                        self.stats.by_endpoint[ep.url] = self.stats.by_endpoint.get(ep.url, 0) + 1
+                        self.stats.by_endpoint[ep.name] = self.stats.by_endpoint.get(ep.name, 0) + 1
                         self._account(data)
                         return value
-                    last = f"HTTP {resp.status_code} from {ep.url}: {resp.text[:300]}"
+                    last = f"HTTP {resp.status_code} from {ep.name}: {resp.text[:300]}"
                     if not self.retry.retryable_status(resp.status_code):
                         ok = True  # the endpoint answered properly; the request is at fault
                         if not self._maybe_legacy(resp, body):
                             raise _Retryable(last)  # a bad request will not get better by retrying
                 except (httpx.TimeoutException, TimeoutError):
-                    last = f"timeout after {timeout:.3g}s at {ep.url}"
+                    last = f"timeout after {timeout:.3g}s at {ep.name}"
                 except BadReply as exc:
-                    last = f"bad reply from {ep.url}: {exc}"
+                    last = f"bad reply from {ep.name}: {exc}"
                 except ValueError as exc:  # JSON or text decoding of the body
-                    last = f"HTTP 200 from {ep.url} without a JSON body ({type(exc).__name__}): {exc}"[:300]
+                    last = f"HTTP 200 from {ep.name} without a JSON body ({type(exc).__name__}): {exc}"[:300]
                 except (httpx.HTTPError, httpx.InvalidURL, OSError) as exc:  # resets, bad gzip, ...
-                    last = f"{type(exc).__name__} at {ep.url}: {exc}"
+                    last = f"{type(exc).__name__} at {ep.name}: {exc}".replace(ep.url, ep.name)
                 finally:
                     self.pool.release(ep, ok=ok, dead=not ok)
             avoid = ep.url

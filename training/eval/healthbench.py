@@ -143,12 +143,12 @@ def _judge_identity(cfg: HealthBenchEvalConfig, judge) -> dict[str, str]:
     from reward.judge.identity import model_fingerprint, served_model_id
 
     if cfg.judge_url:
-        from reward.serving import list_models, split_urls
+        from reward.serving import list_models, redact_url, split_urls
 
         try:
             models = list_models(split_urls(cfg.judge_url)[0])
         except ValueError as exc:
-            raise InputError(f"cannot identify the judge at {cfg.judge_url}: {exc}") from exc
+            raise InputError(f"cannot identify the judge at {redact_url(cfg.judge_url)}: {exc}") from exc
         served = cfg.served_judge or str(models[0].get("id"))
         entry = next((m for m in models if m.get("id") == served), None)
         return {"backend": "http", "model": served_model_id(served, entry)}
