@@ -6,6 +6,7 @@ the command line's handling of them is under test here."""
 
 from __future__ import annotations
 
+import pytest
 from typer.testing import CliRunner
 
 import training.eval.healthbench as hb
@@ -37,3 +38,18 @@ def test_min_scored_threshold(tmp_path, monkeypatch):
 def test_limit_zero_is_a_usage_error(tmp_path):
     res = runner.invoke(app, [*ARGS, "--out", str(tmp_path / "o"), "--limit", "0"])
     assert res.exit_code == 2 and "validation error" not in res.output.lower()
+
+
+def test_bad_data_leaves_no_output_folder_and_a_file_out_is_refused(tmp_path):
+    from reward.errors import InputError
+    from training.eval.healthbench import HealthBenchEvalConfig
+
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text("not json\n", encoding="utf-8")
+    out = tmp_path / "o"
+    res = runner.invoke(app, [*ARGS[:4], "--data", str(bad), "--judge-model", "j", "--out", str(out)])
+    assert res.exit_code == 2 and not out.exists(), res.output
+    as_file = tmp_path / "file"
+    as_file.write_text("x", encoding="utf-8")
+    with pytest.raises(InputError, match="folder"):
+        hb.run_healthbench(HealthBenchEvalConfig(model="m", data=str(bad), out=as_file, judge_model="j"))

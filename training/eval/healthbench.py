@@ -373,12 +373,14 @@ def run_healthbench(cfg: HealthBenchEvalConfig, *, generator=None, judge=None) -
     """
     t0 = time.time()
     out = Path(cfg.out)
-    out.mkdir(parents=True, exist_ok=True)
+    if out.exists() and not out.is_dir():
+        raise InputError("--out must be a folder; this is a file", file=str(out))
     data = resolve_healthbench(cfg.data)
     all_rows = load_healthbench(data.path)
     rows = all_rows[:cfg.limit] if cfg.limit else all_rows
     _check_rows(rows, str(data.path))
     settings = run_settings(cfg, data, judge, generator)
+    out.mkdir(parents=True, exist_ok=True)  # only once the input is known to be good
     check_settings(out / "config.json", settings)
     record = RunRecord(argv=sys.argv[1:], graded_items=0)
     run = EvalRun(cfg, data, all_rows, rows, settings, out, CrashHook(), record,
