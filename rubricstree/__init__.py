@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import typer
 
+from rubricstree import cache, healthbench, judge, mcq, tree
 from rubricstree import eval as eval_cli  # the module name shadows a builtin
-from rubricstree import healthbench, judge, mcq, tree
 from rubricstree import train as train_cli
 from rubricstree.demo import demo_command  # light: heavy imports are inside
 from rubricstree.errors import SafeGroup
@@ -30,6 +30,7 @@ app.add_typer(mcq.app, name="mcq", help="Multiple-choice rule reward.")
 app.add_typer(judge.app, name="judge", help="Check a judge backend.")
 app.add_typer(train_cli.app, name="train", help="Difficulty filtering and TRL training runs (GSPO stages).")
 app.add_typer(eval_cli.app, name="eval", help="Evaluate checkpoints (HealthBench, MCQ) and compare runs.")
+app.add_typer(cache.app, name="cache", help="Prune the durable verdict/routing cache.")
 app.command("score")(score_command)
 app.command("demo")(demo_command)
 
