@@ -151,7 +151,7 @@ def _judge_identity(cfg: HealthBenchEvalConfig, judge) -> dict[str, str]:
             raise InputError(f"cannot identify the judge at {redact_url(cfg.judge_url)}: {exc}") from exc
         served = cfg.served_judge or str(models[0].get("id"))
         entry = next((m for m in models if m.get("id") == served), None)
-        return {"backend": "http", "model": served_model_id(served, entry)}
+        return {"backend": "http", "model": served, "identity": served_model_id(served, entry)}
     if cfg.judge_model:
         return {"backend": "inprocess", "model": model_identity(cfg.judge_model),
                 "fingerprint": model_fingerprint(cfg.judge_model)}
