@@ -20,6 +20,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from reward.errors import InputError
+from reward.textio import clean_surrogates, decode_line
 
 M = TypeVar("M", bound=BaseModel)
 log = logging.getLogger(__name__)
@@ -27,16 +28,34 @@ log = logging.getLogger(__name__)
 __all__ = ["JsonlLog", "append_jsonl", "iter_jsonl", "load_models", "validation_error", "write_jsonl"]
 
 
+class _DuplicateKey(ValueError):
+    pass
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for k, v in pairs:
+        if k in out:
+            raise _DuplicateKey(k)
+        out[k] = v
+    return out
+
+
 def _parse(line: str, path: Path, lineno: int) -> dict[str, Any] | None:
     if not line.strip():
         return None
     try:
-        obj = json.loads(line)
+        obj = json.loads(line, object_pairs_hook=_unique_keys)
+    except _DuplicateKey as exc:
+        raise InputError(f"duplicate key {exc.args[0]!r} (JSON would keep only the last value)",
+                         file=str(path), record=f"line {lineno}") from exc
     except json.JSONDecodeError as exc:
         raise InputError(f"invalid JSON: {exc.msg}", file=str(path), record=f"line {lineno}") from exc
+    except RecursionError as exc:
+        raise InputError("JSON nested too deeply", file=str(path), record=f"line {lineno}") from exc
     if not isinstance(obj, dict):
         raise InputError("each line must be a JSON object", file=str(path), record=f"line {lineno}")
-    return obj
+    return clean_surrogates(obj) if "\\u" in line else obj
 
 
 def _line(obj: dict[str, Any] | BaseModel) -> str:
@@ -49,9 +68,11 @@ def iter_jsonl(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
     path = Path(path)
     if not path.exists():
         raise InputError("file not found", file=str(path))
-    with path.open(encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, start=1):
-            obj = _parse(line, path, lineno)
+    if path.is_dir():
+        raise InputError("is a folder, not a file", file=str(path))
+    with path.open("rb") as fh:  # decoded per line: a bad byte is reported with its line
+        for lineno, raw in enumerate(fh, start=1):
+            obj = _parse(decode_line(raw, path, lineno), path, lineno)
             if obj is not None:
                 yield lineno, obj
 

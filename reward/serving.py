@@ -45,6 +45,19 @@ GENERATE_API_KEY_ENV = "RUBRICSTREE_GENERATE_API_KEY"
 NO_RETRY_STATUSES = frozenset({400, 401, 403, 404, 422})
 
 
+def redact_url(url: str) -> str:
+    """``url`` with any ``user:password@`` replaced by ``***@``, for logs, errors and reports."""
+    from urllib.parse import urlsplit, urlunsplit
+
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return "<unparseable URL>"
+    if "@" not in parts.netloc:
+        return url
+    return urlunsplit(parts._replace(netloc="***@" + parts.netloc.rsplit("@", 1)[1]))
+
+
 def normalise_url(url: str) -> str:
     """Accept ``http://host:port``, ``.../v1`` or ``.../v1/`` (spaces around ignored); return the
     ``.../v1`` base."""
@@ -100,7 +113,7 @@ def list_models(urls: str | Iterable[str], *, api_key_env: str = JUDGE_API_KEY_E
                     raise ValueError("the server lists no model")
                 return [m for m in data if isinstance(m, dict)]
             except (httpx.HTTPError, KeyError, TypeError, ValueError) as exc:
-                errors.append(f"{base}: {type(exc).__name__}: {exc}")
+                errors.append(f"{redact_url(base)}: {type(exc).__name__}: {exc}".replace(base, redact_url(base)))
     raise ValueError(f"cannot list the served models ({'; '.join(errors)})")
 
 

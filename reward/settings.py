@@ -47,6 +47,10 @@ class JudgeSettings(_Settings):
     concurrency: int = Field(64, ge=1, description="most judge requests in flight (HTTP judge)")
     timeout_s: float = Field(120.0, gt=0, description="seconds before one judge request times out (HTTP judge)")
     max_retries: int = Field(4, ge=0, description="retries of a failed judge request (HTTP judge)")
+    revision: str | None = Field(None, description="a label naming the judge's weights beyond what the server "
+                                                   "reports (part of the verdict cache key)")
+    deadline_s: float | None = Field(900.0, gt=0, description="most seconds one grading call may take (HTTP judge); "
+                                                              "what is unanswered then fails visibly")
     in_process: bool | None = Field(None, description="true: run the judge model in this process (no server); "
                                                       "null: in process when only model is given")
 
@@ -65,7 +69,10 @@ class JudgeSettings(_Settings):
         config = JudgeConfig(mode=s.mode, temperature=s.temperature)
         kw: dict[str, Any] = {}
         if s.url:
-            kw = {"concurrency": s.concurrency, "timeout_s": s.timeout_s, "max_retries": s.max_retries}
+            kw = {"concurrency": s.concurrency, "timeout_s": s.timeout_s, "max_retries": s.max_retries,
+                  "deadline_s": s.deadline_s}
+        if s.revision:
+            kw["revision"] = s.revision
         return make_judge(judge_url=s.url, judge_model=s.model, served_model=s.served_model,
                           tokenizer=s.tokenizer, config=config, cache=cache, **kw)
 

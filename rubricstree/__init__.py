@@ -8,19 +8,27 @@ from __future__ import annotations
 
 import typer
 
+from rubricstree import cache, healthbench, judge, mcq, optimize, synth, tree, tree_evolve
 from rubricstree import eval as eval_cli  # the module name shadows a builtin
-from rubricstree import healthbench, judge, mcq, optimize, synth, tree, tree_evolve
 from rubricstree import metaeval as metaeval_cli
 from rubricstree import train as train_cli
 from rubricstree.demo import demo_command  # light: heavy imports are inside
+from rubricstree.errors import SafeGroup
 from rubricstree.score import score_command
 from rubricstree.stress import stress_command
 
 __all__ = ["app", "main"]
 
-app = typer.Typer(no_args_is_help=True, add_completion=False,
+app = typer.Typer(no_args_is_help=True, add_completion=False, cls=SafeGroup,
                   help="Rubric rewards for medical language models.")
 tree_evolve.register(tree.app)  # coverage, propose, review, apply, diff
+
+
+@app.callback()
+def _options(debug: bool = typer.Option(False, "--debug", help="show tracebacks instead of one error line")) -> None:
+    """Rubric rewards for medical language models."""
+
+
 app.add_typer(tree.app, name="tree", help="Inspect and validate the rubric tree.")
 app.add_typer(healthbench.app, name="healthbench", help="HealthBench scoring.")
 app.add_typer(mcq.app, name="mcq", help="Multiple-choice rule reward.")
@@ -30,6 +38,7 @@ app.add_typer(eval_cli.app, name="eval", help="Evaluate checkpoints (HealthBench
 app.add_typer(metaeval_cli.app, name="meta-eval", help="Agreement with experts and physicians, stability.")
 app.add_typer(optimize.app, name="optimize", help="The tree as a coach: handbook, revise, best-of-n, held-out report.")
 app.add_typer(synth.app, name="synth", help="Synthetic stage-3 data (conversations, rubrics) and rubric-generation evaluation.")
+app.add_typer(cache.app, name="cache", help="Prune the durable verdict/routing cache.")
 app.command("score")(score_command)
 app.command("demo")(demo_command)
 app.command("stress")(stress_command)

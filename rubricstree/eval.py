@@ -14,6 +14,7 @@ from pathlib import Path
 import typer
 
 from reward.errors import RubricsTreeError
+from rubricstree.guards import check_scored
 
 app = typer.Typer(no_args_is_help=True)
 
@@ -109,7 +110,7 @@ def healthbench(
                                                    "or the reference <<conversation>>, <<rubric_item>>)"),
     length_adjust: bool = typer.Option(False, "--length-adjust", help="also report the length-adjusted score "
                                        "(coefficient of the detected variant, hard when unknown)"),
-    limit: int | None = typer.Option(None, "--limit", help="evaluate the first N rows only"),
+    limit: int | None = typer.Option(None, "--limit", min=1, help="evaluate the first N rows only"),
     max_new_tokens: int | None = typer.Option(None, "--max-new-tokens", help="response budget in tokens (default: "
                                                  "16000, the training budget; 2048 with --no-thinking)"),
     temperature: float = typer.Option(0.0, "--temperature", help="0 = greedy"),
@@ -120,6 +121,12 @@ def healthbench(
     judge_max_tokens: int = typer.Option(512, "--judge-max-tokens", help="explain-mode verdict budget"),
     concurrency: int = typer.Option(32, "--concurrency", help="generation requests in flight (server)"),
     judge_concurrency: int = typer.Option(64, "--judge-concurrency", help="judge requests in flight (server)"),
+    timeout: float = typer.Option(120.0, "--timeout", min=0.001, help="seconds per judge request (server)"),
+    max_retries: int = typer.Option(4, "--max-retries", min=0, help="retries of a failed judge request (server)"),
+    deadline: float = typer.Option(900.0, "--deadline", min=0.001,
+                                   help="most seconds one grading call may take (server)"),
+    min_scored: float = typer.Option(0.0, "--min-scored", min=0.0, max=1.0,
+                                     help="exit 3 when a smaller fraction of examples is scored (always when none is)"),
     batch_size: int = typer.Option(8, "--batch-size", help="in-process generation batch size"),
     judge_passes: int = typer.Option(2, "--judge-passes", help="grading passes per run; later passes retry "
                                      "items whose judge call failed"),
@@ -151,7 +158,8 @@ def healthbench(
             grader_template=str(grader_template) if grader_template else None, length_adjust=length_adjust,
             limit=limit, generation=_generation(max_new_tokens, temperature, top_p, seed, thinking),
             judge_max_tokens=judge_max_tokens, concurrency=concurrency, judge_concurrency=judge_concurrency,
-            batch_size=batch_size, judge_passes=judge_passes, use_cache=cache, seed=seed, worst=worst, wandb=wandb)
+            batch_size=batch_size, judge_passes=judge_passes, use_cache=cache, seed=seed, worst=worst, wandb=wandb,
+            judge_timeout_s=timeout, judge_max_retries=max_retries, judge_deadline_s=deadline)
         metrics = run_healthbench(cfg)
     except (RubricsTreeError, ValidationError, FileNotFoundError, ValueError) as exc:
         raise _fail(exc) from exc
@@ -160,6 +168,7 @@ def healthbench(
     else:
         _print_healthbench(metrics)
         typer.echo(f"report: {out / 'report.html'}")
+    check_scored(metrics["n_scored"], metrics["n_scored"] + metrics["n_unscored"], min_scored, "examples")
 
 
 @app.command()
@@ -170,7 +179,7 @@ def mcq(
     fmt: str | None = typer.Option(None, "--format", help="medqa | medbullets | medxpertqa (default: detected)"),
     generate_url: str | None = typer.Option(None, "--generate-url", help="OpenAI-compatible server (vLLM)"),
     system_prompt: str = typer.Option("none", "--system-prompt", help="ours | none | handbook:FILE | FILE"),
-    limit: int | None = typer.Option(None, "--limit", help="evaluate the first N rows only"),
+    limit: int | None = typer.Option(None, "--limit", min=1, help="evaluate the first N rows only"),
     max_new_tokens: int | None = typer.Option(None, "--max-new-tokens", help="default: 10000 (the training "
                                                  "budget); 1024 with --no-thinking"),
     temperature: float = typer.Option(0.0, "--temperature", help="0 = greedy"),

@@ -24,6 +24,7 @@ from typing import Any
 import typer
 
 from reward.errors import JudgeError, RubricsTreeError
+from rubricstree.guards import check_distinct_paths, check_scored
 
 ROUTER_CHOICES = ("llm", "embedding", "static")
 
@@ -234,13 +235,22 @@ def score_command(
                                              help="verdict/routing cache folder (default: $RUBRICSTREE_CACHE_DIR or the user cache)"),
     no_cache: bool = typer.Option(False, "--no-cache", help="no durable cache (routings kept in memory only)"),
     as_json: bool = typer.Option(False, "--json", help="print the summary as one JSON line"),
+    timeout: float = typer.Option(120.0, "--timeout", min=0.001, help="seconds per judge request (HTTP judge)"),
+    max_retries: int = typer.Option(4, "--max-retries", min=0, help="retries of a failed judge request"),
+    deadline: float = typer.Option(900.0, "--deadline", min=0.001,
+                                   help="most seconds one grading call may take; what is unanswered then "
+                                        "fails visibly (HTTP judge)"),
+    mode: str = typer.Option("choice", "--mode", help="judge mode: choice (yes/no logprobs) or explain (JSON reason)"),
+    min_scored: float = typer.Option(0.0, "--min-scored", min=0.0, max=1.0,
+                                     help="exit 3 when a smaller fraction of rollouts is scored (always when none is)"),
 ) -> None:
     """Route each prompt once, grade the active leaves and the row rubrics, write scores.
 
     Exit status: 0 when the run finished (unscored rollouts are counted, not fatal), 1 when a judge
-    failure stopped it (--on-failure raise), 2 for invalid input or settings.
+    failure stopped it (--on-failure raise), 2 for invalid input or settings, 3 when no rollout
+    (or less than --min-scored of them) was scored.
     """
-    from reward.judge import VerdictCache, make_judge
+    from reward.judge import JudgeConfig, VerdictCache, make_judge
     from reward.scoring.variants import DEFAULT_SCORING_VARIANT, SCORING_VARIANTS
     from reward.stages.rubric_reward import RubricReward, load_rollouts
     from reward.tree import load_tree
@@ -252,11 +262,16 @@ def score_command(
         if scoring_variant not in SCORING_VARIANTS:
             raise typer.BadParameter(f"--scoring-variant must be one of {', '.join(SCORING_VARIANTS)}, "
                                      f"got '{scoring_variant}'")
+        if mode not in ("choice", "explain"):
+            raise typer.BadParameter(f"--mode must be choice or explain, got '{mode}'")
+        check_distinct_paths({"--rollouts": rollouts, "--taxonomy": taxonomy}, {"--out": out, "--report": report})
         rows = load_rollouts(rollouts)
         tree = load_tree(taxonomy)
         cache = None if no_cache else VerdictCache(cache_dir / "verdicts.sqlite" if cache_dir else None)
+        http_kw = {"timeout_s": timeout, "max_retries": max_retries, "deadline_s": deadline} if judge_url else {}
         judge = make_judge(judge_url=judge_url, judge_model=judge_model, served_model=served_model,
-                           cache=cache if cache is not None else False, judge_api=judge_api)
+                           cache=cache if cache is not None else False, config=JudgeConfig(mode=mode),
+                           judge_api=judge_api, **http_kw)
         rt = build_router(router, tree, judge, threshold=threshold, emergency_threshold=emergency_threshold)
         reward = RubricReward(tree, rt, judge, scoring=scoring, combine=combine, on_failure=on_failure,
                               scoring_variant=scoring_variant, grade=grade,  # type: ignore[arg-type]
@@ -281,3 +296,4 @@ def score_command(
     else:
         print_summary(summary)
         typer.echo(f"scores: {out}" + (f"\nreport: {report}" if report else ""))
+    check_scored(summary["scored"], summary["rollouts"], min_scored)

@@ -44,6 +44,13 @@ if [ -z "$PY" ]; then
   if [ -x "$ROOT/.venv-judge/bin/python" ]; then PY="$ROOT/.venv-judge/bin/python"; else PY=python; fi
 fi
 
+URL="http://$HOST:$PORT"
+# A port someone else holds would make the readiness check below answer for *their* server.
+if curl -s -o /dev/null -m 3 "$URL/" 2>/dev/null || (exec 3<>"/dev/tcp/$HOST/$PORT") 2>/dev/null; then
+  echo "serve_judge.sh: port $PORT on $HOST is already taken by another process; choose another --port" >&2
+  exit 1
+fi
+
 COMMON=(--served-model-name "$NAME" --host "$HOST" --port "$PORT" --enable-prefix-caching
         --enable-prompt-tokens-details)
 if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then
@@ -61,12 +68,21 @@ else
 fi
 PID=$!
 echo "$PID" >"$PID_FILE"
-URL="http://$HOST:$PORT"
 for _ in $(seq 1 "$WAIT_S"); do
   if ! kill -0 "$PID" 2>/dev/null; then
     echo "serve_judge.sh: the server exited; last lines of $LOG:" >&2; tail -n 30 "$LOG" >&2; exit 1
   fi
-  if curl -sf "$URL/v1/models" >/dev/null 2>&1; then echo "$URL"; exit 0; fi
+  if MODELS=$(curl -sf "$URL/v1/models" 2>/dev/null); then
+    # ours must still be alive and serve the name we asked for: else the answer is someone else's
+    if ! kill -0 "$PID" 2>/dev/null; then
+      echo "serve_judge.sh: the server exited; $URL answers for another process" >&2; exit 1
+    fi
+    if ! printf '%s' "$MODELS" | grep -q "\"id\": *\"$NAME\""; then
+      echo "serve_judge.sh: $URL does not serve '$NAME' (it lists: $MODELS)" >&2
+      kill "$PID" 2>/dev/null || true; exit 1
+    fi
+    echo "$URL"; exit 0
+  fi
   sleep 1
 done
 echo "serve_judge.sh: not ready after ${WAIT_S}s; see $LOG" >&2

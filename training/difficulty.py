@@ -70,6 +70,9 @@ class DifficultyConfig(BaseModel):
     rubric: Window = Window(lo=0.1, hi=0.4)
     rule: Window = Window(lo=0.4, hi=0.7, lo_inclusive=False)
     keep: Window = Window(lo=0.15, hi=0.7)
+    min_scored: int | None = Field(None, ge=1, description="fewest scored samples a row's mean may rest on "
+                                                           "(default: all n); rows with fewer are set aside "
+                                                           "as 'too_few_scored' and counted")
     batch_size: int = Field(8, ge=1, description="prompts per in-process generate call")
     concurrency: int = Field(32, ge=1, description="requests in flight to a generation server")
     seed: int | None = 0
@@ -249,7 +252,7 @@ def filter_rows(raw_rows: Sequence[dict], dataset, samples: Sequence[Sequence[st
     write the results under ``out_dir`` when given. Returns ``{split: rows}`` and the stats."""
     t0 = time.perf_counter()
     rewards = score_samples(reward_fn, dataset, samples)
-    splits: dict[str, list[dict]] = {s: [] for s in (*cfg.splits, "drop", "unscored")}
+    splits: dict[str, list[dict]] = {s: [] for s in (*cfg.splits, "drop", "unscored", "too_few_scored")}
     records = []
     means = []
     ids = (dataset["row_id"] if "row_id" in dataset.column_names
@@ -258,6 +261,9 @@ def filter_rows(raw_rows: Sequence[dict], dataset, samples: Sequence[Sequence[st
         scored = [float(r) for r in rs if r is not None and not math.isnan(float(r))]
         mean = sum(scored) / len(scored) if scored else None
         split = cfg.split_of(mean)
+        need = min(cfg.min_scored or len(rs), len(rs))  # default: every sample drawn
+        if mean is not None and len(scored) < need:  # a mean of 1 of 8 samples decides nothing
+            split = "too_few_scored"
         splits[split].append(raw)
         if mean is not None:
             means.append(mean)
@@ -270,6 +276,9 @@ def filter_rows(raw_rows: Sequence[dict], dataset, samples: Sequence[Sequence[st
                         seconds=time.perf_counter() - t0, out_dir=str(out_dir) if out_dir else None)
     log.info("difficulty filter: %d rows -> %s (windows %s)", len(raw_rows),
              ", ".join(f"{k} {v}" for k, v in counts.items()), windows)
+    if counts["too_few_scored"]:
+        log.warning("difficulty filter: %d row(s) dropped: fewer scored samples than min_scored (%s)",
+                    counts["too_few_scored"], cfg.min_scored or "all")
     if out_dir is not None:
         from reward.jsonl import write_jsonl
 

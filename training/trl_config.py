@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from reward.envvars import expand_env
 from reward.errors import InputError
 from reward.settings import JudgeSettings, StageRewardSettings
+from reward.textio import load_yaml
 from training.memory_plan import JudgeServer
 
 __all__ = ["DataConfig", "DifficultyOptions", "Stage", "TrainConfig", "apply_overrides", "load_config"]
@@ -142,8 +143,8 @@ def load_config(path: str | Path, overrides: Sequence[str] = ()) -> TrainConfig:
     if not path.is_file():
         raise InputError("config file not found", file=str(path))
     try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    except yaml.YAMLError as exc:
+        raw = load_yaml(path) or {}
+    except (yaml.YAMLError, RecursionError) as exc:
         raise InputError(f"not valid YAML: {exc}", file=str(path)) from exc
     raw = apply_overrides(raw, overrides)
     try:

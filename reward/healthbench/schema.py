@@ -11,9 +11,17 @@ from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic_core import PydanticCustomError
 
 from reward.errors import InputError
 from reward.jsonl import iter_jsonl, validation_error
+
+
+def _not_bool(v: Any) -> Any:
+    """``true`` is not 1 point: a boolean where a number belongs is a mistake in the file."""
+    if isinstance(v, bool):
+        raise PydanticCustomError("points_bool", "must be a number of points, not true/false")
+    return v
 
 
 def _finite(v: float) -> float:
@@ -42,6 +50,7 @@ class RubricItem(BaseModel):
     tags: list[str] = Field(default_factory=list)
 
     _points_finite = field_validator("points")(_finite)
+    _points_not_bool = field_validator("points", mode="before")(_not_bool)
 
 
 class HealthBenchRow(BaseModel):
@@ -65,6 +74,7 @@ class _ProRubricItem(BaseModel):
     tags: list[str] = Field(default_factory=list)
 
     _points_finite = field_validator("points")(_finite)
+    _points_not_bool = field_validator("points", mode="before")(_not_bool)
 
 
 class _ProConversation(BaseModel):

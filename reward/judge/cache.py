@@ -52,7 +52,7 @@ class VerdictCache:
         self._local = threading.local()
         with self._conn() as con:
             con.execute("CREATE TABLE IF NOT EXISTS verdicts (key TEXT PRIMARY KEY, verdict TEXT NOT NULL,"
-                        " created REAL DEFAULT (unixepoch('subsec')))")
+                        " created REAL DEFAULT (CAST(strftime('%s', 'now') AS REAL)))")  # unixepoch('subsec') needs SQLite 3.42
             con.execute("CREATE TABLE IF NOT EXISTS kv (namespace TEXT, key TEXT, value TEXT,"
                         " PRIMARY KEY (namespace, key))")
 

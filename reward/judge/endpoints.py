@@ -9,7 +9,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
-from reward.serving import normalise_url
+from reward.serving import normalise_url, redact_url
 
 
 @dataclass
@@ -20,6 +20,11 @@ class Endpoint:
     failures: int = 0
     served: int = 0
     last_failure: float = field(default=0.0)
+
+    @property
+    def name(self) -> str:
+        """The URL as shown in messages and stats: credentials redacted."""
+        return redact_url(self.url)
 
 
 class EndpointPool:

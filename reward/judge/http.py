@@ -23,19 +23,17 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 
 import httpx
 
-from reward.judge.base import Judge
+from reward.judge.base import _DEADLINE, Judge
 from reward.judge.cache import VerdictCache
 from reward.judge.endpoints import EndpointPool
-from reward.judge.parsing import (
-    logprobs_by_token_id,
-    p_yes_from_logprobs,
-    parse_explain,
-    parse_json_object,
-)
+from reward.judge.identity import served_model_id
+from reward.judge.parsing import parse_explain, parse_json_object
 from reward.judge.render import PromptRenderer, load_tokenizer
+from reward.judge.replies import BadReply, choice_p_yes, completion_text, usage_counts
 from reward.judge.templates import Template
 from reward.judge.types import JSONResult, JudgeConfig, JudgeItem, Verdict
 from reward.serving import (
@@ -71,7 +69,10 @@ class HTTPJudge(Judge):
             server's ``/v1/models``, else ``model``.
         api_key_env: environment variable holding the API key (the key is never logged).
         timeout_s: per-request timeout; max_retries: retries after the first attempt, with
-            exponential backoff and jitter; concurrency: global cap on requests in flight.
+            exponential backoff and jitter; deadline_s: an overall bound on one ``grade`` or
+            ``generate_json`` call (items still unanswered then fail visibly);
+            revision: a label for what the server cannot report (new weights behind the same hub
+            id); part of the judge's identity in the verdict cache key; concurrency: global cap on requests in flight.
         transport: an httpx transport to send requests through (tests, custom networking);
             default: httpx's own.
     """
@@ -80,10 +81,11 @@ class HTTPJudge(Judge):
                  cache: VerdictCache | None = None, concurrency: int = 64, timeout_s: float = 60.0,
                  max_retries: int = 4, backoff_s: float = 0.5, max_backoff_s: float = 8.0,
                  api_key_env: str = JUDGE_API_KEY_ENV, cooldown_s: float = 10.0,
-                 transport: httpx.AsyncBaseTransport | None = None) -> None:
+                 deadline_s: float | None = 900.0, revision: str | None = None, transport: httpx.AsyncBaseTransport | None = None) -> None:
         self.pool = EndpointPool(split_urls(urls), cooldown_s=cooldown_s)
         self.model = model
         self.timeout_s, self.max_retries = timeout_s, max_retries
+        self.deadline_s = deadline_s  # overall bound of one grade/generate_json call (None: none)
         self.retry = RetryPolicy(max_retries=max_retries, backoff_s=backoff_s, max_backoff_s=max_backoff_s)
         self._api_key_env = api_key_env
         self._headers = auth_headers(api_key_env)
@@ -92,27 +94,28 @@ class HTTPJudge(Judge):
         self._sem: asyncio.Semaphore | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._legacy_logprobs = False
-        # What the server actually serves under this name (vLLM's /v1/models "root": the model
-        # path or hub id). It goes into the verdict cache key, so a different model served under
-        # the same name never reuses old verdicts; an unreachable server leaves it out, which
-        # can only cause cache misses, never a wrong hit.
-        self.served_root = self._discover_root() if transport is None else None
+        # Who the judge is, by content (reward.judge.identity): what the server reports for this
+        # name (root, max_model_len, the root's fingerprint when readable here) and the user's
+        # revision; it goes into the verdict cache key. An unreachable server leaves the report
+        # out, which can only cause cache misses, never a wrong hit.
+        entry = self._discover_entry() if transport is None else None
+        self.served_root = str(entry["root"]) if entry and entry.get("root") else None
         if tokenizer is None or isinstance(tokenizer, str):
             tokenizer = load_tokenizer(tokenizer or self.served_root or self.model)
-        model_id = f"http:{model}" + (f"@{self.served_root}" if self.served_root else "")
+        model_id = served_model_id(model, entry, revision)
         block = (config or JudgeConfig()).prefix_block
         super().__init__(PromptRenderer(tokenizer, block_size=block), model_id=model_id, config=config,
                          cache=cache, concurrency=concurrency)
 
     def __repr__(self) -> str:  # never show the key
-        return f"HTTPJudge(urls={[e.url for e in self.pool.endpoints]}, model={self.model!r})"
+        return f"HTTPJudge(urls={[e.name for e in self.pool.endpoints]}, model={self.model!r})"
 
-    def _discover_root(self) -> str | None:
+    def _discover_entry(self) -> dict | None:
         try:
             models = list_models([ep.url for ep in self.pool.endpoints], api_key_env=self._api_key_env)
         except ValueError:
             return None
-        return next((str(m["root"]) for m in models if m.get("id") == self.model and m.get("root")), None)
+        return next((m for m in models if m.get("id") == self.model), None)
 
     # ------------------------------------------------------------------ transport
     def _ensure_client(self) -> httpx.AsyncClient:
@@ -133,43 +136,59 @@ class HTTPJudge(Judge):
             await self._client.aclose()
         self._client = self._loop = None
 
-    async def _post(self, body: dict) -> dict:
-        """One POST with retries across endpoints; raises _Retryable after the last attempt."""
+    async def _post(self, body: dict, read=None):
+        """One POST with retries across endpoints; returns ``read(body_json)`` (the JSON itself
+        by default); raises _Retryable after the last attempt or at the call's deadline.
+
+        Every fault is retried at the very same request body and counted against the endpoint
+        that produced it (it is set aside for a cool-down): connection errors, timeouts, 5xx,
+        a 200 that is not JSON, and a 200 whose body ``read`` rejects (:class:`BadReply`).
+        """
         client = self._ensure_client()
         last = "no attempt"
         avoid = None
+        deadline = _DEADLINE.get()
         for attempt in range(self.max_retries + 1):
             if attempt:
                 self.stats.retries += 1
                 await asyncio.sleep(self.retry.delay(attempt))
+            left = None if deadline is None else deadline - time.monotonic()
+            if left is not None and left <= 0:
+                raise _Retryable(f"deadline of {self.deadline_s}s for the grading call passed; last: {last}")
             async with self._sem:
                 # Pick the endpoint once a slot is free, not while queued: a queued request that
                 # counted as outstanding would make least-outstanding balancing round-robin.
                 ep = self.pool.acquire(avoid=avoid)
-                ok = dead = False
+                ok = False
+                timeout = self.timeout_s if left is None else max(0.001, min(self.timeout_s, left))
                 try:
-                    resp = await client.post(f"{ep.url}/completions", json=body)
+                    # a hard bound on the whole exchange: httpx's own timeout is per read, so a
+                    # server trickling bytes could hold a request far past it
+                    async with asyncio.timeout(timeout):
+                        resp = await client.post(f"{ep.name}/completions", json=body, timeout=timeout)
                     self.stats.requests += 1
                     if resp.status_code == 200:
-                        try:
-                            data = resp.json()
-                        except ValueError:
-                            last = f"HTTP 200 from {ep.url} without a JSON body: {resp.text[:200]!r}"
-                        else:
-                            ok = True
-                            self.stats.by_endpoint[ep.url] = self.stats.by_endpoint.get(ep.url, 0) + 1
-                            return data
-                    else:
-                        last = f"HTTP {resp.status_code} from {ep.url}: {resp.text[:300]}"
-                        if not self.retry.retryable_status(resp.status_code) and not self._maybe_legacy(resp, body):
+                        data = resp.json()
+                        value = read(data) if read is not None else data
+                        ok = True
+                        self.stats.by_endpoint[ep.name] = self.stats.by_endpoint.get(ep.name, 0) + 1
+                        self._account(data)
+                        return value
+                    last = f"HTTP {resp.status_code} from {ep.name}: {resp.text[:300]}"
+                    if not self.retry.retryable_status(resp.status_code):
+                        ok = True  # the endpoint answered properly; the request is at fault
+                        if not self._maybe_legacy(resp, body):
                             raise _Retryable(last)  # a bad request will not get better by retrying
-                except httpx.TimeoutException:
-                    last = f"timeout after {self.timeout_s}s at {ep.url}"
-                except (httpx.ConnectError, httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError) as exc:
-                    dead = True
-                    last = f"{type(exc).__name__} at {ep.url}: {exc}"
+                except (httpx.TimeoutException, TimeoutError):
+                    last = f"timeout after {timeout:.3g}s at {ep.name}"
+                except BadReply as exc:
+                    last = f"bad reply from {ep.name}: {exc}"
+                except ValueError as exc:  # JSON or text decoding of the body
+                    last = f"HTTP 200 from {ep.name} without a JSON body ({type(exc).__name__}): {exc}"[:300]
+                except (httpx.HTTPError, httpx.InvalidURL, OSError) as exc:  # resets, bad gzip, ...
+                    last = f"{type(exc).__name__} at {ep.name}: {exc}".replace(ep.url, ep.name)
                 finally:
-                    self.pool.release(ep, ok=ok, dead=dead)
+                    self.pool.release(ep, ok=ok, dead=not ok)
             avoid = ep.url
             log.debug("judge attempt %d failed: %s", attempt + 1, last)
         raise _Retryable(last)
@@ -183,12 +202,11 @@ class HTTPJudge(Judge):
             return True
         return False
 
-    def _account(self, data: dict) -> None:
-        usage = data.get("usage") or {}
-        self.stats.prompt_tokens += int(usage.get("prompt_tokens") or 0)
-        self.stats.completion_tokens += int(usage.get("completion_tokens") or 0)
-        details = usage.get("prompt_tokens_details") or {}
-        self.stats.cached_tokens += int(details.get("cached_tokens") or 0)
+    def _account(self, data) -> None:
+        prompt, completion, cached = usage_counts(data)
+        self.stats.prompt_tokens += prompt
+        self.stats.completion_tokens += completion
+        self.stats.cached_tokens += cached
 
     # ------------------------------------------------------------------ grading
     def choice_body(self, ids: list[int]) -> dict:
@@ -210,19 +228,11 @@ class HTTPJudge(Judge):
         return await self._grade_explain(ids)
 
     async def _grade_choice(self, ids: list[int]) -> Verdict:
+        yes, no = self.renderer.yes_id, self.renderer.no_id
         try:
-            data = await self._post(self.choice_body(ids))
+            p = await self._post(self.choice_body(ids), lambda data: choice_p_yes(data, yes, no))
         except _Retryable as exc:
             return Verdict.failed(str(exc))
-        self._account(data)
-        try:
-            top = data["choices"][0]["logprobs"]["top_logprobs"][0]
-        except (KeyError, IndexError, TypeError):
-            return Verdict.failed(f"no logprobs in the judge's answer: {str(data)[:200]}")
-        by_id = logprobs_by_token_id(top)
-        p = p_yes_from_logprobs(by_id.get(self.renderer.yes_id), by_id.get(self.renderer.no_id))
-        if p is None:
-            return Verdict.failed("neither answer token is in the judge's logprobs")
         return Verdict(met=p >= 0.5, p_yes=p, mode="choice")
 
     async def _grade_explain(self, ids: list[int]) -> Verdict:
@@ -234,15 +244,14 @@ class HTTPJudge(Judge):
             if attempt:
                 self.stats.retries += 1
             try:
-                data = await self._post(body)
+                text, _ = await self._post(body, completion_text)
             except _Retryable as exc:
                 return Verdict.failed(str(exc), mode="explain")
-            self._account(data)
-            text = (data.get("choices") or [{}])[0].get("text", "")
             parsed = parse_explain(text)
             if parsed is not None:
                 met, why = parsed
                 return Verdict(met=met, p_yes=1.0 if met else 0.0, explanation=why, mode="explain")
+            # only a real model answer that does not parse is resampled
             last = f"unparseable grader output: {text[:200]!r}"
             body = {**body, "temperature": max(cfg.temperature, 0.7), "seed": attempt + 1}
         return Verdict.failed(f"{last} after {cfg.explain_attempts} attempts", mode="explain")
@@ -256,16 +265,13 @@ class HTTPJudge(Judge):
             if attempt:
                 self.stats.retries += 1
             try:
-                data = await self._post(body)
+                text, finish = await self._post(body, completion_text)
             except _Retryable as exc:
                 return JSONResult.failed(str(exc))
-            self._account(data)
-            choice = (data.get("choices") or [{}])[0]
-            text = choice.get("text", "")
             obj = parse_json_object(text, required)
             if obj is not None:
                 return JSONResult(value=obj, text=text)
-            cut = " (cut at max_tokens)" if choice.get("finish_reason") == "length" else ""
+            cut = " (cut at max_tokens)" if finish == "length" else ""
             last = f"unparseable JSON{cut}: {text[:200]!r}"
             body = {**body, "temperature": max(self.config.temperature, 0.7), "seed": attempt + 1}
         return JSONResult.failed(f"{last} after {attempts} attempts", text=text)

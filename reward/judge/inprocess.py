@@ -19,9 +19,11 @@ import threading
 from reward._optional import require
 from reward.judge.base import Judge
 from reward.judge.cache import VerdictCache
+from reward.judge.identity import local_model_id
 from reward.judge.parsing import parse_explain, parse_json_object
 from reward.judge.prefix_reuse import common_prefix_len, encode_prefix, group_by_prefix, score_suffixes
 from reward.judge.render import PromptRenderer, load_tokenizer
+from reward.judge.replies import BadReply, finite_p_yes
 from reward.judge.templates import Template
 from reward.judge.types import JSONResult, JudgeConfig, JudgeItem, Verdict
 
@@ -37,11 +39,14 @@ class TransformersJudge(Judge):
         prefix_reuse: choice mode encodes each rollout's shared prefix once (default); False
             runs one full forward per item.
         prefix_chunk: criteria scored per forward against one shared prefix (bounds memory).
+        revision: an optional label added to the judge's identity (the verdict cache key), which
+            already holds a fingerprint of the model folder's content.
     """
 
     def __init__(self, model: str, *, device: str | None = None, dtype: str | None = None,
                  config: JudgeConfig | None = None, cache: VerdictCache | None = None,
-                 batch_size: int = 16, prefix_reuse: bool = True, prefix_chunk: int = 16) -> None:
+                 batch_size: int = 16, prefix_reuse: bool = True, prefix_chunk: int = 16,
+                 revision: str | None = None) -> None:
         torch = require("torch", "the in-process judge")
         transformers = require("transformers", "the in-process judge")
         self.device = device or ("cuda" if torch.cuda.is_available() else "cpu")
@@ -56,7 +61,8 @@ class TransformersJudge(Judge):
         self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
         self._lock = threading.Lock()  # one forward at a time on this model
         block = (config or JudgeConfig()).prefix_block
-        super().__init__(PromptRenderer(tokenizer, block_size=block), model_id=f"hf:{model}:{dtype}", config=config,
+        super().__init__(PromptRenderer(tokenizer, block_size=block),
+                         model_id=local_model_id(model, dtype) + (f"!{revision}" if revision else ""), config=config,
                          cache=cache, concurrency=1)
 
     async def _grade_one(self, template: Template, item: JudgeItem, ids: list[int]) -> Verdict:
@@ -169,7 +175,7 @@ class TransformersJudge(Judge):
         self.stats.requests += len(batch)
         self.stats.prompt_tokens += sum(len(x) for x in batch)
         self.stats.completion_tokens += len(batch)
-        return [Verdict(met=p >= 0.5, p_yes=p, mode="choice") for p in p_yes]
+        return [_choice_verdict(p) for p in p_yes]
 
     def _generate_parsed(self, batch: list[list[int]], *, parse, attempts: int, max_tokens: int,
                          temperature: float) -> list[tuple[object | None, str]]:
@@ -226,6 +232,15 @@ class TransformersJudge(Judge):
                     for v, text in results]
 
         return await asyncio.to_thread(self._run_batched, batch_fn, ids, JSONResult.failed, _on_loop(on_done))
+
+
+def _choice_verdict(p: float) -> Verdict:
+    """A verdict from p_yes; NaN/inf logits (a broken model) fail the item, never a silent "no"."""
+    try:
+        p = finite_p_yes(p)
+    except BadReply as exc:
+        return Verdict.failed(str(exc))
+    return Verdict(met=p >= 0.5, p_yes=p, mode="choice")
 
 
 def _on_loop(on_done):

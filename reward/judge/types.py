@@ -46,7 +46,7 @@ class Verdict(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     met: bool | None
-    p_yes: float | None = None
+    p_yes: float | None = Field(None, ge=0.0, le=1.0, allow_inf_nan=False)  # NaN is never a verdict
     explanation: str | None = None
     failure: str | None = None
     cached: bool = False

@@ -14,6 +14,7 @@ import hashlib
 import json
 import re
 from abc import ABC, abstractmethod
+from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, ClassVar
 
@@ -278,25 +279,30 @@ class CachedRouter(Router):
 
     Lookups go memory -> durable store (the :class:`VerdictCache` key-value table, namespace
     ``routing``) -> the wrapped router. Concurrent requests for the same prompt share one
-    computation. A routing in which a judge call failed is kept in memory (the rest of the group
-    uses it) but not stored durably, so a rerun retries it, as the verdict cache does for failed
-    verdicts.
+    computation. A routing in which a judge call failed is routed again (``retries`` times); if it
+    still has failures it is returned (its rollouts go unscored, with the reason) but neither
+    memoised nor stored, so the next batch or run routes the prompt afresh. The in-memory memo
+    keeps the ``memo_size`` most recently used routings.
 
     Args:
         inner: the router to wrap.
         cache: durable store; None keeps routings in memory only.
+        retries: extra routing attempts for a routing with failed judge calls.
+        memo_size: most routings kept in memory (least recently used go first).
 
     Attributes:
         hits_memory, hits_durable, misses: lookup counters.
     """
 
-    def __init__(self, inner: Router, cache: VerdictCache | None = None) -> None:
+    def __init__(self, inner: Router, cache: VerdictCache | None = None, *, retries: int = 1,
+                 memo_size: int = 100_000) -> None:
         super().__init__(inner.tree)
+        self.retries, self.memo_size = retries, memo_size
         self.inner = inner
         self.name = inner.name  # type: ignore[misc]  (an instance attribute shadows the ClassVar)
         self.cache = cache
         self._fingerprint = tree_fingerprint(inner.tree)
-        self._memory: dict[str, Routing] = {}
+        self._memory: OrderedDict[str, Routing] = OrderedDict()
         self._inflight: dict[str, asyncio.Future[Routing]] = {}
         self.hits_memory = self.hits_durable = self.misses = 0
 
@@ -317,6 +323,7 @@ class CachedRouter(Router):
         key = self.key(conversation, context, tool_calls)
         if key in self._memory:
             self.hits_memory += 1
+            self._memory.move_to_end(key)
             return self._memory[key].model_copy(update={"cached": True})
         if key in self._inflight:  # the same prompt is being routed right now: share it
             self.hits_memory += 1
@@ -327,13 +334,17 @@ class CachedRouter(Router):
             if raw is not None:
                 self.hits_durable += 1
                 routing = Routing.model_validate_json(raw)
-                self._memory[key] = routing
+                self._remember(key, routing)
                 return routing.model_copy(update={"cached": True})
         self.misses += 1
         fut: asyncio.Future[Routing] = asyncio.get_running_loop().create_future()
         self._inflight[key] = fut
         try:
             routing = await self.inner.route(conversation, context, tool_calls)
+            for _ in range(self.retries):
+                if routing.n_failures == 0:
+                    break
+                routing = await self.inner.route(conversation, context, tool_calls)
         except BaseException as exc:
             if isinstance(exc, asyncio.CancelledError):
                 fut.cancel()
@@ -345,7 +356,14 @@ class CachedRouter(Router):
             self._inflight.pop(key, None)
         routing = routing.model_copy(update={"cached": False})
         fut.set_result(routing)
-        self._memory[key] = routing
-        if self.cache is not None and routing.n_failures == 0:
-            self.cache.kv_put(ROUTING_NAMESPACE, key, routing.model_dump_json())
+        if routing.n_failures == 0:  # a degraded routing is never reused, in memory or on disk
+            self._remember(key, routing)
+            if self.cache is not None:
+                self.cache.kv_put(ROUTING_NAMESPACE, key, routing.model_dump_json())
         return routing
+
+    def _remember(self, key: str, routing: Routing) -> None:
+        self._memory[key] = routing
+        self._memory.move_to_end(key)
+        while len(self._memory) > self.memo_size:
+            self._memory.popitem(last=False)

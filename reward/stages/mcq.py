@@ -59,9 +59,9 @@ class MCQRow(BaseModel):
     @field_validator("options")
     @classmethod
     def _letters(cls, v: dict[str, str]) -> dict[str, str]:
-        bad = [k for k in v if k not in DEFAULT_LETTERS]
+        bad = [k for k in v if not (len(k) == 1 and "A" <= k <= "Z")]  # MedXpertQA has A..J
         if bad:
-            raise ValueError(f"option keys must be letters A..E, got {bad!r}")
+            raise ValueError(f"option keys must be capital letters A..Z, got {bad!r}")
         empty = [k for k, text in v.items() if not text.strip()]
         if empty:
             raise ValueError(f"option text is empty for {empty!r}")

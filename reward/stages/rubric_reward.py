@@ -296,6 +296,9 @@ class RubricReward:
         index: dict[JudgeItem, int] = {}
         plans: list[tuple[list[int], list[int]] | None] = []
         for r in rollouts:
+            if routings[r.prompt_key].n_failures:  # unscored below: grade nothing for it
+                plans.append(([], []))
+                continue
             shown = graded_text(r.completion, self.grade)
             if shown.format_failure:  # no final answer: nothing for the judge
                 plans.append(None)
@@ -345,6 +348,13 @@ class RubricReward:
         return bool(v.met)
 
     def _score_one(self, r: Rollout, routing: Routing, leaf_v: list[Verdict], item_v: list[Verdict]) -> RolloutScore:
+        if routing.n_failures:  # a failed relevance/urgency call changes the leaf set: no score
+            info = {"n_active": len(routing.active), "n_failures": routing.n_failures,
+                    "failed_nodes": list(routing.failed_nodes)}
+            why = (f"routing: {routing.n_failures} judge call(s) failed after a retry "
+                   f"(nodes: {', '.join(routing.failed_nodes)}); the active leaf set is unknown")
+            return RolloutScore(id=r.id, score=None, scoring=self.scoring, combine=self.combine, routing=info,
+                                failures=[why])
         failures: list[str] = []
         leaves: list[LeafResult] = []
         met: dict[str, bool | float] = {}

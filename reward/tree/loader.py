@@ -9,6 +9,7 @@ import yaml
 from pydantic import ValidationError
 
 from reward.errors import TaxonomyError
+from reward.textio import load_yaml
 from reward.tree.graph import RubricTree
 from reward.tree.schema import Node, TaxonomyFile
 
@@ -27,8 +28,8 @@ def load_tree(path: str | Path | None = None) -> RubricTree:
     if not path.exists():
         raise TaxonomyError("file not found", file=src)
     try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except yaml.YAMLError as exc:
+        raw = load_yaml(path)
+    except (yaml.YAMLError, RecursionError) as exc:
         raise TaxonomyError(f"invalid YAML: {exc}", file=src) from exc
     if not isinstance(raw, dict):
         raise TaxonomyError("top level must be a mapping with 'root' and 'nodes'", file=src)

@@ -69,7 +69,8 @@ def test_routing_cost_with_embedding_answers_expands_the_walk():
 
     tree = load_tree()
     assert first["routing_requests_per_prompt"] > len(tree[tree.root].children) + 1
-    assert 0 < first["active_fraction"] < 0.5
+    # taxonomy v2 switches universal and rule-based leaves on without asking, so the share is high
+    assert 0 < first["active_fraction"] < 1.0
 
 
 @pytest.mark.slow

@@ -75,7 +75,8 @@ with open(os.path.join(os.environ["FAKE_RECORD"], f"{port}.json"), "w") as fh:
 
 class H(http.server.BaseHTTPRequestHandler):
     def do_GET(self):
-        self.send_response(200); self.end_headers(); self.wfile.write(b'{"data": []}')
+        name = args[args.index("--served-model-name") + 1]  # as vLLM lists it (serve_judge.sh checks)
+        self.send_response(200); self.end_headers(); self.wfile.write(json.dumps({"data": [{"id": name}]}).encode())
     def log_message(self, *a):
         pass
 

@@ -64,10 +64,12 @@ def _fake_vllm(tmp_path: Path) -> dict:
     bin_.mkdir()
     site = tmp_path / "site"
     (site / "v1").mkdir(parents=True)
-    (site / "v1" / "models").write_text('{"data": [{"id": "judge"}]}')
     vllm = bin_ / "vllm"
-    vllm.write_text(f'#!/bin/bash\necho "$@" > {tmp_path}/vllm-args\nport=8000\n'
-                    'while [ $# -gt 0 ]; do [ "$1" = --port ] && port=$2; shift; done\n'
+    # lists the served name it was given, as vLLM does (serve_judge.sh checks it)
+    vllm.write_text(f'#!/bin/bash\necho "$@" > {tmp_path}/vllm-args\nport=8000\nname=judge\n'
+                    'while [ $# -gt 0 ]; do [ "$1" = --port ] && port=$2; '
+                    '[ "$1" = --served-model-name ] && name=$2; shift; done\n'
+                    f'printf \'{{"data": [{{"id": "%s"}}]}}\' "$name" > {site}/v1/models\n'
                     f'exec {sys.executable} -m http.server "$port" --bind 127.0.0.1 --directory {site}\n')
     vllm.chmod(0o755)
     return {"VLLM_PYTHON": str(bin_ / "python")}

@@ -9,6 +9,7 @@ not be reported as a HealthBench score. The variant decides the length-adjustmen
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import os
@@ -54,9 +55,13 @@ def _by_file_name(name: str):
 def _download(url: str, cache_dir: Path) -> Path:
     import httpx
 
-    name = Path(urlparse(url).path).name or "healthbench.jsonl"
-    dest = cache_dir / "healthbench" / name
-    if dest.exists():
+    name = Path(urlparse(url).path).name
+    if name in ("", ".", ".."):
+        name = "healthbench.jsonl"
+    # keyed by the whole URL: /a/data.jsonl and /b/data.jsonl are two files (the name is kept
+    # for the variant check)
+    dest = cache_dir / "healthbench" / hashlib.sha256(url.encode()).hexdigest()[:16] / name
+    if dest.is_file():
         return dest
     dest.parent.mkdir(parents=True, exist_ok=True)
     part = dest.with_name(dest.name + f".part{os.getpid()}")
@@ -68,16 +73,27 @@ def _download(url: str, cache_dir: Path) -> Path:
             with part.open("wb") as fh:
                 for chunk in resp.iter_bytes(1 << 20):
                     fh.write(chunk)
-    except httpx.HTTPError as exc:
+    except (httpx.HTTPError, InputError) as exc:
         part.unlink(missing_ok=True)
+        _remove_if_empty(dest.parent)
+        if isinstance(exc, InputError):
+            raise
         raise InputError(f"download failed: {exc}", file=url) from exc
     known = _by_file_name(name)
     if known is not None and sha256_file(part) != known.sha256:
         part.unlink(missing_ok=True)
+        _remove_if_empty(dest.parent)
         raise InputError(f"the downloaded file's SHA-256 is not the published one of HealthBench "
                          f"{known.name} ({known.sha256})", file=url)
     os.replace(part, dest)  # atomic: a concurrent or interrupted download never leaves half a file
     return dest
+
+
+def _remove_if_empty(folder: Path) -> None:
+    try:
+        folder.rmdir()
+    except OSError:
+        pass
 
 
 def _is_professional(path: Path) -> bool:

@@ -81,6 +81,9 @@ class HealthBenchEvalConfig(BaseModel):
     batch_size: int = Field(8, ge=1, description="in-process generation batch size")
     judge_concurrency: int = Field(64, ge=1, description="judge requests in flight (server)")
     judge_passes: int = Field(2, ge=1, description="grading passes per run: later ones retry failed items")
+    judge_timeout_s: float = Field(120.0, gt=0, description="seconds per judge request (server)")
+    judge_max_retries: int = Field(4, ge=0, description="retries of a failed judge request (server)")
+    judge_deadline_s: float = Field(900.0, gt=0, description="most seconds one grading call may take (server)")
     use_cache: bool = Field(True, description="also use the durable verdict cache across folders")
     n_bootstrap: int = Field(1000, ge=1)
     seed: int = 0
@@ -152,12 +155,28 @@ def _judge_identity(cfg: HealthBenchEvalConfig, judge) -> dict[str, str]:
     """Who grades, without loading the judge (a finished run re-scores without it)."""
     if judge is not None:
         return {"backend": type(judge).__name__, "model": judge.model_id}
+    # by content (reward.judge.identity): a resume against swapped weights or another served
+    # model differs here, and check_settings refuses it
+    from reward.judge.identity import model_fingerprint, served_model_id
+
     if cfg.judge_url:
         from reward.judge.api import served_judge_identity
+        from reward.serving import list_models, redact_url, split_urls
 
-        return served_judge_identity(cfg.judge_url, cfg.judge_api, cfg.served_judge, cfg.judge_api_key_env)
+        chat = served_judge_identity(cfg.judge_url, cfg.judge_api, cfg.served_judge, cfg.judge_api_key_env)
+        if chat["backend"] == "chat":  # a hosted grader: identified by provider and model name
+            return chat
+
+        try:
+            models = list_models(split_urls(cfg.judge_url)[0])
+        except ValueError as exc:
+            raise InputError(f"cannot identify the judge at {redact_url(cfg.judge_url)}: {exc}") from exc
+        served = cfg.served_judge or str(models[0].get("id"))
+        entry = next((m for m in models if m.get("id") == served), None)
+        return {"backend": "http", "model": served, "identity": served_model_id(served, entry)}
     if cfg.judge_model:
-        return {"backend": "inprocess", "model": model_identity(cfg.judge_model)}
+        return {"backend": "inprocess", "model": model_identity(cfg.judge_model),
+                "fingerprint": model_fingerprint(cfg.judge_model)}
     raise InputError("give a judge: --judge-url URL (a vLLM server) or --judge-model PATH (in-process)")
 
 
@@ -210,7 +229,9 @@ def _make_judge(cfg: HealthBenchEvalConfig):
 
     config = JudgeConfig(mode=cfg.grading, template_file=_template_file(cfg),
                          max_explain_tokens=cfg.judge_max_tokens)
-    kwargs: dict[str, Any] = {"concurrency": cfg.judge_concurrency} if cfg.judge_url else {}
+    kwargs: dict[str, Any] = {"concurrency": cfg.judge_concurrency, "timeout_s": cfg.judge_timeout_s,
+                              "max_retries": cfg.judge_max_retries,
+                              "deadline_s": cfg.judge_deadline_s} if cfg.judge_url else {}
     if cfg.judge_url and cfg.judge_api_key_env:
         kwargs["api_key_env"] = cfg.judge_api_key_env
     return make_judge(judge_url=cfg.judge_url, judge_model=cfg.judge_model, served_model=cfg.served_judge,
@@ -389,12 +410,14 @@ def run_healthbench(cfg: HealthBenchEvalConfig, *, generator=None, judge=None) -
     """
     t0 = time.time()
     out = Path(cfg.out)
-    out.mkdir(parents=True, exist_ok=True)
+    if out.exists() and not out.is_dir():
+        raise InputError("--out must be a folder; this is a file", file=str(out))
     data = resolve_healthbench(cfg.data)
     all_rows = load_healthbench(data.path)
     rows = all_rows[:cfg.limit] if cfg.limit else all_rows
     _check_rows(rows, str(data.path))
     settings = run_settings(cfg, data, judge, generator)
+    out.mkdir(parents=True, exist_ok=True)  # only once the input is known to be good
     check_settings(out / "config.json", settings)
     record = RunRecord(argv=sys.argv[1:], graded_items=0)
     run = EvalRun(cfg, data, all_rows, rows, settings, out, CrashHook(), record,

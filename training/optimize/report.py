@@ -23,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import html
 import json
+import re
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -65,13 +66,26 @@ def judge_weights(model_id: str) -> str:
     """What a judge identity names once the backend is set aside: the served model's root path
     (``http:NAME@ROOT``) or the in-process model path (``hf:MODEL:DTYPE``), resolved; else the id.
     The same weights behind another URL or backend are the same judge."""
-    if model_id.startswith("http:") and "@" in model_id:
-        ref = model_id.split("@", 1)[1]
-    elif model_id.startswith("hf:"):
-        ref = model_id[3:].rsplit(":", 1)[0]
+    # ids carry content (reward.judge.identity): http:NAME@ROOT#FP~LEN!REV+blockN, hf:PATH:DTYPE:FP+blockN
+    core = re.sub(r"(\+block\d+|![^+#~]*)+$", "", model_id)
+    if core.startswith("http:") and "@" in core:
+        ref = core.split("@", 1)[1]
+        fp = re.search(r"#([0-9a-f]{8,})", ref)
+        if fp:
+            return fp.group(1)
+        ref = re.split(r"[#~]", ref, maxsplit=1)[0]
+    elif core.startswith("hf:"):
+        head, _, last = core[3:].rpartition(":")
+        if re.fullmatch(r"[0-9a-f]{8,}", last):
+            return last
+        ref = core[3:].rsplit(":", 1)[0]
     else:
         return model_id
-    return str(Path(ref).resolve()) if Path(ref).exists() else ref
+    if Path(ref).is_dir():  # a local folder: its content fingerprint, whatever id format named it
+        from reward.judge.identity import model_fingerprint
+
+        return model_fingerprint(ref) or str(Path(ref).resolve())
+    return ref
 
 
 def wall_of(path: str | Path) -> float | None:

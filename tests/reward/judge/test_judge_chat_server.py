@@ -22,7 +22,9 @@ def test_choice_over_vllm_chat_reads_p_yes_from_constrained_top_logprobs(judge_u
     out = judge.grade_sync(ITEMS)
     assert all(v.ok and 0.0 <= v.p_yes <= 1.0 and v.met == (v.p_yes >= 0.5) for v in out), out
     assert judge.stats.requests == 2 and judge.stats.prompt_tokens > 0
-    assert judge.model_id.startswith("chat:127.0.0.1:8765:tiny@") or judge.model_id.startswith("chat:localhost")
+    from urllib.parse import urlparse
+
+    assert judge.model_id.startswith(f"chat:{urlparse(judge_url).netloc}:tiny@")
 
 
 def test_explain_over_vllm_chat_is_constrained_and_parsed(judge_url):

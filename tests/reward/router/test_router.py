@@ -10,32 +10,13 @@ import re
 
 import pytest
 from rt_fakes import FakeJudge
+from rt_router import CONV, _tree
 
 from reward.judge import Message, VerdictCache
 from reward.judge.templates import RELEVANCE, URGENCY
 from reward.router import ROUTERS, CachedRouter, LLMTreeRouter, Router, StaticRouter, make_router, register_router
 from reward.stages.rubric_reward import RubricReward
 from reward.tree import Node, RubricTree
-
-
-def _tree() -> RubricTree:
-    """root -> A, B;  A -> a1, A2;  A2 -> a21, shared;  B -> b1, shared, b_safe (always on)."""
-    def inner(i, children):
-        return Node(id=i, title=i, definition=f"about {i}", children=tuple(children))
-
-    def leaf(i, **kw):
-        return Node(id=i, title=i, definition=f"about {i}", criterion=f"criterion {i}", **kw)
-
-    return RubricTree([
-        inner("root", ["A", "B"]), inner("A", ["a1", "A2"]), inner("A2", ["a21", "shared"]),
-        inner("B", ["b1", "shared", "b_safe"]),
-        leaf("a1", tags={"axis": "accuracy", "scenarios": ["symptoms"], "themes": ["emergency_referrals"]}),
-        leaf("a21", tags={"axis": "completeness", "scenarios": ["health_data"]}),
-        leaf("shared", tags={"axis": "accuracy", "scenarios": ["health_data", "explanation"]}),
-        leaf("b1", tags={"axis": "communication_quality", "themes": ["communication"]}),
-        leaf("b_safe", polarity="negative", always_on=True),
-    ], root="root", name="mini")
-
 
 REL = {"A": 0.9, "A2": 0.6, "a1": 0.8, "a21": 0.9, "shared": 1.0, "B": 0.3, "b1": 0.9, "b_safe": 0.0}
 
@@ -58,7 +39,6 @@ def _judge(rel=None, urgency=0.1, fail=(), **kw) -> FakeJudge:
     return FakeJudge(decide, **kw)
 
 
-CONV = (Message(role="user", content="my question"),)
 
 
 def _node(item) -> str:

@@ -229,7 +229,7 @@ def test_load_fixture_ignores_extra_fields() -> None:
 
 @pytest.mark.parametrize("row, field", [
     ({"question": "q", "options": {"A": "x", "B": "y"}, "answer_idx": "C"}, "answer_idx"),
-    ({"question": "q", "options": {"A": "x", "F": "y"}, "answer_idx": "A"}, "options"),
+    ({"question": "q", "options": {"A": "x", "7": "y"}, "answer_idx": "A"}, "options"),
     ({"question": "q", "options": {"A": "x", "B": " "}, "answer_idx": "A"}, "options"),
     ({"options": {"A": "x", "B": "y"}, "answer_idx": "A"}, "question"),
     ({"question": "q", "options": {"A": "x", "B": "y"}}, "answer_idx"),

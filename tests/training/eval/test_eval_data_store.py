@@ -77,7 +77,7 @@ def test_url_is_downloaded_once_into_the_cache(http_dir, tmp_path):
     root, base = http_dir
     shutil.copy(OWN, root / "rows.jsonl")
     d = resolve_healthbench(f"{base}/rows.jsonl", cache_dir=tmp_path / "cache")
-    assert d.path == tmp_path / "cache" / "healthbench" / "rows.jsonl" and d.path.read_bytes() == OWN.read_bytes()
+    assert d.path.parent.parent == tmp_path / "cache" / "healthbench" and d.path.name == "rows.jsonl" and d.path.read_bytes() == OWN.read_bytes()
     (root / "rows.jsonl").unlink()  # a second resolve uses the cached copy
     assert resolve_healthbench(f"{base}/rows.jsonl", cache_dir=tmp_path / "cache").path == d.path
 

@@ -1,0 +1,102 @@
+"""Checking a judge reply's body before anything is read out of it.
+
+A server (or a proxy, or a sick replica) can answer HTTP 200 with a body that is not a valid
+completion: ``null``, ``[]``, no ``choices``, no logprobs, non-numeric usage, NaN logprobs. Such a
+reply is a *protocol fault* (:class:`BadReply`): the transport retries it at the very same
+settings on another endpoint and counts it against the endpoint it came from. It is never a
+model answer: only a well-formed completion whose text does not parse is the model's fault
+(and only that may be resampled). Every backend (completions, chat) reads replies through these
+helpers, so the rules are the same everywhere.
+
+Data flow: parsed JSON body -> ``completion_choice`` -> ``choice_p_yes`` / ``completion_text``;
+``usage_counts`` reads token counters tolerantly (bad counters are not worth a retry).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+from reward.judge.parsing import logprobs_by_token_id, p_yes_from_logprobs
+
+
+class BadReply(Exception):
+    """A reply body that is not a usable completion (a protocol fault, not a model answer)."""
+
+
+def completion_choice(data: Any) -> Mapping[str, Any]:
+    """The first choice of a completions reply; BadReply when the body has none."""
+    if not isinstance(data, Mapping):
+        raise BadReply(f"reply body is {type(data).__name__}, not an object: {str(data)[:120]!r}")
+    choices = data.get("choices")
+    if not isinstance(choices, list) or not choices or not isinstance(choices[0], Mapping):
+        raise BadReply(f"reply without choices: {str(data)[:200]!r}")
+    return choices[0]
+
+
+def finite_p_yes(p: Any) -> float:
+    """``p`` as a probability in [0, 1]; BadReply for NaN, infinity or anything else."""
+    try:
+        p = float(p)
+    except (TypeError, ValueError) as exc:
+        raise BadReply(f"p_yes is not a number: {p!r}") from exc
+    if not math.isfinite(p) or not 0.0 <= p <= 1.0:
+        raise BadReply(f"non-finite or out-of-range p_yes {p!r} (NaN/inf logprobs)")
+    return p
+
+
+def choice_p_yes(data: Any, yes_id: int, no_id: int) -> float:
+    """p_yes from a choice-mode reply with top logprobs keyed ``token_id:N``.
+
+    BadReply when logprobs are missing, a logprob is NaN or +inf, or neither answer token is
+    present: each of these would otherwise turn into a silent "no".
+    """
+    choice = completion_choice(data)
+    try:
+        top = choice["logprobs"]["top_logprobs"][0]
+    except (KeyError, IndexError, TypeError) as exc:
+        raise BadReply(f"no logprobs in the reply: {str(data)[:200]!r}") from exc
+    if not isinstance(top, Mapping):
+        raise BadReply(f"top logprobs is not an object: {str(top)[:120]!r}")
+    by_id = logprobs_by_token_id(top)
+    lp_yes, lp_no = by_id.get(yes_id), by_id.get(no_id)
+    for lp in (lp_yes, lp_no):
+        if lp is not None and (math.isnan(lp) or lp == math.inf):
+            raise BadReply(f"non-finite logprob in the reply: yes={lp_yes!r} no={lp_no!r}")
+    p = p_yes_from_logprobs(lp_yes, lp_no)
+    if p is None:
+        raise BadReply("neither answer token is in the reply's logprobs")
+    return finite_p_yes(p)
+
+
+def completion_text(data: Any) -> tuple[str, str | None]:
+    """(text, finish_reason) of a generation reply; BadReply when the text is missing."""
+    choice = completion_choice(data)
+    text = choice.get("text")
+    if text is None and isinstance(choice.get("message"), Mapping):  # chat-completions shape
+        text = choice["message"].get("content")
+    if not isinstance(text, str):
+        raise BadReply(f"reply without text: {str(choice)[:200]!r}")
+    reason = choice.get("finish_reason")
+    return text, reason if isinstance(reason, str) else None
+
+
+def usage_counts(data: Any) -> tuple[int, int, int]:
+    """(prompt, completion, cached) token counts; anything missing or non-numeric counts 0."""
+    usage = data.get("usage") if isinstance(data, Mapping) else None
+    usage = usage if isinstance(usage, Mapping) else {}
+    details = usage.get("prompt_tokens_details")
+    details = details if isinstance(details, Mapping) else {}
+    return _count(usage.get("prompt_tokens")), _count(usage.get("completion_tokens")), \
+        _count(details.get("cached_tokens"))
+
+
+def _count(x: Any) -> int:
+    if isinstance(x, bool):
+        return 0
+    try:
+        v = float(x)
+    except (TypeError, ValueError):
+        return 0
+    return int(v) if math.isfinite(v) and v >= 0 else 0

@@ -1,0 +1,53 @@
+"""The command line's last line of defence: no traceback for a user's mistake.
+
+Every command runs inside :class:`SafeGroup`. An error raised on purpose (``RubricsTreeError``:
+bad input, a judge failure) prints ``error: <message>`` (which names the file, record and field)
+and exits 2; a file that is not UTF-8, a path that is a folder, a missing file and other OS errors
+print the path and exit 2; anything else is a bug and prints one line naming the exception, exit 1.
+``rubricstree --debug ...`` (or ``RUBRICSTREE_DEBUG=1``) lets the traceback through instead.
+Click's own exits (usage errors, ``typer.Exit``) pass untouched.
+"""
+
+from __future__ import annotations
+
+import os
+
+import click
+import typer
+from typer._click import exceptions as typer_click  # typer 0.29 vendors its own click
+from typer.core import TyperGroup
+
+from reward.errors import RubricsTreeError
+
+DEBUG_ENV = "RUBRICSTREE_DEBUG"
+
+
+def describe(exc: BaseException) -> tuple[str, int]:
+    """(message, exit status) for an exception that reached the command line."""
+    if isinstance(exc, RubricsTreeError):
+        return str(exc), 2
+    if isinstance(exc, UnicodeError):
+        return f"a file is not valid UTF-8 text ({exc}); convert it to UTF-8", 2
+    if isinstance(exc, OSError):
+        where = f"{exc.filename}: " if getattr(exc, "filename", None) else ""
+        return f"{where}{exc.strerror or exc}", 2
+    if isinstance(exc, RecursionError):
+        return "an input is nested too deeply to read", 2
+    return f"internal error {type(exc).__name__}: {exc} (rerun with --debug for the traceback)", 1
+
+
+class SafeGroup(TyperGroup):
+    """A Typer group that turns exceptions from its commands into one ``error:`` line."""
+
+    def invoke(self, ctx):
+        try:
+            return super().invoke(ctx)
+        except (click.exceptions.Exit, click.ClickException, click.exceptions.Abort, typer.Exit,
+                typer.Abort, typer_click.ClickException):
+            raise
+        except Exception as exc:
+            if ctx.params.get("debug") or os.environ.get(DEBUG_ENV):
+                raise
+            message, status = describe(exc)
+            typer.secho(f"error: {message}", err=True, fg="red")
+            raise typer.Exit(status) from exc

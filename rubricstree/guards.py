@@ -1,0 +1,55 @@
+"""Checks every CLI command shares before and after its work: output paths that would destroy an
+input or each other, and the scored fraction that decides the exit status.
+
+Data flow: a command passes its input and output paths to :func:`check_distinct_paths` before
+writing anything, and its (scored, total) counts to :func:`check_scored` at the end.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from reward.errors import InputError
+
+EXIT_TOO_FEW_SCORED = 3
+
+
+def check_distinct_paths(inputs: dict[str, Path | None], outputs: dict[str, Path | None]) -> None:
+    """Refuse an output that is an input or another output (compared after resolving links and
+    relative parts: ``./a.jsonl`` and ``a.jsonl`` are one file).
+
+    Raises:
+        InputError: naming both options and the path.
+    """
+    seen: dict[Path, str] = {}
+    for name, p in inputs.items():
+        if p is not None:
+            seen.setdefault(Path(p).expanduser().resolve(), name)
+    for name, p in outputs.items():
+        if p is None:
+            continue
+        rp = Path(p).expanduser().resolve()
+        if rp in seen:
+            raise InputError(f"{name} is the same file as {seen[rp]} ({rp}); it would be overwritten: "
+                             "choose another path", field=name)
+        if rp.is_dir():
+            raise InputError(f"{name} is a folder ({rp}); give a file path", field=name)
+        seen[rp] = name
+
+
+def check_scored(scored: int, total: int, min_scored: float, what: str = "rollouts") -> None:
+    """Print the scored fraction when part is missing; exit 3 when nothing was scored or less
+    than ``min_scored`` (a fraction) was."""
+    if total == 0:
+        return
+    frac = scored / total
+    if scored < total:
+        typer.secho(f"SCORED {scored} of {total} {what} ({frac:.1%}); {total - scored} unscored (see failures)",
+                    err=True, fg="yellow", bold=True)
+    if scored == 0 or frac < min_scored:
+        need = f"--min-scored {min_scored:g}" if scored else "at least one"
+        typer.secho(f"error: only {scored} of {total} {what} scored ({frac:.1%}); {need} required",
+                    err=True, fg="red", bold=True)
+        raise typer.Exit(EXIT_TOO_FEW_SCORED)
