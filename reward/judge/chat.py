@@ -166,7 +166,7 @@ class ChatJudge(Judge):
                  max_retries: int = 5, backoff_s: float = 1.0, max_backoff_s: float = 30.0,
                  max_retry_after_s: float = 120.0, api_key_env: str = API_KEY_ENV, cooldown_s: float = 10.0,
                  response_format: bool = True, transport: httpx.AsyncBaseTransport | None = None,
-                 discover: bool = True) -> None:
+                 discover: bool = True, deadline_s: float | None = 900.0, revision: str | None = None) -> None:
         urls = [urls] if isinstance(urls, str) else list(urls)
         self.pool = EndpointPool(urls, cooldown_s=cooldown_s)
         self.model = model
@@ -182,7 +182,9 @@ class ChatJudge(Judge):
         host = urlparse(self.pool.endpoints[0].url).netloc
         self.served_root = self._discover_root() if discover and transport is None else None
         model_id = f"chat:{host}:{model}" + (f"@{self.served_root}" if self.served_root else "")
+        model_id += f"!{revision}" if revision else ""  # a hosted model's name is all it reports
         super().__init__(None, model_id=model_id, config=config, cache=cache, concurrency=concurrency)
+        self.deadline_s = deadline_s  # overall bound of one grade call (reward.judge.base)
 
     def __repr__(self) -> str:  # never show the key
         return f"ChatJudge(urls={[e.url for e in self.pool.endpoints]}, model={self.model!r})"

@@ -36,7 +36,7 @@ def test_inprocess_eval_crash_resume_report(tiny_model_dir, tmp_path, monkeypatc
     out = tmp_path / "run"
     monkeypatch.setenv("RUBRICSTREE_EVAL_CRASH_AFTER", "verdicts:5")
     res = runner.invoke(app, hb_args(tiny_model_dir, out))
-    assert isinstance(res.exception, RuntimeError) and "simulated crash" in str(res.exception)
+    assert res.exit_code != 0 and "simulated crash" in res.output  # one error line, no traceback
     assert len(lines(out / "verdicts.jsonl")) == 5 and len(lines(out / "generations.jsonl")) == 4
     monkeypatch.delenv("RUBRICSTREE_EVAL_CRASH_AFTER")
 
