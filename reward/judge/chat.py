@@ -50,6 +50,7 @@ import httpx
 from reward.judge.base import Judge, run_staged
 from reward.judge.cache import VerdictCache
 from reward.judge.endpoints import EndpointPool
+from reward.judge.loop_client import LoopBoundClient
 from reward.judge.parsing import parse_explain, parse_json_object
 from reward.judge.templates import Template
 from reward.judge.types import JSONResult, JudgeConfig, JudgeItem, Verdict
@@ -145,7 +146,7 @@ def api_key_for(urls: list[str], api_key_env: str = API_KEY_ENV) -> str:
     return key
 
 
-class ChatJudge(Judge):
+class ChatJudge(LoopBoundClient, Judge):
     """Judge served by one or more OpenAI-compatible chat endpoints.
 
     Args:
@@ -175,9 +176,7 @@ class ChatJudge(Judge):
         self._key = api_key_for(urls, api_key_env)
         self._headers = {"Authorization": f"Bearer {self._key}"} if self._key else {}
         self._transport = transport
-        self._client: httpx.AsyncClient | None = None
-        self._sem: asyncio.Semaphore | None = None
-        self._loop: asyncio.AbstractEventLoop | None = None
+        self._init_client_state()
         self.use_response_format = response_format
         host = urlparse(self.pool.endpoints[0].url).netloc
         self.served_root = self._discover_root() if discover and transport is None else None
@@ -205,22 +204,6 @@ class ChatJudge(Judge):
         return None
 
     # ------------------------------------------------------------------ transport
-    def _ensure_client(self) -> httpx.AsyncClient:
-        # connections and the semaphore belong to the event loop that made them (see http.py)
-        loop = asyncio.get_running_loop()
-        if self._client is None or self._loop is not loop:
-            limits = httpx.Limits(max_connections=self.concurrency, max_keepalive_connections=self.concurrency)
-            self._client = httpx.AsyncClient(timeout=self.timeout_s, limits=limits, headers=self._headers,
-                                             transport=self._transport)
-            self._sem = asyncio.Semaphore(self.concurrency)
-            self._loop = loop
-        return self._client
-
-    async def aclose(self) -> None:
-        if self._client is not None and self._loop is asyncio.get_running_loop():
-            await self._client.aclose()
-        self._client = self._loop = None
-
     def _backoff(self, attempt: int) -> float:
         return min(self.max_backoff_s, self.backoff_s * 2 ** (attempt - 1)) * random.uniform(0.5, 1.5)
 

@@ -31,6 +31,7 @@ from reward.judge.base import _DEADLINE, Judge
 from reward.judge.cache import VerdictCache
 from reward.judge.endpoints import EndpointPool
 from reward.judge.identity import served_model_id
+from reward.judge.loop_client import LoopBoundClient
 from reward.judge.parsing import parse_explain, parse_json_object
 from reward.judge.render import PromptRenderer, load_tokenizer
 from reward.judge.replies import BadReply, choice_p_yes, completion_text, usage_counts
@@ -59,7 +60,7 @@ class _Retryable(Exception):
         self.dead = dead
 
 
-class HTTPJudge(Judge):
+class HTTPJudge(LoopBoundClient, Judge):
     """Judge served by one or more vLLM (or other OpenAI-compatible) endpoints.
 
     Args:
@@ -90,9 +91,7 @@ class HTTPJudge(Judge):
         self._api_key_env = api_key_env
         self._headers = auth_headers(api_key_env)
         self._transport = transport
-        self._client: httpx.AsyncClient | None = None
-        self._sem: asyncio.Semaphore | None = None
-        self._loop: asyncio.AbstractEventLoop | None = None
+        self._init_client_state()
         self._legacy_logprobs = False
         # Who the judge is, by content (reward.judge.identity): what the server reports for this
         # name (root, max_model_len, the root's fingerprint when readable here) and the user's
@@ -118,24 +117,6 @@ class HTTPJudge(Judge):
         return next((m for m in models if m.get("id") == self.model), None)
 
     # ------------------------------------------------------------------ transport
-    def _ensure_client(self) -> httpx.AsyncClient:
-        # The client's connections and the semaphore belong to the event loop that made them: a
-        # later asyncio.run (grade_sync twice, score_sync, route_sync) gets its own, else its
-        # first request fails with "Event loop is closed".
-        loop = asyncio.get_running_loop()
-        if self._client is None or self._loop is not loop:
-            limits = httpx.Limits(max_connections=self.concurrency, max_keepalive_connections=self.concurrency)
-            self._client = httpx.AsyncClient(timeout=self.timeout_s, limits=limits, headers=self._headers,
-                                             transport=self._transport)
-            self._sem = asyncio.Semaphore(self.concurrency)
-            self._loop = loop
-        return self._client
-
-    async def aclose(self) -> None:
-        if self._client is not None and self._loop is asyncio.get_running_loop():
-            await self._client.aclose()
-        self._client = self._loop = None
-
     async def _post(self, body: dict, read=None):
         """One POST with retries across endpoints; returns ``read(body_json)`` (the JSON itself
         by default); raises _Retryable after the last attempt or at the call's deadline.
