@@ -71,7 +71,9 @@ if [ "$GPU" = 1 ]; then
   if [ "$J_URL" = "-" ] && [ "$J_MODEL" != "-" ] && [ -n "${JUDGE_CUDA_VISIBLE_DEVICES:-}" ]; then
     N_JUDGE=$(count "$JUDGE_CUDA_VISIBLE_DEVICES")
   fi
-  MEM_GB=$(nvidia-smi --query-gpu=memory.total --format=csv,noheader,nounits | head -n 1 | awk '{printf "%d", $1 / 1024}')
+  # awk reads every line and keeps the first: `| head -n 1` under pipefail can kill the launch with
+  # SIGPIPE (exit 141) when nvidia-smi writes its second line after head has exited
+  MEM_GB=$(nvidia-smi --query-gpu=memory.total --format=csv,noheader,nounits | awk 'NR == 1 {printf "%d", $1 / 1024}')
   PLAN=("$PY" -m rubricstree train plan "$CONFIG" --gpus $((N_TRAIN + N_JUDGE)) --gpu-memory-gb "$MEM_GB"
         --judge-gpus "$N_JUDGE" --sharding "$SHARDING" "${ARGS[@]}")
   if ! "${PLAN[@]}" >&2; then
