@@ -61,6 +61,9 @@ class DifficultyOptions(BaseModel):
     rule: tuple[float, float] = (0.4, 0.7)  # (lo, hi]: lo exclusive
     keep: tuple[float, float] = (0.15, 0.7)
     chat_template_kwargs: dict[str, Any] = Field(default_factory=dict)
+    epochs_per_run: int | None = Field(
+        None, ge=1, description="stage 3: train at most this many epochs, then exit (scripts/train_pipeline.sh "
+                                "runs one per launch, so the next epoch's filter gets every GPU)")
 
     def config(self, mode: str):
         from training.difficulty import DifficultyConfig, Window
@@ -92,6 +95,12 @@ class TrainConfig(BaseModel):
         default_factory=dict, description="text -> logit bias for transformers generation (sequence_bias); "
                                           "the smoke configs use it so a random policy answers with letters")
     seed: int = 42
+    export_dtype: Literal["bfloat16", "float16", "float32"] = Field(
+        "bfloat16", description="dtype of the Hugging Face export written at the end of the stage (and of each "
+                                "stage-3 epoch): what the next stage, eval, the filter and vllm serve load")
+    fsdp_reduce_dtype: Literal["float32", "bfloat16"] | None = Field(
+        "float32", description="FSDP2: dtype gradients are reduce-scattered in (accelerate's bf16 default sums "
+                               "them in bf16); null keeps accelerate's")
     grpo: dict[str, Any] = Field(default_factory=dict, description="keyword arguments of trl.GRPOConfig")
 
     @model_validator(mode="before")

@@ -41,7 +41,9 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from reward.errors import InputError
 from reward.settings import JudgeSettings
+from training.hf_export import export_dir, export_trainer, is_export, link_final
 from training.trl_config import TrainConfig, load_config
+from training.trl_trainer_utils import apply_fsdp_options, fixed_lr_horizon, release_trainer, save_at_end_callback
 
 log = logging.getLogger(__name__)
 
@@ -207,20 +209,6 @@ def last_checkpoint(output_dir: str | Path) -> str | None:
     return get_last_checkpoint(str(output_dir)) if Path(output_dir).is_dir() else None
 
 
-def _save_at_end_callback():
-    from transformers import TrainerCallback
-
-    class SaveAtEnd(TrainerCallback):
-        """Always leave a checkpoint at the last step, so the next run (or epoch) resumes there."""
-
-        def on_step_end(self, args, state, control, **kwargs):
-            if state.max_steps and state.global_step >= state.max_steps:
-                control.should_save = True
-            return control
-
-    return SaveAtEnd()
-
-
 class TrainResult(BaseModel):
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
@@ -250,8 +238,35 @@ def make_trainer(cfg: TrainConfig, train_dataset, reward_funcs: list, **arg_over
              "(per_device_train_batch_size %d x gradient_accumulation_steps %d x %d processes)",
              per_step, f"{per_step / args.num_generations:g}", args.num_generations,
              args.per_device_train_batch_size, args.gradient_accumulation_steps, world)
-    return GRPOTrainer(model=cfg.model, reward_funcs=reward_funcs, args=args,
-                       train_dataset=train_dataset, callbacks=[_save_at_end_callback()])
+    trainer = GRPOTrainer(model=cfg.model, reward_funcs=reward_funcs, args=args,
+                          train_dataset=train_dataset, callbacks=[save_at_end_callback()])
+    plugin = getattr(trainer.accelerator.state, "fsdp_plugin", None)
+    if apply_fsdp_options(plugin, cfg.fsdp_reduce_dtype):
+        log.info("FSDP2: gradients reduce-scattered in %s", cfg.fsdp_reduce_dtype)
+    sync_each = bool((args.accelerator_config.gradient_accumulation_kwargs or {}).get("sync_each_batch"))
+    if plugin is not None and args.gradient_accumulation_steps > 1 and not sync_each:
+        log.warning("FSDP with gradient_accumulation_steps %d and no sync_each_batch keeps every parameter's "
+                    "unsharded gradient on every GPU between micro-batches; set grpo.accelerator_config."
+                    "gradient_accumulation_kwargs.sync_each_batch: true", args.gradient_accumulation_steps)
+    return trainer
+
+
+def export_policy(cfg: TrainConfig, trainer, out: Path, **meta: Any) -> Path:
+    """The Hugging Face export of the trainer's current policy (every rank calls it)."""
+    path = export_trainer(trainer, out, dtype=cfg.export_dtype, meta={"stage": cfg.stage, "started_from": cfg.model,
+                                                                       **meta})
+    log.info("Hugging Face export of the policy: %s", path)
+    return path
+
+
+def latest_export(output_dir: str | Path, before: int | None = None) -> str | None:
+    """The newest stage-3 epoch export (``hf-epoch-N``, N < ``before``), else None."""
+    found = []
+    for p in Path(output_dir).glob("hf-epoch-*"):
+        tail = p.name.rsplit("-", 1)[-1]
+        if tail.isdigit() and (before is None or int(tail) < before) and is_export(p):
+            found.append((int(tail), p))
+    return str(max(found)[1]) if found else None
 
 
 def train(cfg: TrainConfig) -> TrainResult:
@@ -265,6 +280,7 @@ def train(cfg: TrainConfig) -> TrainResult:
     if ckpt:
         log.info("resuming from %s", ckpt)
     trainer.train(resume_from_checkpoint=True if ckpt else None)
+    export_policy(cfg, trainer, export_dir(cfg.output_dir))
     return TrainResult(output_dir=cfg.output_dir, global_step=trainer.state.global_step, start_step=_step_of(ckpt),
                        resumed_from=ckpt, log_history=list(trainer.state.log_history))
 
@@ -285,49 +301,36 @@ def lr_horizon(cfg: TrainConfig, n_epochs: int, prompts_per_step: int) -> int:
     return max(1, n_epochs * math.ceil(rows / prompts_per_step))
 
 
-def fixed_lr_horizon(trainer, horizon: int) -> None:
-    """Make ``trainer`` build its schedule over ``horizon`` steps, not its own ``max_steps`` (which
-    grows by one epoch at a time): the cosine decays once across all epochs instead of restarting.
-    A resumed scheduler keeps its step count (its state) and gets the same lambda."""
-    build = trainer.create_scheduler
-
-    def create_scheduler(num_training_steps: int, optimizer=None):
-        return build(num_training_steps=max(horizon, num_training_steps), optimizer=optimizer)
-
-    trainer.create_scheduler = create_scheduler
+def _epoch_dir(cfg: TrainConfig, epoch: int) -> Path:
+    return Path(cfg.output_dir) / "difficulty" / f"epoch-{epoch}"
 
 
-def release_trainer(trainer) -> None:
-    """Free a finished epoch's trainer before the next one is built: its vLLM engine (colocated),
-    model, optimiser and the CUDA cache; without this both epochs' engines share the GPUs."""
-    if trainer is None:
-        return
-    gen = getattr(trainer, "vllm_generation", None)
-    llm = getattr(gen, "llm", None)
-    if llm is not None:
-        try:
-            from vllm.distributed.parallel_state import destroy_model_parallel
+def next_epoch(cfg: TrainConfig) -> dict:
+    """The stage-3 epoch a run would do next: ``{"epoch", "policy", "filtered"}`` (epoch None when
+    all are done). ``policy`` is what its filter samples from: the newest epoch export, else
+    ``cfg.model`` (the stage-2 export). scripts/train_pipeline.sh serves it for the filter."""
+    epochs_file = Path(cfg.output_dir) / "epochs.json"
+    done = json.loads(epochs_file.read_text()) if epochs_file.exists() else []
+    n_epochs = int(math.ceil(float(cfg.grpo.get("num_train_epochs", 1))))
+    if len(done) >= n_epochs:
+        return {"epoch": None, "policy": None, "filtered": True}
+    epoch = len(done)
+    return {"epoch": epoch, "policy": latest_export(cfg.output_dir, before=epoch) or cfg.model,
+            "filtered": (_epoch_dir(cfg, epoch) / "epoch.json").exists()}
 
-            del gen.llm
-            destroy_model_parallel()
-        except ImportError:
-            pass
-    acc = getattr(trainer, "accelerator", None)
-    if acc is not None:
-        acc.free_memory()  # drops the accelerator's references to model, optimiser and scheduler
-    for name in ("vllm_generation", "model", "model_wrapped", "optimizer", "lr_scheduler", "ref_model"):
-        if hasattr(trainer, name):
-            setattr(trainer, name, None)
-    import gc
 
-    gc.collect()
-    try:
-        import torch
-
-        if torch.cuda.is_available():
-            torch.cuda.empty_cache()
-    except ImportError:
-        pass
+def filter_epoch_with_policy(cfg: TrainConfig, epoch: int, reward_funcs: list | None = None) -> None:
+    """Filter the rows for ``epoch`` with the current policy (its Hugging Face export, or
+    ``difficulty.generate_url`` when a server serves it) and write ``epoch.json`` last."""
+    out = _epoch_dir(cfg, epoch)
+    policy = latest_export(cfg.output_dir, before=epoch) or cfg.model
+    ckpt = last_checkpoint(cfg.output_dir)
+    run_difficulty(cfg, policy, out, reward_funcs)
+    marker = out / "epoch.json"
+    tmp = marker.with_suffix(".tmp")
+    tmp.write_text(json.dumps({"epoch": epoch, "start_step": _step_of(ckpt), "policy": policy,
+                               "served_by": cfg.difficulty.generate_url}))
+    tmp.replace(marker)
 
 
 def _train_per_epoch(cfg: TrainConfig) -> TrainResult:
@@ -341,6 +344,7 @@ def _train_per_epoch(cfg: TrainConfig) -> TrainResult:
     n_epochs = int(math.ceil(float(cfg.grpo.get("num_train_epochs", 1))))
     first_ckpt = last_checkpoint(cfg.output_dir)
     trainer = None
+    ran = 0
     for epoch in range(len(done), n_epochs):
         out = Path(cfg.output_dir) / "difficulty" / f"epoch-{epoch}"
         # epoch.json (written after the filter) records the step the epoch starts at: an epoch
@@ -348,18 +352,12 @@ def _train_per_epoch(cfg: TrainConfig) -> TrainResult:
         # re-filtering with a half-trained policy and training a longer epoch
         marker = out / "epoch.json"
 
-        def filter_epoch(epoch: int = epoch, out: Path = out, marker: Path = marker) -> None:
-            ckpt = last_checkpoint(cfg.output_dir)
-            tokenizer = None
-            if ckpt and not (Path(ckpt) / "tokenizer_config.json").exists():
-                from transformers import AutoTokenizer
+        def filter_epoch(epoch: int = epoch) -> None:
+            filter_epoch_with_policy(cfg, epoch, reward_funcs)
 
-                tokenizer = AutoTokenizer.from_pretrained(cfg.model)
-            run_difficulty(cfg, ckpt or cfg.model, out, reward_funcs, tokenizer=tokenizer)
-            tmp = marker.with_suffix(".tmp")
-            tmp.write_text(json.dumps({"epoch": epoch, "start_step": _step_of(ckpt), "policy": ckpt or cfg.model}))
-            tmp.replace(marker)
-
+        if ran >= (cfg.difficulty.epochs_per_run or n_epochs):
+            log.info("stopping after %d epoch(s) this run (difficulty.epochs_per_run)", ran)
+            break
         if marker.exists():
             log.info("epoch %d: resuming with the filter result in %s", epoch, out)
         once_per_job(marker, filter_epoch)
@@ -379,8 +377,12 @@ def _train_per_epoch(cfg: TrainConfig) -> TrainResult:
                                    num_train_epochs=1)
             fixed_lr_horizon(trainer, lr_horizon(cfg, n_epochs, _prompts_per_step(args)))
             trainer.train(resume_from_checkpoint=ckpt)
+            export_policy(cfg, trainer, export_dir(cfg.output_dir, epoch), epoch=epoch)
+            if _rank() == 0:
+                link_final(cfg.output_dir, epoch)
             done.append({"epoch": epoch, "kept": len(kept), "counts": stats.counts, "start_step": start,
-                         "end_step": trainer.state.global_step})
+                         "end_step": trainer.state.global_step, "export": str(export_dir(cfg.output_dir, epoch))})
+        ran += 1
         if _rank() == 0:
             epochs_file.parent.mkdir(parents=True, exist_ok=True)
             tmp = epochs_file.with_suffix(".tmp")
@@ -405,6 +407,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE")
     p.add_argument("--print-judge", action="store_true")
     p.add_argument("--print-output-dir", action="store_true", help="print output_dir and exit")
+    p.add_argument("--print-next-epoch", action="store_true",
+                   help="stage 3: print the next epoch, the policy its filter samples from and whether it is filtered")
     p.add_argument("--filter-only", action="store_true",
                    help="run the difficulty filter (cached under difficulty.out_dir) and exit")
     a = p.parse_args(argv)
@@ -422,6 +426,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     if a.print_output_dir:
         print(cfg.output_dir)
+        return 0
+    if a.print_next_epoch:
+        print(json.dumps(next_epoch(cfg)), flush=True)
+        return 0
+    if a.filter_only and cfg.difficulty.per_epoch:  # the next stage-3 epoch's filter (plain python, one process)
+        nxt = next_epoch(cfg)
+        if nxt["epoch"] is not None and not nxt["filtered"]:
+            filter_epoch_with_policy(cfg, nxt["epoch"])
+        print(json.dumps({"filtered": nxt["epoch"] is not None, **nxt,
+                          "out_dir": str(_epoch_dir(cfg, nxt["epoch"] or 0))}), flush=True)
         return 0
     if a.filter_only:
         if cfg.difficulty.enabled and not cfg.difficulty.per_epoch:
