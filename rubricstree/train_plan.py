@@ -53,6 +53,8 @@ def plan_command(
         for name, gib in result.per_gpu_gb.items():
             typer.echo(f"  {name:18s} {gib:8.2f} GiB")
         typer.echo("  totals: " + ", ".join(f"{k} {v:.1f} GiB" for k, v in result.totals_gb.items()))
+        if result.vllm_sequences is not None:
+            typer.echo(f"  colocated vLLM holds {result.vllm_sequences} full-length sequence(s) at once")
         typer.echo(f"fits: {result.fits} (largest: {result.largest})")
     if not result.fits:
         for text in result.problems:

@@ -6,17 +6,28 @@ vLLM, judge server) -> :func:`plan` -> :class:`Plan` (GiB per GPU by term, the l
 fits or the setting to change). ``rubricstree train plan`` prints it; ``scripts/train.sh`` refuses
 to launch a plan that does not fit unless forced.
 
-The model (estimates, GiB = 2**30 bytes):
-- trained weights are fp32 masters (4 B/param), fp32 gradients (4), AdamW moments (8), divided by
-  the number of training GPUs under FSDP full shard / ZeRO-3, whole on every GPU under DDP;
-  offloaded parts (verl ``param_offload``/``optimizer_offload``) count 0;
+The model (estimates, GiB = 2**30 bytes; the arithmetic for Qwen3-8B is worked in docs/training.md):
+- model states, FSDP/FSDP2 full shard: fp32 master weights (4 B/param), fp32 gradients (4) and AdamW
+  moments (8) divided by the training GPUs; plus what FSDP2 holds unsharded in bf16: the root unit
+  (embeddings, final norm, LM head: not resharded between forward and backward), the LM head's
+  gradient until the root's reduce-scatter at the end of backward, and two decoder layers
+  (the one computing and the one prefetched). ZeRO-3 (``sharding: zero3``) is DeepSpeed's own
+  estimate (``estimate_zero3_model_states_mem_needs``: 18 B/param over the GPUs, for its bf16
+  shard, fp32 master, fp32 gradient and Adam moments, plus 4 B x the largest layer). DDP
+  (``none``): everything whole on every GPU. Offloaded parts (verl) count 0;
+- ``unsharded_gradients``: with gradient accumulation and no ``sync_each_batch``, FSDP keeps every
+  parameter's unsharded gradient (in the reduction dtype) on every GPU between micro-batches;
 - activations per micro-batch of T tokens: with gradient checkpointing one bf16 hidden state per
   layer plus one layer's full set; without, every layer's set (attention via SDPA/flash, no T^2);
-- logits: T_logits x vocabulary x 8 bytes (bf16 logits, log-softmax and their gradients);
+- logits: TRL 1.16 scores completions with a fused LM head (``trl.trainer.utils.add_fused_lm_head``)
+  that never materialises (T, vocabulary) logits: a 4,096 x 32,768 bf16 tile, the head's fp32
+  weight gradient and an fp32 gradient of the T hidden states. verl materialises them: T x
+  vocabulary x 8 bytes (bf16 logits, log-softmax and their gradients);
 - colocated vLLM: its ``gpu_memory_utilization`` x GPU memory; with sleep mode (TRL
   ``vllm_enable_sleep_mode``; verl frees its rollout engine during updates) it is released while the
   trainer computes, so the peak is the larger of the generation and training phases, else the sum;
-  its share must hold the policy's bf16 weights (over its TP size) and one full-length sequence;
+  its share must hold the policy's bf16 weights (over its TP size) and the KV cache of
+  ``vllm_min_sequences`` full-length sequences generated at once (the plan prints how many fit);
 - a judge server on ``judge_gpus`` of the machine's GPUs: bf16 (or 8-bit quantised) weights over
   its tensor-parallel size plus KV cache for ``min_sequences`` contexts of ``max_model_len``, within
   its ``gpu_memory_utilization``;
@@ -34,7 +45,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from reward.errors import InputError
 from training.model_dims import ModelDims, model_dims
 
-__all__ = ["JudgeServer", "Plan", "PlanInput", "judge_vllm_args", "plan", "plan_input_from_config"]
+__all__ = ["JudgeServer", "Plan", "PlanInput", "PlanOptions", "deepspeed_zero3_model_states", "judge_vllm_args",
+           "model_states", "plan", "plan_input_from_config"]
 
 GIB = 2**30
 OVERHEAD_GIB = 3.0
@@ -55,6 +67,16 @@ class JudgeServer(BaseModel):
     extra_args: list[str] = Field(default_factory=list, description="more `vllm serve` arguments")
 
 
+class PlanOptions(BaseModel):
+    """``memory_plan:`` in a TRL config: what the plan demands beyond fitting."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    vllm_min_sequences: int = Field(
+        8, ge=1, description="full-length sequences the colocated vLLM's KV cache must hold at once (each GPU "
+                             "generates per_device_train_batch_size x steps_per_generation; fewer at once queue)")
+
+
 class PlanInput(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -68,9 +90,14 @@ class PlanInput(BaseModel):
     param_offload: bool = False
     optimizer_offload: bool = False
     vllm_colocated: bool = True
-    vllm_gpu_memory_utilization: float = 0.3
+    vllm_gpu_memory_utilization: float = 0.55
     vllm_sleep: bool = True
     vllm_tensor_parallel_size: int = 1
+    vllm_min_sequences: int = Field(8, ge=1)
+    fused_lm_head: bool = Field(False, description="TRL 1.16: log-probs through a tiled LM head, no full logits")
+    accumulation_steps: int = Field(1, ge=1, description="micro-batches per optimiser step")
+    sync_each_batch: bool = Field(True, description="FSDP reduce-scatters after every micro-batch")
+    reduce_bytes: int = Field(4, description="bytes of the gradient reduction dtype (fp32 4, bf16 2)")
     judge_model: str | None = None
     judge: JudgeServer = JudgeServer()
 
@@ -86,6 +113,7 @@ class Plan(BaseModel):
     judge_gpus: int
     gpu_memory_gb: float
     problems: list[str] = Field(default_factory=list)
+    vllm_sequences: int | None = Field(None, description="full-length sequences the colocated vLLM's KV cache holds")
 
 
 # ---------------------------------------------------------------------------------- the estimate
@@ -117,6 +145,51 @@ _ADVICE = {
 }
 
 
+def _head_params(d: ModelDims) -> int:
+    return d.vocab * d.hidden
+
+
+def _root_params(d: ModelDims) -> int:
+    """The FSDP root unit: embeddings (+ an untied LM head) and the final norm."""
+    return d.vocab * d.hidden * (1 if d.tied_embeddings else 2) + d.hidden
+
+
+def largest_layer_params(d: ModelDims) -> int:
+    """The most parameters one module owns (DeepSpeed's ``largest_layer_params``): the embedding
+    table, or a fused MoE expert block, or the widest dense projection."""
+    moe = 3 * d.experts * d.hidden * d.moe_intermediate if d.experts else 0
+    return max(d.vocab * d.hidden, moe, d.hidden * d.intermediate if not d.experts else 0)
+
+
+def deepspeed_zero3_model_states(d: ModelDims, gpus: int) -> int:
+    """DeepSpeed's ``estimate_zero3_model_states_mem_needs`` GPU bytes (no offload): 4 B x the
+    largest layer + 18 B/param over the GPUs."""
+    return 4 * largest_layer_params(d) + int(18 * d.params() / gpus)
+
+
+def model_states(d: ModelDims, gpus: int, sharding: str, *, param_offload: bool = False,
+                 optimizer_offload: bool = False) -> dict[str, float]:
+    """Bytes per GPU of weights, gathered weights, gradients and optimiser states (module docstring)."""
+    n = d.params()
+    if sharding == "zero3":
+        return {"weights": 6 * n / gpus, "gathered_weights": 4.0 * largest_layer_params(d),
+                "gradients": 4 * n / gpus, "optimizer_states": 0.0 if optimizer_offload else 8 * n / gpus}
+    shard = gpus if sharding != "none" else 1
+    out = {"weights": 0.0 if param_offload else 4 * n / shard, "gathered_weights": 0.0,
+           "gradients": 4 * n / shard, "optimizer_states": 0.0 if optimizer_offload else 8 * n / shard}
+    if sharding != "none" and shard > 1:
+        out["gathered_weights"] = 2.0 * (_root_params(d) + 2 * d.layer_params())
+        out["gradients"] += 2.0 * _head_params(d)
+    return out
+
+
+def _logits(p: PlanInput, d: ModelDims) -> float:
+    if not p.fused_lm_head:
+        return 8.0 * p.logit_tokens * d.vocab
+    tile = min(p.logit_tokens, 4096) * min(d.vocab, 32768) * 2
+    return tile + 4.0 * _head_params(d) + 4.0 * p.logit_tokens * d.hidden
+
+
 def plan(p: PlanInput, *, gpus: int, gpu_memory_gb: float, judge_gpus: int = 0) -> Plan:
     """The per-GPU estimate of ``p`` on ``gpus`` GPUs of ``gpu_memory_gb`` GiB, ``judge_gpus`` of
     them serving the judge."""
@@ -125,39 +198,45 @@ def plan(p: PlanInput, *, gpus: int, gpu_memory_gb: float, judge_gpus: int = 0) 
     d = model_dims(p.model)
     train_gpus = gpus - judge_gpus
     n = d.params()
-    shard = train_gpus if p.sharding != "none" else 1
+    sharded = p.sharding != "none" and train_gpus > 1
     terms: dict[str, float] = {
-        "weights": 0.0 if p.param_offload else 4 * n / shard,
-        "gradients": 4 * n / shard,
-        "optimizer_states": 0.0 if p.optimizer_offload else 8 * n / shard,
+        **model_states(d, train_gpus, p.sharding, param_offload=p.param_offload,
+                       optimizer_offload=p.optimizer_offload),
+        "unsharded_gradients": float(p.reduce_bytes * n) if sharded and p.sharding != "zero3"
+        and p.accumulation_steps > 1 and not p.sync_each_batch else 0.0,
         "activations": _activations(d, p.train_tokens, p.gradient_checkpointing),
-        "logits": 8.0 * p.logit_tokens * d.vocab,
+        "logits": _logits(p, d),
         "vllm_colocated": p.vllm_gpu_memory_utilization * gpu_memory_gb * GIB if p.vllm_colocated else 0.0,
         "runtime_overhead": OVERHEAD_GIB * GIB,
     }
-    if p.sharding != "none" and not p.param_offload:  # one layer gathered in bf16 (+ one prefetched)
-        terms["weights"] += 2 * 2 * d.layer_params()
     per = {k: v / GIB for k, v in terms.items()}
-    states = per["weights"] + per["gradients"] + per["optimizer_states"] + per["runtime_overhead"]
-    compute = per["activations"] + per["logits"]
+    states = sum(per[k] for k in ("weights", "gathered_weights", "gradients", "optimizer_states",
+                                  "runtime_overhead"))
+    compute = per["activations"] + per["logits"] + per["unsharded_gradients"]
     trainer_total = states + (max(per["vllm_colocated"], compute) if p.vllm_sleep else per["vllm_colocated"] + compute)
     limit = gpu_memory_gb
     problems: list[str] = []
     # the terms that make up the peak: with sleep mode the larger phase (generation or update)
     phase = ["vllm_colocated"] if p.vllm_sleep and per["vllm_colocated"] >= compute else \
-        (["activations", "logits"] + ([] if p.vllm_sleep else ["vllm_colocated"]))
-    counted = {k: per[k] for k in ["weights", "gradients", "optimizer_states", *phase]}
+        (["activations", "logits", "unsharded_gradients"] + ([] if p.vllm_sleep else ["vllm_colocated"]))
+    counted = {k: per[k] for k in ["weights", "gathered_weights", "gradients", "optimizer_states", *phase]}
     totals = {"trainer": round(trainer_total, 2)}
+    vllm_sequences = None
     if trainer_total > limit:
         big = max(counted, key=counted.get)
         problems.append(f"training GPUs need {trainer_total:.1f} of {limit:g} GiB; largest term {big} "
                         f"({per[big]:.1f} GiB): {_ADVICE[big]}")
     if p.vllm_colocated:
-        need = (2 * n / p.vllm_tensor_parallel_size + d.kv_bytes_per_token() * p.max_sequence) / GIB
-        if need > per["vllm_colocated"]:
-            problems.append(f"vllm_colocated: its share ({per['vllm_colocated']:.1f} GiB) cannot hold the policy's "
-                            f"bf16 weights and one {p.max_sequence}-token sequence ({need:.1f} GiB): raise "
-                            "grpo.vllm_gpu_memory_utilization (verl: rollout.gpu_memory_utilization) or its TP size")
+        weights_gib = 2 * n / p.vllm_tensor_parallel_size / GIB
+        seq_gib = d.kv_bytes_per_token() * p.max_sequence / p.vllm_tensor_parallel_size / GIB
+        fit = max(0, int((per["vllm_colocated"] - weights_gib) // seq_gib)) if seq_gib else 0
+        vllm_sequences = fit
+        if fit < p.vllm_min_sequences:
+            need = weights_gib + seq_gib * p.vllm_min_sequences
+            problems.append(f"vllm_colocated: its share ({per['vllm_colocated']:.1f} GiB) holds the policy's bf16 "
+                            f"weights ({weights_gib:.1f} GiB) and {fit} full {p.max_sequence}-token sequence(s), "
+                            f"fewer than memory_plan.vllm_min_sequences {p.vllm_min_sequences} ({need:.1f} GiB): "
+                            "raise grpo.vllm_gpu_memory_utilization (verl: rollout.gpu_memory_utilization) or its TP size")
     if judge_gpus:
         jd = model_dims(p.judge_model or "Qwen3-32B")
         tp = p.judge.tensor_parallel_size or judge_gpus
@@ -182,7 +261,7 @@ def plan(p: PlanInput, *, gpus: int, gpu_memory_gb: float, judge_gpus: int = 0) 
             break
     return Plan(fits=not problems, per_gpu_gb={k: round(v, 2) for k, v in per.items()}, totals_gb=totals,
                 largest=largest, sharding=p.sharding if train_gpus > 1 else "none", train_gpus=train_gpus,
-                judge_gpus=judge_gpus, gpu_memory_gb=gpu_memory_gb, problems=problems)
+                judge_gpus=judge_gpus, gpu_memory_gb=gpu_memory_gb, problems=problems, vllm_sequences=vllm_sequences)
 
 
 def judge_vllm_args(j: JudgeServer, judge_gpus: int) -> list[str]:
@@ -247,8 +326,13 @@ def _from_trl(path: Path, overrides: list[str], sharding: Sharding, judge_model:
     seq = int(g.get("vllm_max_model_length") or (completion + 2048))
     mb = int(g.get("per_device_train_batch_size", 8))
     use_vllm = bool(g.get("use_vllm")) and g.get("vllm_mode", "colocate") == "colocate"
+    sync_each = bool(((g.get("accelerator_config") or {}).get("gradient_accumulation_kwargs") or {}).get(
+        "sync_each_batch", False))
     return PlanInput(
         trainer="trl", model=cfg.model, train_tokens=mb * seq, logit_tokens=mb * completion, max_sequence=seq,
+        fused_lm_head=True, accumulation_steps=int(g.get("gradient_accumulation_steps", 1)), sync_each_batch=sync_each,
+        reduce_bytes=2 if cfg.fsdp_reduce_dtype == "bfloat16" else 4,
+        vllm_min_sequences=cfg.memory_plan.vllm_min_sequences,
         gradient_checkpointing=bool(g.get("gradient_checkpointing", False)), sharding=sharding,
         vllm_colocated=use_vllm, vllm_gpu_memory_utilization=float(g.get("vllm_gpu_memory_utilization", 0.3)),
         vllm_sleep=bool(g.get("vllm_enable_sleep_mode", False)),

@@ -21,7 +21,7 @@ from reward.envvars import expand_env
 from reward.errors import InputError
 from reward.settings import JudgeSettings, StageRewardSettings
 from reward.textio import load_yaml
-from training.memory_plan import JudgeServer
+from training.memory_plan import JudgeServer, PlanOptions
 
 __all__ = ["DataConfig", "DifficultyOptions", "Stage", "TrainConfig", "apply_overrides", "load_config"]
 
@@ -89,6 +89,7 @@ class TrainConfig(BaseModel):
     judge: JudgeSettings = JudgeSettings()
     judge_server: JudgeServer = Field(
         default_factory=JudgeServer, description="sizing of the judge server train.sh starts (vLLM arguments)")
+    memory_plan: PlanOptions = Field(default_factory=PlanOptions, description="what `rubricstree train plan` demands")
     reward: StageRewardSettings = StageRewardSettings()
     difficulty: DifficultyOptions = DifficultyOptions()
     generation_bias: dict[str, float] = Field(
