@@ -20,7 +20,9 @@
 # scripts/train.sh passes them itself.)
 set -euo pipefail
 
-MODEL="" PORT=8000 HOST=127.0.0.1 NAME="" PID_FILE=".judge-server.pid" LOG="" WAIT_S=${JUDGE_WAIT_S:-600}
+# JUDGE_WAIT_S: how long to wait for the server to answer. The first start of a 32B judge downloads
+# ~65 GB of weights before loading them (tens of minutes on a shared link): an hour by default.
+MODEL="" PORT=8000 HOST=127.0.0.1 NAME="" PID_FILE=".judge-server.pid" LOG="" WAIT_S=${JUDGE_WAIT_S:-3600}
 EXTRA=()
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -77,7 +79,7 @@ for _ in $(seq 1 "$WAIT_S"); do
     if ! kill -0 "$PID" 2>/dev/null; then
       echo "serve_judge.sh: the server exited; $URL answers for another process" >&2; exit 1
     fi
-    if ! printf '%s' "$MODELS" | grep -q "\"id\": *\"$NAME\""; then
+    if ! grep -q "\"id\": *\"$NAME\"" <<<"$MODELS"; then
       echo "serve_judge.sh: $URL does not serve '$NAME' (it lists: $MODELS)" >&2
       kill "$PID" 2>/dev/null || true; exit 1
     fi

@@ -47,6 +47,15 @@ IFS=$'\t' read -r J_URL J_MODEL J_SERVED <<<"$JUDGE"
 
 GPU=0
 if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then GPU=1; fi
+SHARDING=none
+[ "$GPU" = 1 ] && SHARDING=${TRAIN_SHARDING:-fsdp2}
+
+# the packages the config will use (vllm for grpo.use_vllm, deepspeed for zero3), before anything
+# starts: a missing one fails here with the pip line, not minutes later inside accelerate
+if ! "$PY" -m training.env_check --config "$CONFIG" --sharding "$SHARDING" "${ARGS[@]}"; then
+  echo "train.sh: the environment lacks what $(basename "$CONFIG") uses (see above)" >&2
+  exit 2
+fi
 
 JUDGE_ARGS=()
 if [ "$GPU" = 1 ] && [ "$J_URL" = "-" ] && [ "$J_MODEL" != "-" ]; then
@@ -58,9 +67,16 @@ if [ "$GPU" = 1 ] && [ "$J_URL" = "-" ] && [ "$J_MODEL" != "-" ]; then
          "(or pass --set judge.url=URL of a running judge)" >&2
     exit 2
   fi
+  # no GPU on both lists: the judge's KV cache and the trainer's colocated vLLM would each claim it
+  SHARED=$(tr ',' '\n' <<<"$JUDGE_CUDA_VISIBLE_DEVICES,$TRAIN_CUDA_VISIBLE_DEVICES" | tr -d ' ' | grep -v '^$' \
+           | sort | uniq -d | paste -sd, -) || true
+  if [ -n "$SHARED" ]; then
+    echo "train.sh: GPU(s) $SHARED are in both JUDGE_CUDA_VISIBLE_DEVICES ($JUDGE_CUDA_VISIBLE_DEVICES) and" \
+         "TRAIN_CUDA_VISIBLE_DEVICES ($TRAIN_CUDA_VISIBLE_DEVICES); give each its own" >&2
+    exit 2
+  fi
 fi
 if [ "$GPU" = 1 ]; then
-  SHARDING=${TRAIN_SHARDING:-fsdp2}
   case "$SHARDING" in fsdp2|zero3|none) ;;
     *) echo "train.sh: TRAIN_SHARDING must be fsdp2, zero3 or none, got $SHARDING" >&2; exit 2 ;; esac
   count() { awk -F, '{print NF}' <<<"$1"; }

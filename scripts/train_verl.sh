@@ -42,8 +42,13 @@ if [ "$only_print" = 0 ]; then
          "use '--cfg job' to check the config here, or set RUBRICSTREE_ALLOW_NO_GPU=1 to try anyway." >&2
     [ "${RUBRICSTREE_ALLOW_NO_GPU:-0}" = 1 ] || exit 2
   fi
+  if ! "$PY" -c "import importlib.metadata as m; m.version('vllm')" 2>/dev/null; then
+    echo "train_verl: vllm (verl's rollout engine) is not installed for $PY:" \
+         "pip install -e '.[train,verl,gpu]' (the gpu extra pins vllm 0.24.0, the version verl 0.9.1 is built for)" >&2
+    [ "${RUBRICSTREE_ALLOW_NO_GPU:-0}" = 1 ] || exit 2
+  fi
   if grep -q 'RUBRICSTREE_JUDGE_URL' "$CONFIG" && [ -z "${RUBRICSTREE_JUDGE_URL:-}" ] \
-     && ! printf '%s\n' "$@" | grep -q 'judge\.url='; then
+     && [[ " $* " != *judge.url=* ]]; then
     echo "train_verl: $CONFIG_NAME scores with a judge: set RUBRICSTREE_JUDGE_URL (scripts/serve_judge.sh)" \
          "or pass reward.custom_reward_function.reward_kwargs.judge.url=..." >&2
     exit 2

@@ -1,6 +1,8 @@
-"""scripts/train.sh on a GPU machine (stand-in ``nvidia-smi`` and ``accelerate`` on PATH): the
-memory plan runs before launching and a plan that does not fit is refused (exit 3) unless
-TRAIN_FORCE=1; the accelerate config is chosen by TRAIN_SHARDING."""
+"""scripts/train.sh on a GPU machine (stand-in ``nvidia-smi`` and ``accelerate`` on PATH, and
+installed-package records for vllm/deepspeed): the memory plan runs before launching and a plan
+that does not fit is refused (exit 3) unless TRAIN_FORCE=1; the accelerate config is chosen by
+TRAIN_SHARDING; a missing or unaccepted vllm/deepspeed, or a GPU on both the judge's and the
+trainer's list, stops the launch before anything starts."""
 
 from __future__ import annotations
 
@@ -15,7 +17,17 @@ from rt_paths import REPO_ROOT
 REPO = REPO_ROOT
 
 
-def _machine(tmp_path: Path, gpus: int, mib: int) -> dict:
+def _installed(tmp_path: Path, **versions: str) -> str:
+    """A folder of ``*.dist-info`` records: importlib.metadata reports these packages installed."""
+    site = tmp_path / "dist"
+    for name, version in versions.items():
+        info = site / f"{name}-{version}.dist-info"
+        info.mkdir(parents=True)
+        (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n")
+    return str(site)
+
+
+def _machine(tmp_path: Path, gpus: int, mib: int, **installed: str) -> dict:
     bin_ = tmp_path / "bin"
     bin_.mkdir()
     lines = "\\n".join(f"GPU {i}: Fake (UUID: GPU-{i})" for i in range(gpus))
@@ -26,7 +38,9 @@ def _machine(tmp_path: Path, gpus: int, mib: int) -> dict:
     acc.write_text(f'#!/bin/sh\necho "$@" > {tmp_path}/accelerate-args\n')
     for f in (smi, acc):
         f.chmod(0o755)
-    return {"PATH": f"{bin_}:{os.environ['PATH']}", "ACCELERATE": str(acc)}
+    versions = {"vllm": "0.24.0", "deepspeed": "0.18.6", **installed}
+    return {"PATH": f"{bin_}:{os.environ['PATH']}", "ACCELERATE": str(acc),
+            "PYTHONPATH": _installed(tmp_path, **{k: v for k, v in versions.items() if v})}
 
 
 def _run(env: dict, *args: str) -> subprocess.CompletedProcess:
@@ -116,3 +130,36 @@ def test_plan_prints_the_judge_args_train_sh_passes():
     assert res.exit_code == 0, res.output
     assert res.stdout.split() == ["--tensor-parallel-size", "2", "--max-model-len", "12000",
                                   "--gpu-memory-utilization", "0.9"]
+
+
+@pytest.mark.parametrize(("installed", "sharding", "says"), [
+    ({"vllm": ""}, "fsdp2", "vllm is not installed, and grpo.use_vllm: true"),
+    ({"vllm": "0.33.0"}, "fsdp2", "vllm 0.33.0 is installed; grpo.use_vllm: true (vllm_mode colocate) needs >= 0.22.0 and <= 0.31.0"),
+    ({"deepspeed": ""}, "zero3", "deepspeed is not installed, and TRAIN_SHARDING=zero3 needs it"),
+])
+def test_a_missing_package_stops_the_launch_before_anything_starts(tmp_path, installed, sharding, says):
+    env = {**_machine(tmp_path, 8, 81559, **installed), "TRAIN_SHARDING": sharding}
+    res = _run(env, "configs/trl/stage1_mcq.yaml")
+    assert res.returncode == 2 and says in res.stderr
+    assert ".[train,verl,gpu]" in res.stderr
+    assert "fits:" not in res.stderr and not (tmp_path / "accelerate-args").exists()
+
+
+def test_the_cpu_smoke_config_needs_no_gpu_package(tmp_path):
+    from training.env_check import check
+    from training.trl_config import load_config
+
+    os.environ.setdefault("RUBRICSTREE_TINY_MODEL", "/some/tiny")
+    cfg = load_config(REPO / "configs/smoke/stage1_mcq.yaml")
+    assert check(cfg.grpo, "none", version_of=lambda pkg: None) == []
+    assert check({"use_vllm": True}, "zero3", version_of=lambda pkg: None) == [
+        "vllm is not installed, and grpo.use_vllm: true (vllm_mode colocate) needs it",
+        "deepspeed is not installed, and TRAIN_SHARDING=zero3 needs it"]
+
+
+def test_a_gpu_on_both_the_judge_and_trainer_lists_is_refused(tmp_path):
+    env = {**_machine(tmp_path, 8, 81559), "RUBRICSTREE_JUDGE_MODEL": "/some/judge",
+           "JUDGE_CUDA_VISIBLE_DEVICES": "6,7", "TRAIN_CUDA_VISIBLE_DEVICES": "0,1,2,3,4,5,6"}
+    res = _run(env, "configs/trl/stage2_error_rubric.yaml", "--set", "model=Qwen/Qwen3-8B")
+    assert res.returncode == 2 and "GPU(s) 6 are in both" in res.stderr
+    assert "starting a judge server" not in res.stderr and not (tmp_path / "accelerate-args").exists()
