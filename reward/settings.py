@@ -13,9 +13,10 @@ Data flow: a mapping from a config -> :class:`JudgeSettings` -> :meth:`JudgeSett
 
 from __future__ import annotations
 
+import re
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 __all__ = ["ErrorRubricSettings", "JudgeSettings", "MCQRuleSettings", "RubricRewardSettings",
            "RubricScoringSettings", "StageRewardSettings"]
@@ -126,9 +127,17 @@ class RubricScoringSettings(_Settings):
     clip_below_zero: bool = Field(
         False, description="clip a rollout's rubric points score at 0 (HealthBench per-example style); "
                            "default off: a harmful answer scores below an empty one")
-    format_failure_score: float | None = Field(
-        0.0, description="score of an unclosed <think> (no final answer), counted as format_failures; "
-                         "null: unscored")
+    format_failure_score: float | str | None = Field(
+        "floor", description="score of an unclosed <think> (no final answer), counted as format_failures: "
+                             "floor (0.1 below the worst score a finished answer to the row can get; floor-M: "
+                             "M below), a number, or null: unscored")
+
+    @field_validator("format_failure_score")
+    @classmethod
+    def _failure_score(cls, v):
+        if isinstance(v, str) and not re.fullmatch(r"floor(-\d+(\.\d+)?)?", v):
+            raise ValueError(f"a number, null, 'floor' or 'floor-MARGIN' (e.g. floor-0.2), got {v!r}")
+        return v
 
 
 class RubricRewardSettings(RubricScoringSettings):

@@ -15,9 +15,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-__all__ = ["Grade", "GradedText", "graded_text", "split_reasoning"]
+__all__ = ["FLOOR_MARGIN", "Grade", "GradedText", "failure_score", "graded_text", "parse_failure_score",
+           "split_reasoning"]
 
 Grade = Literal["answer", "full"]
+FLOOR_MARGIN = 0.1  # "floor": this far below the worst score a finished answer to the row can get
 
 
 def split_reasoning(text: str) -> tuple[str, str | None]:
@@ -50,3 +52,32 @@ def graded_text(completion: str, grade: Grade = "answer") -> GradedText:
     unclosed = "<think>" in completion and "</think>" not in completion
     answer, _ = split_reasoning(completion)
     return GradedText(answer, format_failure=unclosed)
+
+
+def parse_failure_score(value: float | str | None) -> float | str | None:
+    """Validate a ``format_failure_score``: a number, None (unscored), ``"floor"`` or ``"floor-M"``
+    (M: the margin below the row's worst finished score; ``floor`` is ``floor-0.1``)."""
+    if value is None or isinstance(value, (int, float)) and not isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.startswith("floor"):
+        tail = value[len("floor"):]
+        try:
+            if tail == "" or (tail.startswith("-") and float(tail[1:]) >= 0):
+                return value
+        except ValueError:
+            pass
+    raise ValueError(f"format_failure_score must be a number, null, 'floor' or 'floor-MARGIN', got {value!r}")
+
+
+def failure_score(setting: float | str | None, worst: float | None) -> float | None:
+    """The score of an unfinished answer (an unclosed ``<think>``). A number or None is used as is.
+    ``floor``/``floor-M`` puts it below every finished answer to the same row: ``worst`` (the lowest
+    score a finished answer can get: every positive criterion missed, every negative one met)
+    minus the margin. Running out of budget then never beats answering, however badly."""
+    setting = parse_failure_score(setting)
+    if not isinstance(setting, str):
+        return setting
+    if worst is None:
+        return None
+    margin = float(setting[len("floor-"):]) if setting.startswith("floor-") else FLOOR_MARGIN
+    return worst - margin

@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from reward.stages.reasoning import graded_text
+from reward.stages.reasoning import failure_score, graded_text
 
 __all__ = ["RowScore", "axes_of", "grade_rubric_rows", "leaf_axis_scores", "mean", "results_items",
            "rubric_axis_scores"]
@@ -40,13 +40,14 @@ class RowScore:
 async def grade_rubric_rows(judge, rollouts: Sequence[tuple[Sequence[Mapping[str, Any]], str,
                                                             Sequence[Mapping[str, Any]]]],
                             *, soft: bool = False, grade: str = "answer",
-                            format_failure_score: float | None = 0.0, clip: bool = True) -> list[RowScore]:
+                            format_failure_score: float | str | None = 0.0, clip: bool = True) -> list[RowScore]:
     """The paper's stage 3 reward (TRL and verl share it): each rollout ``(conversation,
     response, rubric items)`` scored as HealthBench points clipped to [0, 1]
     (``reward.healthbench.scoring.rl_reward``); met is the verdict, or ``p_yes`` with ``soft``.
     All items go to the judge in one call, each distinct (conversation, response, item) once.
     ``grade="answer"``: the judge sees the text after ``</think>``; an unclosed think block is a
-    format failure scored ``format_failure_score`` without a judge call (``reward.stages.reasoning``).
+    format failure scored ``format_failure_score`` without a judge call (``reward.stages.reasoning``;
+    ``floor``: below the worst score a finished answer to the row can get).
     ``clip=False``: the points score is not clipped below 0 (the stage 3 training default)."""
     from reward.healthbench.scoring import rl_reward
     from reward.judge.types import JudgeItem, Message
@@ -66,7 +67,9 @@ async def grade_rubric_rows(judge, rollouts: Sequence[tuple[Sequence[Mapping[str
     out = []
     for (_, _, rows), plan in zip(rollouts, plans):
         if plan is None:
-            out.append(RowScore(format_failure_score, None, [], format_failure=True))
+            pts = [float(r["points"]) for r in rows]
+            worst = rl_reward(pts, [p < 0 for p in pts], clip=clip) if any(p > 0 for p in pts) else None
+            out.append(RowScore(failure_score(format_failure_score, worst), None, [], format_failure=True))
             continue
         vs = [verdicts[i] for i in plan]
         failures = [v.failure or "unknown failure" for v in vs if not v.ok]

@@ -61,7 +61,7 @@ from reward.router.base import (
 from reward.router.llm import with_context
 from reward.scoring.tree_score import score_tree
 from reward.scoring.variants import DEFAULT_SCORING_VARIANT, RULE_REASONS, check_variant, effective_weights
-from reward.stages.reasoning import Grade, graded_text
+from reward.stages.reasoning import Grade, failure_score, graded_text
 from reward.tree.graph import RubricTree
 
 Scoring = Literal["hard", "soft"]
@@ -222,7 +222,9 @@ class RubricReward:
             score's weights and failure semantics; default :data:`DEFAULT_SCORING_VARIANT`).
         grade: ``answer`` (the judge sees the text after ``</think>``; an unclosed think block is a
             format failure, not judged) or ``full`` (the completion as is).
-        format_failure_score: the score of a format failure (None: unscored).
+        format_failure_score: the score of a format failure: a number, None (unscored), or
+            ``floor``/``floor-M`` (below the worst score a finished answer to the row can get:
+            ``reward.stages.reasoning.failure_score``).
         clip_below_zero: clip the points score of the row's items to [0, 1] (True here, a report's
             per-example score); the stage 3 training settings default to False (unclipped below 0).
 
@@ -234,7 +236,7 @@ class RubricReward:
     def __init__(self, tree: RubricTree, router: Router, judge: Judge, *, scoring: Scoring = "hard",
                  combine: Combine = "tree", on_failure: OnFailure = "skip", cache_routing: bool = True,
                  feedback_limit: int = 10, scoring_variant: str = DEFAULT_SCORING_VARIANT,
-                 grade: Grade = "answer", format_failure_score: float | None = 0.0,
+                 grade: Grade = "answer", format_failure_score: float | str | None = 0.0,
                  clip_below_zero: bool = True) -> None:
         check_variant(scoring_variant)
         if scoring not in ("hard", "soft"):
@@ -322,8 +324,9 @@ class RubricReward:
             if plan is None:
                 self.stats["rollouts"] += 1
                 self.stats["format_failures"] += 1
-                self.stats["scored" if self.format_failure_score is not None else "unscored"] += 1
-                out.append(RolloutScore(id=r.id, score=self.format_failure_score, scoring=self.scoring,
+                fail = failure_score(self.format_failure_score, self._worst(r, routings[r.prompt_key]))
+                self.stats["scored" if fail is not None else "unscored"] += 1
+                out.append(RolloutScore(id=r.id, score=fail, scoring=self.scoring,
                                         combine=self.combine, format_failure=True,
                                         feedback="unclosed <think>: no final answer to grade"))
                 continue
@@ -402,6 +405,20 @@ class RubricReward:
         return RolloutScore(score=score, tree_score=tree_score, points_score=points_score,
                             nodes=nodes or {}, failures=failures,
                             feedback=self._feedback(leaves, rubric_items), **base)
+
+    def _worst(self, r: Rollout, routing: Routing) -> float | None:
+        """The lowest score a finished answer to ``r``'s row can get: every positive criterion
+        missed and every negative one met (the tree and points scores are monotone in them)."""
+        tree_worst = points_worst = None
+        if routing.active:
+            met = {a.leaf_id: self.tree[a.leaf_id].polarity == "negative" for a in routing.active}
+            rule = [a.leaf_id for a in routing.active if a.reason in RULE_REASONS]
+            tree_worst = score_tree(self.tree, met, variant=self.scoring_variant, activated=set(routing.expanded),
+                                    rule_active=rule).score
+        points = [it.points for it in (r.rubrics or [])]
+        if any(p > 0 for p in points):
+            points_worst = rl_reward(points, [p < 0 for p in points], clip=self.clip_below_zero)
+        return self._combine(tree_worst, points_worst)
 
     def _combine(self, tree_score: float | None, points_score: float | None) -> float | None:
         if tree_score is None or points_score is None:

@@ -86,5 +86,6 @@ async def test_verl_same_answer_different_thinking_same_reward(source):
     a, b, u = [await compute_score("healthbench", t, json.dumps(RUBRICS), info, context=c)
                for t in (THINK_A + GOOD, THINK_B + GOOD, UNCLOSED)]
     assert a["score"] == b["score"] == pytest.approx(1.0)
-    assert u["score"] == 0.0 and u["format_failure"] is True and not u["unscored"]
+    # the default floor: 0.1 below the row's worst finished score (-5 of 10 positive points)
+    assert u["score"] == pytest.approx(-0.6) and u["format_failure"] is True and not u["unscored"]
     assert a["format_failure"] is False
