@@ -9,8 +9,8 @@ from __future__ import annotations
 import itertools
 
 import pytest
-from rt_trl import CHEST, RUBRICS, _tree, keyword_judge
 from rt_paths import REPO_ROOT
+from rt_trl import CHEST, RUBRICS, _tree, keyword_judge
 
 from reward.integrations.trl import RubricRewardFunc
 from reward.settings import StageRewardSettings
