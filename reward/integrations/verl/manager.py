@@ -41,6 +41,7 @@ from verl.experimental.reward_loop.reward_manager.registry import (
     register,
 )
 
+from reward.integrations.verl.advantage import ESTIMATOR
 from reward.integrations.verl.context import RewardContext
 from reward.integrations.verl.policy import group_policy
 from reward.integrations.verl.settings import load_settings
@@ -95,6 +96,13 @@ class RubricsTreeRewardManager(RewardManagerBase):
                 f"on_failure 'neutral' gives a failed rollout its group's mean, so the whole group must reach one "
                 f"reward worker, but reward.num_workers={workers} scatters it: set reward.num_workers=1 "
                 "(scoring is I/O on the judge; one async worker keeps up) or on_failure: raise")
+        estimator = str(_select(config, "algorithm.adv_estimator", ""))
+        if self.settings.on_failure == "mask" and config is not None and estimator != ESTIMATOR:
+            raise ValueError(
+                f"on_failure 'mask' scores a failed rollout NaN for the {ESTIMATOR} advantage estimator to leave "
+                f"out, but algorithm.adv_estimator is {estimator!r}: set algorithm.adv_estimator={ESTIMATOR} and "
+                "ray_kwargs.ray_init.runtime_env.worker_process_setup_hook=reward.integrations.verl.advantage.register "
+                "(configs/verl/stage3_clinical_rubric.yaml), or on_failure: neutral")
         self.streaming = StreamingScorer(self.settings, self.context, self.group_size)
 
     # ------------------------------------------------------------------ verl's entry point

@@ -6,6 +6,9 @@
   the group (:func:`group_policy`, the streaming manager) can do that; :func:`single_policy`
   (plain ``compute_score``) falls back to ``fallback_score``, a flagged constant that must be set
   explicitly, else raises.
+* ``on_failure: mask``: a failed rollout scores NaN, flagged; the ``rubricstree_grpo`` advantage
+  estimator (``reward.integrations.verl.advantage``) leaves it out of its group's mean and std and
+  of the loss. It needs no group in sight, so plain ``compute_score`` does it too.
 * A group with no rollout scored gets ``all_failed_score`` (any constant gives zero advantage),
   flagged; ``all_failed_score: null`` raises.
 """
@@ -20,7 +23,7 @@ from reward.errors import JudgeError
 from reward.integrations.verl.settings import VerlRewardSettings
 from reward.integrations.verl.sources import Sample, SampleScore, finalize
 
-__all__ = ["failure_reason", "group_policy", "single_policy", "stand_in"]
+__all__ = ["failure_reason", "group_policy", "masked", "single_policy", "stand_in"]
 
 log = logging.getLogger("rubricstree.verl")
 
@@ -36,6 +39,8 @@ def single_policy(sample: Sample, raw: SampleScore, settings: VerlRewardSettings
     reason = failure_reason(sample, raw)
     if settings.on_failure == "raise":
         raise JudgeError(f"{reason} (on_failure: raise)")
+    if settings.on_failure == "mask":
+        return masked(raw, reason)
     if settings.fallback_score is None:
         raise JudgeError(f"{reason}. compute_score sees one rollout, not its group, so it cannot give the "
                          "group-mean (zero-advantage) score that on_failure 'neutral' asks for: use the "
@@ -64,11 +69,19 @@ def group_policy(samples: Sequence[Sample], raws: Sequence[SampleScore],
     return out  # type: ignore[return-value]
 
 
+def masked(raw: SampleScore, reason: str) -> dict[str, Any]:
+    """NaN for the ``rubricstree_grpo`` estimator to leave out (``on_failure: mask``), flagged."""
+    log.warning("unscored rollout masked out of its group: %s", reason)
+    return finalize(raw, score=float("nan"), reason=reason + " (masked: out of its group's statistics and the loss)")
+
+
 def stand_in(sample: Sample, raw: SampleScore, scored: Sequence[float], settings: VerlRewardSettings, *,
               complete: bool) -> dict[str, Any]:
     if raw.score is not None:
         return finalize(raw)
     reason = failure_reason(sample, raw)
+    if settings.on_failure == "mask":
+        return masked(raw, reason)
     note = "" if complete else f" (group incomplete after {settings.group_timeout_s:g}s)"
     if scored:
         mean = sum(scored) / len(scored)

@@ -37,8 +37,10 @@ class VerlRewardSettings(RubricScoringSettings):
     :class:`reward.settings.RubricScoringSettings`'s; ``judge`` and ``error_rubric`` are the shared
     models, so a key that works in TRL YAML works here."""
 
-    on_failure: Literal["raise", "neutral"] = Field(
-        "neutral", description="raise: stop on a judge failure; neutral: group-mean score, flagged")
+    on_failure: Literal["raise", "neutral", "mask"] = Field(
+        "neutral", description="raise: stop on a judge failure; neutral: group-mean score, flagged; mask: NaN, "
+                               "left out of its group and the loss by the rubricstree_grpo advantage estimator "
+                               "(reward.integrations.verl.advantage; the shipped configs)")
     fallback_score: float | None = Field(
         None, description="compute_score only (no group in sight): the flagged constant for a failed "
                           "rollout under 'neutral'; null raises. Prefer the reward manager")

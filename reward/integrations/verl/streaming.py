@@ -126,6 +126,11 @@ class StreamingScorer:
             if uid is not None:
                 await self.board.report(uid, None)
             raise JudgeError(f"{failure_reason(sample, raw)} (on_failure: raise)")
+        if self.settings.on_failure == "mask":  # NaN, left out by the estimator: no need to wait
+            if uid is not None:
+                await self.board.report(uid, None)
+            self.counts["masked"] = self.counts.get("masked", 0) + 1
+            return stand_in(sample, raw, [], self.settings, complete=True)
         if uid is None:  # no group id: nothing to average over
             scored, complete = [], True
         else:
