@@ -1,22 +1,35 @@
 #!/usr/bin/env bash
-# The Fathom-Vaidya pipeline with TRL: filter -> stage 1 -> stage 2 -> stage 3, with explicit
-# checkpoints, resumable.
+# The Fathom-Vaidya pipeline with TRL: filter -> stage 1 -> stage 2 -> stage 3, each stage starting
+# from the previous stage's Hugging Face export, resumable.
 #
 #   RUBRICSTREE_RUN_ROOT=runs/fv scripts/train_pipeline.sh [--set key=value ...]
 #   PIPELINE_CONFIGS=configs/smoke RUBRICSTREE_TINY_MODEL=... RUBRICSTREE_JUDGE_URL=... scripts/train_pipeline.sh
 #
 # 1. filter: the stage 1 config's difficulty filter with the BASE model (8 samples, its own
 #    completion budget); its result (rule and rubric splits) is cached under difficulty.out_dir and
-#    read by stages 1 and 2, as in the paper. On a GPU machine without RUBRICSTREE_POLICY_URL a
-#    vLLM server for the base model is started for it (scripts/serve_judge.sh on $POLICY_PORT,
-#    default 8200, GPUs $POLICY_CUDA_VISIBLE_DEVICES, default all) and stopped before training.
-# 2. stage 1 (scripts/train.sh) -> $ROOT/stage1_mcq; its last checkpoint is stage 2's model.
-# 3. stage 2 -> $ROOT/stage2_error_rubric, refused without a stage 1 checkpoint.
-# 4. stage 3 (per-epoch re-filter as its config says) -> $ROOT/stage3_clinical_rubric, from the
-#    stage 2 checkpoint.
-# Each finished step writes $ROOT/<step>.done (the checkpoint it produced); rerunning skips done
-# steps and resumes a stopped one from its last checkpoint. Progress: one line per step with the
-# elapsed time and an ETA from the mean duration of the steps run so far.
+#    read by stages 1 and 2, as in the paper.
+# 2. stage 1 (scripts/train.sh) -> $ROOT/stage1_mcq; its export $ROOT/stage1_mcq/hf is stage 2's model.
+# 3. stage 2 -> $ROOT/stage2_error_rubric, refused without a stage 1 export.
+# 4. stage 3 -> $ROOT/stage3_clinical_rubric from the stage 2 export. With difficulty.per_epoch,
+#    one epoch per scripts/train.sh run: before each, the epoch's filter samples from the current
+#    policy (the newest epoch export, else stage 2's), then the trainer trains that epoch, exports
+#    $ROOT/stage3_clinical_rubric/hf-epoch-N and exits, so the next filter gets every GPU.
+#
+# Serving the policy a filter samples from (PIPELINE_SERVE=1, the default on GPU machines): a vLLM
+# server on the filter's model (the base model, or the current checkpoint's export) is started with
+# scripts/serve_judge.sh on $POLICY_PORT (default 8200), health-checked (it must list the name
+# "policy"), used only by that filter (--set difficulty.generate_url=..., never exported) and stopped
+# (by its PID, waiting for it to exit) before training resumes. It gets every GPU
+# ($POLICY_CUDA_VISIBLE_DEVICES, default all) as data-parallel replicas
+# (--data-parallel-size N; $POLICY_VLLM_ARGS replaces that, e.g. "--tensor-parallel-size 2
+# --data-parallel-size 4"). Filters run only after the previous trainer has exited, so its GPUs
+# are free. A server left by a killed run (its PID in $ROOT/policy.pid) is stopped first.
+# PIPELINE_SERVE=0: the filter samples in process (transformers; slow for long completions), or
+# from RUBRICSTREE_POLICY_URL for the base-model filter only (a server you run on the base model).
+# A judge the configs name by model (no url) is started once for stages 2-3 (see ensure_judge).
+# Each finished step writes $ROOT/<step>.done (the export it produced); rerunning skips done
+# steps and resumes a stopped one from its last checkpoint (stage 3: at its epoch). Progress: one
+# line per step with the elapsed time and an ETA from the mean duration of the steps run so far.
 set -euo pipefail
 
 ROOT_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -30,6 +43,11 @@ mkdir -p "$ROOT"
 SETS=("$@")
 STEPS=(filter stage1_mcq stage2_error_rubric stage3_clinical_rubric)
 T0=$(date +%s); RAN=0
+GPU=0
+if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then GPU=1; fi
+SERVE=${PIPELINE_SERVE:-$GPU}
+PORT=${POLICY_PORT:-8200}
+PID_FILE=$ROOT/policy.pid
 
 say() { echo "[pipeline $(date +%H:%M:%S)] $*" >&2; }
 eta() {
@@ -40,12 +58,93 @@ eta() {
     say "step $((i + 1))/${#STEPS[@]} ${STEPS[$i]}: elapsed $(( (now - T0) / 60 )) min, ETA unknown until a step finishes"
   fi
 }
-last_ckpt() {
-  "$PY" -c 'import sys; from training.trl_launcher import last_checkpoint; print(last_checkpoint(sys.argv[1]) or "")' "$1"
+is_export() {
+  "$PY" -c 'import sys; from training.hf_export import is_export; sys.exit(0 if is_export(sys.argv[1]) else 1)' "$1"
 }
-POLICY_PID=""
-cleanup() { [ -n "$POLICY_PID" ] && kill "$POLICY_PID" 2>/dev/null || true; }
-trap cleanup EXIT
+launcher() { env -u RUBRICSTREE_POLICY_URL -u RUBRICSTREE_POLICY_SERVED "$PY" -m training.trl_launcher "$@"; }
+json_field() { "$PY" -c 'import json, sys; v = json.loads(sys.argv[1])[sys.argv[2]]; print("" if v is None else v)' "$1" "$2"; }
+
+stop_policy() {  # the server of a filter (or of a killed earlier run): stop it and wait until it is gone
+  [ -f "$PID_FILE" ] || return 0
+  local pid; pid=$(cat "$PID_FILE")
+  if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null && [[ "$(ps -o args= -p "$pid" 2>/dev/null || true)" == *vllm* ]]; then
+    say "stopping the policy server (PID $pid)"
+    kill "$pid" 2>/dev/null || true
+    for _ in $(seq 1 120); do kill -0 "$pid" 2>/dev/null || break; sleep 1; done
+    kill -9 "$pid" 2>/dev/null || true
+  fi
+  rm -f "$PID_FILE"
+}
+stop_judge() {
+  [ -f "$ROOT/judge.pid" ] || return 0
+  local pid; pid=$(cat "$ROOT/judge.pid")
+  if [ -n "$pid" ] && [[ "$(ps -o args= -p "$pid" 2>/dev/null || true)" == *vllm* ]]; then kill "$pid" 2>/dev/null || true; fi
+  rm -f "$ROOT/judge.pid"
+}
+trap 'stop_policy; stop_judge' EXIT
+
+# Stages 2-3 and stage 3's filters score with the judge. When the config names a judge model and no
+# url (GPU machines), the pipeline starts it once, on $JUDGE_CUDA_VISIBLE_DEVICES, sized by the
+# memory plan as train.sh sizes it, and hands its url to every filter and trainer run (train.sh
+# then starts none); the policy server of stage 3's filters then gets $TRAIN_CUDA_VISIBLE_DEVICES.
+JUDGE_SETS=()
+ensure_judge() {  # CONFIG [--set ...]
+  local cfg=$1 spec url model served name n_all n_judge mem jargs; shift
+  [ "${#JUDGE_SETS[@]}" -gt 0 ] && return 0
+  spec=$(launcher --config "$cfg" "$@" --print-judge | tail -n 1)
+  IFS=$'\t' read -r url model served <<<"$spec"
+  if [ "$GPU" != 1 ] || [ "$url" != "-" ] || [ "$model" = "-" ]; then return 0; fi
+  if [ -z "${JUDGE_CUDA_VISIBLE_DEVICES:-}" ] || [ -z "${TRAIN_CUDA_VISIBLE_DEVICES:-}" ]; then
+    say "the judge ($model) needs its own GPUs: set JUDGE_CUDA_VISIBLE_DEVICES and TRAIN_CUDA_VISIBLE_DEVICES"; exit 2
+  fi
+  name=$served; [ "$name" = "-" ] && name=$(basename "$model")
+  n_all=$(nvidia-smi -L | wc -l); n_judge=$(awk -F, '{print NF}' <<<"$JUDGE_CUDA_VISIBLE_DEVICES")
+  mem=$(nvidia-smi --query-gpu=memory.total --format=csv,noheader,nounits | awk 'NR == 1 {printf "%d", $1 / 1024}')
+  mapfile -t jargs < <("$PY" -m rubricstree train plan "$cfg" --gpus "$n_all" --gpu-memory-gb "$mem" \
+                       --judge-gpus "$n_judge" "$@" --print-judge-args)
+  # shellcheck disable=SC2206
+  jargs+=(${JUDGE_VLLM_ARGS:-})
+  say "starting the judge server for $model on GPUs $JUDGE_CUDA_VISIBLE_DEVICES"
+  url=$(env CUDA_VISIBLE_DEVICES="$JUDGE_CUDA_VISIBLE_DEVICES" scripts/serve_judge.sh --model "$model" \
+        --served-name "$name" --port "${JUDGE_PORT:-8100}" --pid-file "$ROOT/judge.pid" \
+        --log "$ROOT/judge-server.log" -- "${jargs[@]}")
+  JUDGE_SETS=(--set "judge.url=$url" --set "judge.served_model=$name")
+  POLICY_CUDA_VISIBLE_DEVICES=${POLICY_CUDA_VISIBLE_DEVICES:-$TRAIN_CUDA_VISIBLE_DEVICES}
+}
+
+serve_policy() {  # MODEL -> prints the server's base URL once it answers
+  local model=$1 n args
+  stop_policy
+  if [ -n "${POLICY_VLLM_ARGS:-}" ]; then
+    read -r -a args <<<"$POLICY_VLLM_ARGS"
+  elif [ "$GPU" = 1 ]; then
+    if [ -n "${POLICY_CUDA_VISIBLE_DEVICES:-}" ]; then n=$(awk -F, '{print NF}' <<<"$POLICY_CUDA_VISIBLE_DEVICES")
+    else n=$(nvidia-smi -L | wc -l); fi
+    args=(--data-parallel-size "$n")
+  else
+    args=()
+  fi
+  say "serving $model for the filter on port $PORT (${args[*]:-defaults})"
+  env ${POLICY_CUDA_VISIBLE_DEVICES:+CUDA_VISIBLE_DEVICES=$POLICY_CUDA_VISIBLE_DEVICES} \
+    scripts/serve_judge.sh --model "$model" --served-name policy --port "$PORT" \
+    --pid-file "$PID_FILE" --log "$ROOT/policy-server.log" -- "${args[@]}"
+}
+
+filter_with() {  # MODEL CONFIG [--set ...]: the config's filter, sampling from MODEL
+  local model=$1 cfg=$2 url; shift 2
+  if [ "$SERVE" = 1 ]; then
+    url=$(serve_policy "$model")
+    launcher --config "$cfg" "$@" --set "difficulty.generate_url=$url" --set difficulty.served_model=policy \
+      --filter-only >&2
+    stop_policy
+  elif [ -n "${RUBRICSTREE_POLICY_URL:-}" ] && [ "$model" = base ]; then
+    # a server you started on the base model: only the base-model filter may use it
+    launcher --config "$cfg" "$@" --set "difficulty.generate_url=$RUBRICSTREE_POLICY_URL" \
+      --set "difficulty.served_model=${RUBRICSTREE_POLICY_SERVED:-}" --filter-only >&2
+  else
+    launcher --config "$cfg" "$@" --set difficulty.generate_url= --filter-only >&2
+  fi
+}
 
 MODEL=""
 for i in "${!STEPS[@]}"; do
@@ -59,30 +158,52 @@ for i in "${!STEPS[@]}"; do
   s0=$(date +%s)
   if [ "$step" = filter ]; then
     cfg="$CONFIGS/stage1_mcq.yaml"
-    if [ -z "${RUBRICSTREE_POLICY_URL:-}" ] && command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then
-      base=$("$PY" -c 'import sys; from training.trl_config import load_config
-print(load_config(sys.argv[1], [a for a in sys.argv[2:] if a != "--set"]).model)' "$cfg" "${SETS[@]}")
-      env ${POLICY_CUDA_VISIBLE_DEVICES:+CUDA_VISIBLE_DEVICES=$POLICY_CUDA_VISIBLE_DEVICES} \
-        scripts/serve_judge.sh --model "$base" --served-name policy --port "${POLICY_PORT:-8200}" \
-        --pid-file "$ROOT/policy.pid" --log "$ROOT/policy-server.log" >/dev/null
-      POLICY_PID=$(cat "$ROOT/policy.pid")
-      export RUBRICSTREE_POLICY_URL="http://127.0.0.1:${POLICY_PORT:-8200}" RUBRICSTREE_POLICY_SERVED=policy
+    sets=(--set "output_dir=$ROOT/stage1_mcq" "${SETS[@]}")
+    if [ "$SERVE" = 1 ]; then
+      base=$(launcher --config "$cfg" "${sets[@]}" --print-model | tail -n 1)
+      filter_with "$base" "$cfg" "${sets[@]}"
+    else
+      filter_with base "$cfg" "${sets[@]}"
     fi
-    "$PY" -m training.trl_launcher --config "$cfg" --set "output_dir=$ROOT/stage1_mcq" "${SETS[@]}" --filter-only >&2
-    if [ -n "$POLICY_PID" ]; then kill "$POLICY_PID"; wait "$POLICY_PID" 2>/dev/null || true; POLICY_PID=""; fi
     echo "-" >"$ROOT/filter.done"
   else
     extra=()
     if [ "$step" != stage1_mcq ]; then
-      if [ -z "$MODEL" ] || [ "$MODEL" = "-" ]; then
-        say "$step needs the previous stage's checkpoint and there is none: refusing"; exit 2
+      if [ -z "$MODEL" ] || [ "$MODEL" = "-" ] || ! is_export "$MODEL"; then
+        say "$step needs the previous stage's Hugging Face export and there is none ($MODEL): refusing"; exit 2
       fi
       extra=(--set "model=$MODEL")
       say "$step starts from $MODEL"
     fi
-    scripts/train.sh "$CONFIGS/$step.yaml" --set "output_dir=$ROOT/$step" "${extra[@]}" "${SETS[@]}" >&2
-    MODEL=$(last_ckpt "$ROOT/$step")
-    if [ -z "$MODEL" ]; then say "$step finished without a checkpoint in $ROOT/$step"; exit 1; fi
+    cfg="$CONFIGS/$step.yaml"
+    sets=(--set "output_dir=$ROOT/$step" "${extra[@]}" "${SETS[@]}")
+    if [ "$step" != stage1_mcq ]; then
+      ensure_judge "$cfg" "${sets[@]}"
+      sets+=("${JUDGE_SETS[@]}")
+    fi
+    if [ "$step" = stage3_clinical_rubric ]; then
+      # one epoch per trainer run, each after its own filter (a no-op loop without per_epoch)
+      while :; do
+        nxt=$(launcher --config "$cfg" "${sets[@]}" --print-next-epoch | tail -n 1)
+        epoch=$(json_field "$nxt" epoch)
+        [ -n "$epoch" ] || break
+        if [ "$(json_field "$nxt" filtered)" != True ]; then
+          policy=$(json_field "$nxt" policy)
+          say "stage 3 epoch $epoch: filtering with $policy"
+          filter_with "$policy" "$cfg" "${sets[@]}"
+        fi
+        say "stage 3 epoch $epoch: training"
+        env -u RUBRICSTREE_POLICY_URL -u RUBRICSTREE_POLICY_SERVED \
+          scripts/train.sh "$cfg" "${sets[@]}" --set difficulty.epochs_per_run=1 >&2
+      done
+    fi
+    # a stage without per-epoch filtering trains here; after the epoch loop this only re-exports
+    # (every epoch is done, so the trainer stops at once)
+    if [ ! -e "$ROOT/$step/hf" ]; then
+      env -u RUBRICSTREE_POLICY_URL -u RUBRICSTREE_POLICY_SERVED scripts/train.sh "$cfg" "${sets[@]}" >&2
+    fi
+    MODEL=$ROOT/$step/hf
+    if ! is_export "$MODEL"; then say "$step finished without a Hugging Face export in $MODEL"; exit 1; fi
     echo "$MODEL" >"$ROOT/$step.done"
   fi
   RAN=$((RAN + 1))

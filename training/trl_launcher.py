@@ -312,7 +312,7 @@ def next_epoch(cfg: TrainConfig) -> dict:
     epochs_file = Path(cfg.output_dir) / "epochs.json"
     done = json.loads(epochs_file.read_text()) if epochs_file.exists() else []
     n_epochs = int(math.ceil(float(cfg.grpo.get("num_train_epochs", 1))))
-    if len(done) >= n_epochs:
+    if not cfg.difficulty.per_epoch or len(done) >= n_epochs:
         return {"epoch": None, "policy": None, "filtered": True}
     epoch = len(done)
     return {"epoch": epoch, "policy": latest_export(cfg.output_dir, before=epoch) or cfg.model,
@@ -407,6 +407,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE")
     p.add_argument("--print-judge", action="store_true")
     p.add_argument("--print-output-dir", action="store_true", help="print output_dir and exit")
+    p.add_argument("--print-model", action="store_true", help="print the model (after overrides) and exit")
     p.add_argument("--print-next-epoch", action="store_true",
                    help="stage 3: print the next epoch, the policy its filter samples from and whether it is filtered")
     p.add_argument("--filter-only", action="store_true",
@@ -426,6 +427,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     if a.print_output_dir:
         print(cfg.output_dir)
+        return 0
+    if a.print_model:
+        print(cfg.model)
         return 0
     if a.print_next_epoch:
         print(json.dumps(next_epoch(cfg)), flush=True)

@@ -1,12 +1,15 @@
 """scripts/train_pipeline.sh on CPU with the smoke configs and the real judge server: filter ->
-stage 1 -> stage 2 -> stage 3 with each stage starting from the previous stage's checkpoint, a
-rerun that skips every finished step, and stage 2 refused without a stage 1 checkpoint."""
+stage 1 -> stage 2 -> stage 3 with each stage starting from the previous stage's Hugging Face
+export, the base-model filter sampling from a vLLM server the pipeline starts, checks and stops
+(nothing left running or exported), a rerun that skips every finished step, and stage 2 refused
+without a stage 1 export."""
 
 from __future__ import annotations
 
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from rt_paths import REPO_ROOT
@@ -16,22 +19,42 @@ REPO = REPO_ROOT
 
 
 def _run(env: dict) -> subprocess.CompletedProcess:
-    base = {k: v for k, v in os.environ.items() if not k.startswith(("RUBRICSTREE_RUN", "CUDA_VISIBLE"))}
+    base = {k: v for k, v in os.environ.items()
+            if not k.startswith(("RUBRICSTREE_RUN", "RUBRICSTREE_POLICY", "CUDA_VISIBLE", "PIPELINE_"))}
     return subprocess.run(["bash", str(REPO / "scripts/train_pipeline.sh")], cwd=REPO,
                           env={**base, "PYTHON": sys.executable, "PIPELINE_CONFIGS": "configs/smoke", **env},
                           capture_output=True, text=True, timeout=1200, check=False)
 
 
+def _vllm_python() -> str | None:
+    for py in (os.environ.get("VLLM_PYTHON"), REPO / ".venv-judge/bin/python", "/work/main/.venv-judge/bin/python"):
+        if py and Path(py).is_file():
+            return str(py)
+    return None
+
+
 def test_pipeline_runs_the_stages_in_order_and_resumes(tmp_path, judge_url, tiny_model_dir):
+    from training.hf_export import is_export
+
     env = {"RUBRICSTREE_RUN_ROOT": str(tmp_path / "fv"), "RUBRICSTREE_TINY_MODEL": str(tiny_model_dir),
            "RUBRICSTREE_JUDGE_URL": judge_url}
+    vllm = _vllm_python()
+    if vllm:  # serve the base model for the filter, as on a GPU machine
+        env.update({"PIPELINE_SERVE": "1", "VLLM_PYTHON": vllm, "POLICY_PORT": "18232"})
     res = _run(env)
     assert res.returncode == 0, res.stderr[-3000:]
     root = tmp_path / "fv"
     s1, s2, s3 = ((root / f"{s}.done").read_text().strip()
                   for s in ("stage1_mcq", "stage2_error_rubric", "stage3_clinical_rubric"))
-    assert s1.startswith(str(root / "stage1_mcq" / "checkpoint-"))
-    assert s3.startswith(str(root / "stage3_clinical_rubric" / "checkpoint-")) and res.stdout.strip() == s3
+    assert s1 == str(root / "stage1_mcq" / "hf") and is_export(s1) and is_export(s2)
+    assert s3 == str(root / "stage3_clinical_rubric" / "hf") and res.stdout.strip() == s3
+    if vllm:
+        assert f"serving {tiny_model_dir} for the filter" in res.stderr and "stopping the policy server" in res.stderr
+        assert not (root / "policy.pid").exists() and (root / "policy-server.log").exists()
+        with pytest.raises(OSError):  # nothing answers on the policy port any more
+            import urllib.request
+
+            urllib.request.urlopen("http://127.0.0.1:18232/v1/models", timeout=3)
     # stage 2 trained from stage 1's checkpoint, stage 3 from stage 2's
     assert f"stage2_error_rubric starts from {s1}" in res.stderr
     assert f"stage3_clinical_rubric starts from {s2}" in res.stderr
@@ -47,4 +70,4 @@ def test_stage2_is_refused_without_a_stage1_checkpoint(tmp_path, judge_url, tiny
     (root / "stage1_mcq.done").write_text("-")
     res = _run({"RUBRICSTREE_RUN_ROOT": str(root), "RUBRICSTREE_TINY_MODEL": str(tiny_model_dir),
                 "RUBRICSTREE_JUDGE_URL": judge_url})
-    assert res.returncode == 2 and "refusing" in res.stderr
+    assert res.returncode == 2 and "refusing" in res.stderr and "Hugging Face export" in res.stderr
