@@ -51,7 +51,7 @@ def _train_overrides(model: str, out: Path, dry: bool) -> list[str]:
     sets = [f"model={model}", f"output_dir={out}", "data.paths=[tests/fixtures/mcq_own.jsonl]",
             "difficulty.enabled=false", "grpo.max_steps=1", "grpo.per_device_train_batch_size=8",
             "grpo.gradient_accumulation_steps=1", "grpo.num_generations=8", "grpo.report_to=none",
-            "grpo.log_completions=false", "grpo.save_strategy=no", "grpo.logging_steps=1"]
+            "grpo.log_completions=false", "grpo.save_strategy='no'", "grpo.logging_steps=1"]
     if dry:
         return sets + ["grpo.use_cpu=true", "grpo.use_vllm=false", "grpo.bf16=false", "grpo.max_completion_length=8",
                        "grpo.gradient_checkpointing=false", "export_dtype=float32"]
@@ -218,7 +218,7 @@ def judge_phase(dry: bool, peak_tflops: float) -> dict:
 
     args = ([sys.executable, str(ROOT / "benchmarks/judge_inprocess.py"), "--json", "--repeat", "1",
              "--modes", "choice,explain,rubric_batch", "--workload", "synthetic"]
-            + (["--size", "demo", "--rollouts", "2", "--criteria", "3", "--explain-tokens", "8"] if dry
+            + (["--size", "demo", "--rollouts", "2", "--criteria", "3", "--explain-tokens", "16"] if dry
                else ["--gpu", "--explain-tokens", "128"]))
     res = subprocess.run(args, capture_output=True, text=True, timeout=540, check=False, cwd=ROOT)
     if res.returncode != 0:
@@ -248,7 +248,8 @@ def _run_phase(cmd: list[str], timeout: int) -> dict:
         text = Path(path).read_text() if Path(path).exists() else ""
         if res.returncode != 0 or not text:
             return {"ok": False, "error": (res.stderr or res.stdout)[-2000:], "wall_s": round(time.perf_counter() - t0, 1)}
-        return {"ok": True, **json.loads(text)}
+        data = json.loads(text)
+        return {"ok": "error" not in data, **data}
     except subprocess.TimeoutExpired:
         return {"ok": False, "error": f"timed out after {timeout} s"}
     finally:
