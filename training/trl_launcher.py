@@ -10,7 +10,8 @@ Stages: ``mcq`` (rule reward), ``error_rubric`` (correctness - alpha * error pen
 (GSPO = ``importance_sampling_level: sequence``).
 
 Per-epoch filtering (stage 3, ``difficulty.per_epoch: true``): an epoch loop. Before each epoch
-the current policy (the last checkpoint, else the base model) samples ``n`` completions per
+the current policy (the newest epoch's Hugging Face export ``hf-epoch-N``, else the base model;
+``training.hf_export``) samples ``n`` completions per
 row of the full dataset, the stage reward scores them, and only rows whose mean is inside
 ``difficulty.keep`` train in that epoch. Each epoch is one ``trainer.train`` that resumes from
 the previous epoch's checkpoint (optimizer, scheduler and step count carry over;
@@ -22,8 +23,10 @@ killed run resumes at the right epoch; an epoch killed midway keeps its filter r
 step it started at (``difficulty/epoch-N/epoch.json``), so it ends after the same number of
 steps as an uninterrupted one. Under ``accelerate launch`` only rank 0 filters; the other ranks
 wait for its files (``output_dir`` must be on storage every node sees).
-In-process sampling (transformers) is slow for long completions; for paper-scale runs point
-``difficulty.generate_url`` at a vLLM server that serves the current checkpoint.
+Every stage ends with a Hugging Face export of the policy (``output_dir/hf``; each stage-3 epoch
+``output_dir/hf-epoch-N``), what the next stage, eval and ``vllm serve`` load. In-process
+sampling (transformers) is slow for long completions: scripts/train_pipeline.sh runs one epoch per
+launch (``difficulty.epochs_per_run``) and filters in between with a vLLM server on the export.
 """
 
 from __future__ import annotations
