@@ -66,6 +66,9 @@ def demo_command(
 
     try:
         summary = run_demo(out, router=router, progress=not as_json)
+        from training.inspector import write_inspector  # the page that shows why each rollout scored what it did
+
+        page = write_inspector(out / "scores.jsonl", out, rollouts=demo_rollouts_path(), note=NOTE)
     except RubricsTreeError as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from exc
@@ -73,4 +76,4 @@ def demo_command(
         typer.echo(json.dumps(summary))
         return
     print_summary(summary, title="RubricsTree demo (random tiny judge: scores are meaningless)")
-    typer.echo(f"scores: {out / 'scores.jsonl'}\nreport: {out / 'report.md'}")
+    typer.echo(f"scores: {out / 'scores.jsonl'}\nreport: {out / 'report.md'}\ninspector: {page} (open it in a browser)")

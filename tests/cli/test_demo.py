@@ -42,6 +42,7 @@ def test_demo_writes_scores_and_report(tmp_path):
     report = (out / "report.md").read_text()
     assert "meaningless" in report and "demo-08-poor" in report
     assert (out / "tiny-model" / "config.json").exists()
+    assert "demo-08-poor" in (out / "inspector.html").read_text()  # the rollout inspector page
 
     again = CliRunner().invoke(app, ["demo", "--out", str(out), "--json"])
     assert again.exit_code == 0, again.output

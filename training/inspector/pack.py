@@ -4,6 +4,7 @@ indices and rounded numbers (the layout is documented at the top of ``page.html`
 from __future__ import annotations
 
 import time
+from math import isfinite
 from typing import Any
 
 from training.inspector.data import (
@@ -18,9 +19,14 @@ KIND_INTERNAL, KIND_POSITIVE, KIND_NEGATIVE = 0, 1, 2
 
 
 def _num(x: Any, nd: int = 4) -> float | None:
-    if isinstance(x, bool) or not isinstance(x, (int, float)):
+    t = type(x)
+    if t is float:  # the common case first: ~1M calls on a 10,000-rollout file
+        return round(x, nd) if isfinite(x) else None
+    if t is int:
+        return float(x)
+    if t is bool or not isinstance(x, (int, float)):
         return None
-    return round(float(x), nd)
+    return _num(float(x), nd)
 
 
 def _tri(x: Any) -> int:
