@@ -1,8 +1,9 @@
 """What a TRL run logs: wandb offline without a key, and completions tables kept small.
 
-* ``report_to: wandb`` on a training node with no ``WANDB_API_KEY`` (and no ``WANDB_MODE``) would
-  stop at wandb's login prompt or fail; :func:`wandb_mode_for` sets ``WANDB_MODE=offline`` and
-  says so in a log line (the run folder is synced later with ``wandb sync``).
+* ``report_to: wandb`` on a training node with no ``WANDB_API_KEY``, no ``wandb login``
+  (``~/.netrc``) and no ``WANDB_MODE`` would stop at wandb's login prompt or fail;
+  :func:`wandb_mode_for` sets ``WANDB_MODE=offline`` and says so in a log line (the run folder is
+  synced later with ``wandb sync``). ``scripts/train_verl.sh`` does the same for verl's logger.
 * ``log_completions: true`` makes TRL keep every completion of the generation batch (256 x up to
   16k tokens at stage 3) and write them, each logging step, to the wandb table and to
   ``output_dir/completions/*.parquet``. :class:`BoundCompletionLogs` cuts them just before TRL
@@ -18,6 +19,7 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 log = logging.getLogger(__name__)
@@ -33,8 +35,9 @@ def wandb_mode_for(report_to: Any, env: Mapping[str, str] | None = None) -> str 
         return None
     if env.get("WANDB_MODE"):
         return env["WANDB_MODE"]
-    if env.get("WANDB_API_KEY"):
-        return "online"
+    netrc = Path(env.get("NETRC") or Path.home() / ".netrc")
+    if env.get("WANDB_API_KEY") or (netrc.is_file() and "api.wandb.ai" in netrc.read_text(errors="replace")):
+        return "online"  # a key, or a `wandb login` on this machine
     env["WANDB_MODE"] = "offline"  # type: ignore[index]
     log.info("wandb: no WANDB_API_KEY and no WANDB_MODE, so logging offline (WANDB_MODE=offline); "
              "upload later with `wandb sync <output_dir>/wandb/offline-run-*`")

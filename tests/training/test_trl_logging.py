@@ -13,15 +13,20 @@ from rt_paths import REPO_ROOT
 from training.trl_logging import bound_logs, wandb_mode_for
 
 
-def test_wandb_goes_offline_without_a_key(caplog) -> None:
-    env: dict[str, str] = {}
+def test_wandb_goes_offline_without_a_key(caplog, tmp_path) -> None:
+    no_login = str(tmp_path / "no-netrc")
+    env: dict[str, str] = {"NETRC": no_login}
     with caplog.at_level(logging.INFO, logger="training.trl_logging"):
         assert wandb_mode_for(["wandb"], env) == "offline"
     assert env["WANDB_MODE"] == "offline" and "WANDB_MODE=offline" in caplog.text
-    assert wandb_mode_for("wandb", {"WANDB_API_KEY": "k"}) == "online"
+    assert wandb_mode_for("wandb", {"WANDB_API_KEY": "k", "NETRC": no_login}) == "online"
     assert wandb_mode_for(["wandb"], {"WANDB_MODE": "disabled"}) == "disabled"
-    none: dict[str, str] = {}
-    assert wandb_mode_for("none", none) is None and wandb_mode_for(["tensorboard"], none) is None and not none
+    (tmp_path / "netrc").write_text("machine api.wandb.ai\n  login user\n  password k\n")
+    logged_in = {"NETRC": str(tmp_path / "netrc")}
+    assert wandb_mode_for(["wandb"], logged_in) == "online" and "WANDB_MODE" not in logged_in
+    none: dict[str, str] = {"NETRC": no_login}
+    assert wandb_mode_for("none", none) is None and wandb_mode_for(["tensorboard"], none) is None
+    assert "WANDB_MODE" not in none
 
 
 def trl_logs(n: int) -> dict:
