@@ -66,8 +66,9 @@ def test_stage1_run_logs_small_completions_offline(monkeypatch, tiny_model_dir, 
 
     from training.trl_launcher import load_config, train
 
-    for var in ("WANDB_API_KEY", "WANDB_MODE"):
-        monkeypatch.delenv(var, raising=False)
+    monkeypatch.delenv("WANDB_API_KEY", raising=False)
+    monkeypatch.setenv("WANDB_MODE", "")  # unset for the launcher; the launcher's offline is undone after the test
+    monkeypatch.setenv("NETRC", str(tmp_path / "no-netrc"))  # no `wandb login` either
     monkeypatch.setenv("WANDB_DIR", str(tmp_path / "wandb-dir"))
     (tmp_path / "wandb-dir").mkdir()
     monkeypatch.setenv("RUBRICSTREE_TINY_MODEL", str(tiny_model_dir))
