@@ -88,3 +88,38 @@ def test_stage1_run_logs_small_completions_offline(monkeypatch, tiny_model_dir, 
     texts = [m["content"] for c in df["completion"] for m in c] if not isinstance(df["completion"][0], str) \
         else list(df["completion"])
     assert all(len(t) <= 12 + len(" [… 99999 more characters]") for t in texts)
+
+
+@pytest.mark.slow
+def test_stage3_completions_table_has_the_leaf_columns(monkeypatch, tiny_model_dir, judge_url, tmp_path) -> None:
+    """Through TRL's own log_extra and completions table, with the real judge server."""
+    pytest.importorskip("trl")
+    import pandas as pd
+
+    from training.trl_launcher import load_config, train
+
+    monkeypatch.setenv("RUBRICSTREE_TINY_MODEL", str(tiny_model_dir))
+    monkeypatch.setenv("RUBRICSTREE_RUN_DIR", str(tmp_path / "run"))
+    monkeypatch.setenv("RUBRICSTREE_JUDGE_URL", judge_url)
+    monkeypatch.chdir(REPO_ROOT)
+    cfg = load_config(REPO_ROOT / "configs" / "smoke" / "stage3_clinical_rubric.yaml",
+                      ["grpo.max_steps=1", "grpo.save_steps=1", "grpo.log_completions=true",
+                       "completion_log.max_rows=4"])
+    assert train(cfg).global_step == 1
+    (table,) = sorted((tmp_path / "run" / "completions").glob("completions_*.parquet"))
+    df = pd.read_parquet(table)
+    assert len(df) == 4
+    for col in ("clinical_rubric/failed_leaves", "clinical_rubric/uncertain_leaves", "clinical_rubric/verdicts",
+                "clinical_rubric/tree_score", "clinical_rubric/unscored"):
+        assert col in df.columns, sorted(df.columns)
+    assert any(c.startswith("clinical_rubric/macro/") for c in df.columns)
+    # every scored row lists its routed leaves' verdicts (leaf=p_yes) and failed leaves, by leaf id (bounded lists)
+    from reward.tree import load_tree
+
+    leaves = {leaf.id for leaf in load_tree().leaves}
+    scored = df[df["clinical_rubric/unscored"] == ""]
+    assert len(scored)
+    for verdicts, failed in zip(scored["clinical_rubric/verdicts"], scored["clinical_rubric/failed_leaves"]):
+        ids = [v.split("=")[0] for v in verdicts.split() if "=" in v]
+        assert ids and set(ids) <= leaves
+        assert {x for x in failed.split() if not x.startswith("+") and x != "more"} <= leaves
