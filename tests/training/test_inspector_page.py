@@ -132,3 +132,20 @@ def test_compare(files, tmp_path: Path) -> None:
         assert page.locator("#changed li").count() == len(scores[0].get("leaves") or []) > 0
         page.screenshot(path=str(shots_dir(tmp_path) / "inspector-compare.png"))
         assert page.errors == []
+
+
+def test_the_benchmark_prints_size_and_load_time(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    from rt_paths import REPO_ROOT
+
+    require_chromium()
+    res = subprocess.run([sys.executable, "benchmarks/inspector_page.py", "--rollouts", "40", "--json",
+                          "--out", str(tmp_path)], cwd=REPO_ROOT, capture_output=True, text=True, timeout=600,
+                         check=False)
+    assert res.returncode == 0, res.stderr[-2000:]
+    out = json.loads(res.stdout.strip().splitlines()[-1])
+    assert out["rollouts"] == 40 and out["page_mb"] > 0
+    assert out["load_ms_page"] >= out["html_ms"] > 0 and out["open_rollout_ms"] > 0
+    assert (tmp_path / "inspector.html").stat().st_size == pytest.approx(out["page_mb"] * 2**20, abs=0.006 * 2**20)
