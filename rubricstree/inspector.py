@@ -16,7 +16,7 @@ from reward.errors import RubricsTreeError
 
 
 def inspect_command(
-    scores: Path = typer.Argument(..., help="scores JSONL (rubricstree score --out)"),
+    scores: Path = typer.Argument(..., help="scores JSONL (rubricstree score --out) or a verl rollout dump"),
     out: Path = typer.Option(..., "--out", help="output folder (inspector.html is written there)"),
     rollouts: Path | None = typer.Option(None, "--rollouts",
                                          help="the rollouts JSONL the scores came from (prompt and completion)"),

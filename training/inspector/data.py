@@ -4,7 +4,8 @@ A score record is one line of ``rubricstree score --out`` (a ``RolloutScore``: `
 ``leaves``, ``nodes``, ``rubric_items``, ``failures``, ``feedback``, and ``not_applicable`` when
 the scorer records leaves it judged not applicable). The prompt and the completion come from the
 rollouts file the records were scored from (joined on ``id``), or from ``prompt``/``completion``
-fields of the record itself (trainer logs). Rollouts of the same prompt form a group (GRPO's
+fields of the record itself (trainer logs). A verl rollout dump (``trainer.rollout_data_dir``) reads
+as a scores file too (:func:`verl_dump_record`). Rollouts of the same prompt form a group (GRPO's
 group: the advantage is the score minus the group's mean).
 
 Within-group variance share of a leaf (see ``docs/inspector.md``): with ``s_r`` the score of
@@ -147,6 +148,30 @@ def read_rollout_rows(path: Path) -> dict[str, dict[str, Any]]:
     return rows
 
 
+def verl_dump_record(row: dict[str, Any], lineno: int, path: Path) -> dict[str, Any]:
+    """A line of verl's rollout dump (``trainer.rollout_data_dir/<step>.jsonl``: ``input``,
+    ``output``, ``score``, ``step`` and our extra info) as a score record: the full record from
+    ``rubric_record`` when the reward wrote one (``log_records: true``), else what the line says."""
+    rec: dict[str, Any] = {}
+    raw = row.get("rubric_record")
+    if isinstance(raw, str) and raw.strip():
+        try:
+            rec = json.loads(raw)
+        except json.JSONDecodeError as exc:
+            raise InputError(f"rubric_record is not JSON: {exc.msg}", file=str(path), record=f"line {lineno}",
+                             field="rubric_record") from exc
+    rec["id"] = f"step{row.get('step', '?')}-{lineno}"
+    rec["prompt"], rec["completion"] = str(row["input"]), str(row["output"])
+    score = row.get("score")
+    if row.get("unscored"):  # the manager's stand-in score (group mean): shown unscored, with the reason
+        rec["failures"] = [str(row.get("unscored_reason") or "unscored")] + list(rec.get("failures") or [])
+        score = None
+    rec["score"] = score
+    for key in ("tree_score", "points_score"):
+        rec.setdefault(key, row.get(key))
+    return rec
+
+
 def load_run(scores: Path, rollouts: Path | None = None, name: str | None = None) -> Run:
     """Read a scores file (and the rollouts it was scored from): groups, ranks within each group."""
     rows = read_rollout_rows(rollouts) if rollouts is not None else {}
@@ -154,6 +179,8 @@ def load_run(scores: Path, rollouts: Path | None = None, name: str | None = None
     seen: dict[str, int] = {}
     for lineno, rec in _records(scores):
         where = f"line {lineno}"
+        if "id" not in rec and "input" in rec and "output" in rec:
+            rec = verl_dump_record(rec, lineno, scores)
         if "id" not in rec:
             raise InputError("a score record needs an id", file=str(scores), record=where, field="id")
         rid = str(rec["id"])

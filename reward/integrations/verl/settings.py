@@ -51,6 +51,10 @@ class VerlRewardSettings(RubricScoringSettings):
     batch_window_s: float = Field(
         0.05, ge=0, description="manager: rollouts arriving within this window are scored in one batch")
     max_batch: int = Field(512, ge=1, description="manager: largest batch scored at once")
+    log_records: bool = Field(
+        False, description="clinical tree: each rollout's full score record (JSON) in the extra info as "
+                           "rubric_record, so verl's rollout dumps (trainer.rollout_data_dir) open in "
+                           "`rubricstree inspect`")
     judge: JudgeSettings = Field(
         default_factory=JudgeSettings, description="the judge (reward.settings.JudgeSettings: url, served_model, mode, "
                                                    f"max_retries, ...); url defaults to ${JUDGE_URL_ENV}")

@@ -57,6 +57,7 @@ EXTRA_DEFAULTS: dict[str, Any] = {
     "failed_leaves": "",      # clinical tree: routed leaves that failed the check (ids, bounded)
     "uncertain_leaves": "",   # clinical tree: leaves the judge could not decide (p_yes near 0.5)
     "leaf_verdicts": "",      # clinical tree: leaf=p_yes for every routed leaf (bounded)
+    "rubric_record": "",      # clinical tree, with log_records: the full score record as JSON
 }
 
 
@@ -233,6 +234,8 @@ async def score_clinical(samples: list[Sample], context: RewardContext) -> list[
                  "n_active_leaves": r.routing.get("n_active"), "judge_failures": n_fail,
                  "format_failure": r.format_failure, "failed_leaves": cols["failed_leaves"][j],
                  "uncertain_leaves": cols["uncertain_leaves"][j], "leaf_verdicts": cols["verdicts"][j]}
+        if context.settings.log_records:
+            extra["rubric_record"] = r.model_dump_json()
         failure = None if r.score is not None else (
             "format failure: unclosed <think>, no final answer" if r.format_failure
             else "clinical rubric: " + "; ".join(r.failures[:3] or ["unscored"]))
