@@ -312,16 +312,6 @@ def compare_groups(a: Run, b: Run) -> list[dict[str, Any]]:
     return out
 
 
-@dataclass
-class InspectorData:
-    """The page's data before packing (kept for tests and the benchmark)."""
-
-    runs: list[Run]
-    tree: Any = None
-    title: str = "RubricsTree rollout inspector"
-    notes: list[str] = field(default_factory=list)
-
-
 def build_data(runs: Sequence[Run], tree: Any = None, *, title: str = "RubricsTree rollout inspector",
                note: str | None = None, text_limit: int | None = None) -> dict[str, Any]:
     """The page's JSON: a string table ``S`` and arrays that index it (see ``page.html``)."""
