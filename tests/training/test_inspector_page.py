@@ -100,6 +100,11 @@ def test_filter_sort_and_open(files, tmp_path: Path) -> None:
         assert page.text_content("#completion") == "See a doctor today if the pain spreads."
         assert not page.eval_on_selector("details.think", "d => d.open")
         assert not page.is_visible("details.think pre")
+        n_failed = sum(lf["passed"] < 0.5 for lf in rec["leaves"])
+        assert page.text_content("#failed-summary").startswith(f"Failed {n_failed} of {len(rec['leaves'])} routed")
+        page.check("#only-failing")  # the sub-tree without its passing leaves
+        shown = set(page.eval_on_selector_all("#subtree li.leaf", "ls => ls.filter(l => l.offsetParent).map(l => l.dataset.leaf)"))
+        assert shown == {lf["leaf_id"] for lf in rec["leaves"] if lf["passed"] < 0.5 or abs(lf["p_yes"] - 0.5) <= 0.15}
         page.screenshot(path=str(shots / "inspector-rollout.png"))
 
         # the leaves tab: one row per leaf seen, counts from the records
