@@ -154,3 +154,21 @@ def test_the_benchmark_prints_size_and_load_time(tmp_path: Path) -> None:
     assert out["rollouts"] == 40 and out["page_mb"] > 0
     assert out["load_ms_page"] >= out["html_ms"] > 0 and out["open_rollout_ms"] > 0
     assert (tmp_path / "inspector.html").stat().st_size == pytest.approx(out["page_mb"] * 2**20, abs=0.006 * 2**20)
+
+
+def test_leaves_of_another_taxonomy_still_show(tmp_path: Path) -> None:
+    """A record whose leaves the page's taxonomy lacks: every leaf is listed, none dropped."""
+    leaf = {"title": "Custom check", "polarity": "positive", "met": True, "p_yes": 0.9, "passed": 0.9, "weight": 1.0,
+            "reason": "relevant", "failure": None}
+    rec = {"id": "x", "score": 0.9, "tree_score": 0.9, "combine": "tree",
+           "leaves": [{**leaf, "leaf_id": "custom_a"}, {**leaf, "leaf_id": "sf_red_flags_missed", "title": "Missed"}],
+           "nodes": {"root": {"score": 0.9, "weight": 2.0}, "custom_a": {"score": 0.9, "weight": 1.0}}}
+    write_jsonl(tmp_path / "s.jsonl", [rec])
+    page_path = write_inspector(tmp_path / "s.jsonl", tmp_path / "o")
+    with open_page(page_path) as page:
+        page.wait_for_selector("body[data-ready='1']")
+        page.click("#rows tr")
+        leaves = page.eval_on_selector_all("#subtree li.leaf", "ls => ls.map(l => l.dataset.leaf)")
+        assert sorted(leaves) == ["custom_a", "sf_red_flags_missed"]
+        assert "Leaves not placed in the sub-tree" in page.text_content("#subtree")
+        assert page.errors == []
