@@ -112,6 +112,9 @@ def test_filter_sort_and_open(files, tmp_path: Path) -> None:
         routed = {lf["leaf_id"] for r in scores for lf in r.get("leaves") or []}
         na = {x["leaf_id"] for r in scores for x in r.get("not_applicable") or []}
         assert page.locator("#leaftable tbody tr").count() == len(routed | na)
+        page.click("#leaftable th[data-col='4']")  # sort by routed, most first
+        most = max(sum(lf["leaf_id"] == x for r in scores for lf in r.get("leaves") or []) for x in routed)
+        assert page.text_content("#leafrows tr:first-child td:nth-child(5)") == str(most)
         page.screenshot(path=str(shots / "inspector-leaves.png"))
         assert page.errors == []
 
