@@ -50,6 +50,8 @@ def stress_command(
                                             "this probability (default: the --judge-noise value)"),
     seed: int = typer.Option(0, "--seed", help="random seed of --judge-noise"),
     noise_repeats: int = typer.Option(20, "--noise-repeats", help="draws per case under --judge-noise"),
+    applicability: bool = typer.Option(True, "--applicability/--no-applicability",
+                                       help="judge mode: leave out the leaves whose situation is absent"),
 ) -> None:
     """Score clean vs perturbed replies and report detection rate and mean penalty."""
     from reward.router.base import CachedRouter
@@ -97,7 +99,7 @@ def stress_command(
         try:
             return await run_stress(rows, tree, rt, mode=mode, variant=variant, judge=judge,
                                     baseline_judge=judge if baseline else None, concurrency=concurrency,
-                                    progress=not as_json)
+                                    progress=not as_json, applicability=applicability)
         finally:
             if judge is not None:
                 await judge.aclose()

@@ -113,7 +113,7 @@ def _recall(routing: Routing, case: StressCase) -> tuple[float, list[str]]:
 
 async def run_stress(cases: Sequence[StressCase], tree: RubricTree, router: Router, *, mode: Mode = "oracle",
                      variant: str, judge: Any = None, baseline_judge: Any = None, concurrency: int = 4,
-                     progress: bool = True) -> tuple[list[CaseResult], list[Routing]]:
+                     progress: bool = True, applicability: bool = True) -> tuple[list[CaseResult], list[Routing]]:
     """Score every case (see the module docstring); returns the results and the routings, in order.
 
     Args:
@@ -124,6 +124,8 @@ async def run_stress(cases: Sequence[StressCase], tree: RubricTree, router: Rout
         variant: the tree scoring variant.
         judge: the judge for ``judge`` mode.
         baseline_judge: the judge for the holistic baseline; None skips the baseline.
+        applicability: judge mode: the judge decides once per case which routed conditional
+            leaves apply (``reward.router.applicability``); oracle mode reads the case labels.
     """
     from tqdm import tqdm
 
@@ -143,7 +145,8 @@ async def run_stress(cases: Sequence[StressCase], tree: RubricTree, router: Rout
     else:
         from reward.stages.rubric_reward import RubricReward
 
-        reward = RubricReward(tree, router, judge, scoring_variant=variant, cache_routing=False)
+        reward = RubricReward(tree, router, judge, scoring_variant=variant, cache_routing=False,
+                              applicability=applicability)
         sem = asyncio.Semaphore(max(1, concurrency))
         bar = tqdm(total=len(cases), unit="case", desc="judging cases", file=sys.stderr, disable=not progress)
 
@@ -155,6 +158,7 @@ async def run_stress(cases: Sequence[StressCase], tree: RubricTree, router: Rout
             async with sem:
                 clean, pert = await reward.score(rows)
             res.clean, res.perturbed = clean.score, pert.score
+            res.n_not_applicable = len(clean.not_applicable)
             res.failures = clean.failures + pert.failures
             bar.update(1)
 
