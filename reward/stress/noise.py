@@ -13,6 +13,11 @@ times with errors drawn at random (``--seed``), the way our pipeline would meet 
   probability ``judge_noise`` (for a leaf left out as not applicable the flip changes nothing:
   its verdict is never asked for).
 
+``design="three_way"`` models the alternative instead, a third verdict ("not applicable") read on
+every (reply, leaf) item: each reply's decisions are drawn on their own, a leaf whose trigger is
+absent gets a real verdict with probability ``judge_noise`` (a failure: the issue's "wrongly
+answers no"), and an applicable leaf is called not applicable with probability ``applicability_noise``.
+
 Reported: the clean replies' mean and standard deviation, and the detection rate and mean
 penalty under noise, overall and by perturbation. What it cannot tell: a real judge's errors
 are neither independent nor equally likely on every leaf; measure those against physician
@@ -39,20 +44,34 @@ def _check(name: str, value: float) -> float:
     return value
 
 
+DESIGNS = ("per_prompt", "three_way")
+
+
 def noisy_pair(tree: RubricTree, case: StressCase, routing: Routing, variant: str, *, judge_noise: float,
-               applicability_noise: float, rng: random.Random) -> tuple[float, float]:
+               applicability_noise: float, rng: random.Random, design: str = "per_prompt") -> tuple[float, float]:
     """One draw: (clean, perturbed) scores under the judge's and the applicability step's errors."""
+    if design not in DESIGNS:
+        raise ValueError(f"design must be one of {DESIGNS}, got {design!r}")
     kw = score_kwargs(routing, variant)
     truth = {lid: case.is_applicable(lid, tree[lid].conditional) for lid in routing.leaf_ids}
-    decided = {lid: ok != (tree[lid].conditional and rng.random() < applicability_noise)
-               for lid, ok in truth.items()}
+
+    def decide() -> dict[str, bool]:
+        return {lid: ok != (tree[lid].conditional and rng.random() < applicability_noise) for lid, ok in truth.items()}
+
+    shared = decide()  # per prompt: one decision for both replies
     out = []
     for failed in (case.clean_failed, case.failed):
+        decided = shared if design == "per_prompt" else decide()
         met: dict[str, bool] = {}
         for lid in routing.leaf_ids:
             fails = truth[lid] and lid in failed  # a leaf whose trigger is absent passes vacuously
-            fails ^= rng.random() < judge_noise   # drawn for every leaf, scored only when kept
+            flip = rng.random() < judge_noise      # drawn for every leaf, scored only when kept
+            if design == "three_way" and not truth[lid]:
+                if flip:  # an absent trigger answered as a verdict: a failure
+                    met[lid] = tree[lid].polarity == "negative"
+                continue
             if decided[lid]:
+                fails ^= flip
                 met[lid] = fails if tree[lid].polarity == "negative" else not fails
         out.append(score_tree(tree, met, **kw).score if met else 1.0)
     return out[0], out[1]
@@ -60,7 +79,7 @@ def noisy_pair(tree: RubricTree, case: StressCase, routing: Routing, variant: st
 
 def noise_summary(tree: RubricTree, cases: Sequence[StressCase], routings: Sequence[Routing], variant: str, *,
                   judge_noise: float, applicability_noise: float | None = None, seed: int = 0,
-                  repeats: int = 20, margin: float = 0.02) -> dict[str, Any]:
+                  repeats: int = 20, margin: float = 0.02, design: str = "per_prompt") -> dict[str, Any]:
     """Score every case ``repeats`` times under noise; the summary the JSON and report show."""
     _check("judge_noise", judge_noise)
     app_noise = _check("applicability_noise", judge_noise if applicability_noise is None else applicability_noise)
@@ -71,7 +90,7 @@ def noise_summary(tree: RubricTree, cases: Sequence[StressCase], routings: Seque
     for case, routing in zip(cases, routings):
         for _ in range(repeats):
             c, p = noisy_pair(tree, case, routing, variant, judge_noise=judge_noise,
-                              applicability_noise=app_noise, rng=rng)
+                              applicability_noise=app_noise, rng=rng, design=design)
             rows.append((case.perturbation, c, p))
 
     def stats(sel: list[tuple[str, float, float]]) -> dict[str, Any]:
@@ -83,4 +102,4 @@ def noise_summary(tree: RubricTree, cases: Sequence[StressCase], routings: Seque
 
     by = {p: stats([r for r in rows if r[0] == p]) for p in PERTURBATIONS if any(r[0] == p for r in rows)}
     return {"judge_noise": judge_noise, "applicability_noise": app_noise, "seed": seed, "repeats": repeats,
-            "scoring_variant": variant, **stats(rows), "by_perturbation": by}
+            "scoring_variant": variant, "design": design, **stats(rows), "by_perturbation": by}

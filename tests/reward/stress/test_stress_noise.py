@@ -91,3 +91,15 @@ def test_cli_reports_noise_in_json_and_report(tmp_path):
 def test_cli_bad_noise_settings_exit_2(args):
     res = runner.invoke(app, ["stress", "--router", "static", *args])
     assert res.exit_code == 2
+
+
+def test_per_prompt_applicability_beats_a_three_way_verdict_under_the_same_noise(setup):
+    """The measurement behind the design: a third verdict read on every (reply, leaf) item turns
+    each absent trigger into a fresh chance of a false failure; a per-prompt decision does not."""
+    tree, cases, routings = setup
+    per_prompt = noise_summary(tree, cases, routings, "severity", judge_noise=0.1, repeats=10)
+    three_way = noise_summary(tree, cases, routings, "severity", judge_noise=0.1, repeats=10, design="three_way")
+    assert per_prompt["design"] == "per_prompt" and three_way["design"] == "three_way"
+    assert per_prompt["clean_mean"] > three_way["clean_mean"] + 0.2
+    with pytest.raises(ValueError, match="design"):
+        noise_summary(tree, cases, routings, "severity", judge_noise=0.1, repeats=1, design="vote")
