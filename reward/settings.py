@@ -129,6 +129,9 @@ class RubricScoringSettings(_Settings):
     format_failure_score: float | None = Field(
         0.0, description="score of an unclosed <think> (no final answer), counted as format_failures; "
                          "null: unscored")
+    applicability: bool = Field(
+        False, description="decide once per prompt which routed conditional leaves apply; the others are "
+                           "not graded or scored (reward.router.applicability, docs/scoring.md)")
 
 
 class RubricRewardSettings(RubricScoringSettings):
