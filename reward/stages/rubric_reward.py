@@ -61,7 +61,13 @@ from reward.router.base import (
 )
 from reward.router.llm import with_context
 from reward.scoring.tree_score import score_tree
-from reward.scoring.variants import DEFAULT_SCORING_VARIANT, RULE_REASONS, check_variant, effective_weights
+from reward.scoring.variants import (
+    DEFAULT_SCORING_VARIANT,
+    RULE_REASONS,
+    SEVERITY_PRICE,
+    check_variant,
+    effective_weights,
+)
 from reward.stages.reasoning import Grade, graded_text
 from reward.tree.graph import RubricTree
 
@@ -454,7 +460,10 @@ class RubricReward:
             if lr.passed is not None and lr.passed < 0.5:
                 crit = self.tree[lr.leaf_id].criterion
                 verb = "Avoid" if lr.polarity == "negative" else "Missing"
-                lines.append((lr.weight / leaf_total, f"- {verb} [{lr.title}]: {crit}"))
+                # under ``severity`` a failure's price, not its structural weight, says what matters most
+                share = (SEVERITY_PRICE[self.tree.severity[lr.leaf_id]] if self.scoring_variant == "severity"
+                         else lr.weight / leaf_total)
+                lines.append((share, f"- {verb} [{lr.title}]: {crit}"))
         total = sum(it.points for it in items if it.points > 0) or 1.0
         for it in items:
             if it.met is None:

@@ -65,6 +65,9 @@ def test_inapplicable_leaves_leave_score_breakdown_and_feedback():
     assert r.score == pytest.approx(score_tree(tree, kept).score)
     assert not any(tree[lid].title in r.feedback for lid in ABSENT)
     assert tree["sf_chest_pain_emergency"].title in r.feedback
+    # under the severity variant the feedback leads with the most severe failures
+    lines = r.feedback.splitlines()[1:]
+    assert tree["cm_internal_consistency"].title in lines[-1] and len(lines) == 3
     # decided once per prompt: one question per asked leaf for the whole group, none graded for absent leaves
     asked = [item for name, item in judge.calls if name == APPLICABILITY.name]
     conditional = [lid for lid in ROUTED if tree[lid].conditional]
