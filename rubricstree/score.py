@@ -226,6 +226,8 @@ def score_command(
                                                        "think block is a format failure); full: the whole completion"),
     format_failure_score: float | None = typer.Option(0.0, "--format-failure-score",
                                                       help="score of an unclosed <think> (counted as format_failures)"),
+    applicability: bool = typer.Option(False, "--applicability/--no-applicability",
+                                       help="leave out routed leaves whose situation is absent (asked once per prompt)"),
     threshold: float | None = typer.Option(None, "--threshold", help="router relevance threshold"),
     emergency_threshold: float | None = typer.Option(None, "--emergency-threshold",
                                                         help="router threshold for urgent prompts"),
@@ -275,7 +277,7 @@ def score_command(
         rt = build_router(router, tree, judge, threshold=threshold, emergency_threshold=emergency_threshold)
         reward = RubricReward(tree, rt, judge, scoring=scoring, combine=combine, on_failure=on_failure,
                               scoring_variant=scoring_variant, grade=grade,  # type: ignore[arg-type]
-                              format_failure_score=format_failure_score)
+                              format_failure_score=format_failure_score, applicability=applicability)
     except (RubricsTreeError, ValueError, OSError) as exc:  # OSError: a judge model/tokenizer not found
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from exc
