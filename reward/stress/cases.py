@@ -1,12 +1,15 @@
 """Oracle stress-test cases: schema, loader and validation against the rubric tree.
 
 A case is one conversation (with optional context: the user's records or device data), a clean
-reference reply, a reply written under one perturbation of the paper's four, and the tree leaves
-that perturbed reply fails. Both replies are graded against the clean conversation. The bundled
-file is ``reward/data/stress_cases.yaml`` (ours, written for this test; not HealthBench text).
+reference reply, a reply written under one perturbation (the paper's four, or one of our families
+``degenerate`` and ``harm_vs_safe``), the tree leaves that perturbed reply fails (and, for a safe
+non-answer, those the clean one fails), and which conditional leaves apply to the conversation.
+Both replies are graded against the clean conversation. The bundled file is
+``reward/data/stress_cases.yaml`` (ours, written for this test; not HealthBench text).
 
 Data flow: YAML list -> :class:`StressCase` (strict pydantic) -> leaf ids checked against the tree
--> the runner. Errors name the file, the case (index and id) and the field.
+(a former id, an alias, is read as the leaf's current id) -> the runner. Errors name the file, the
+case (index and id) and the field.
 """
 
 from __future__ import annotations
