@@ -6,7 +6,11 @@ from the labels, or our judge (``--mode judge``) -> tree scores under ``--scorin
 detection rate and mean penalty by perturbation and scenario (``--json`` prints the documented
 shape) -> ``--report DIR``: report.md, report.html, heatmap.png, cases.jsonl. In oracle mode the
 report also compares every scoring variant, on the routing as run and with the labelled leaves
-forced in (a router with perfect recall: scoring alone).
+forced in (a router with perfect recall: scoring alone). ``--judge-noise E --seed S`` (oracle mode)
+repeats every case with each verdict, and each per-prompt applicability decision, flipped with
+probability E and reports the clean replies' mean and spread and the detection rate under noise
+(``reward.stress.noise``). Oracle mode scores only the leaves the case labels call applicable;
+judge mode asks the judge once per case (``--no-applicability``: every routed leaf).
 
 Judge work (verdicts, routings, baseline answers) sits in the judge's durable cache, so a killed
 run restarted with the same command recomputes nothing. Exit status: 0 done, 2 bad input/settings.
