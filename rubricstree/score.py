@@ -220,12 +220,14 @@ def score_command(
     scoring: str = typer.Option("hard", "--scoring", help="hard (yes/no) or soft (p_yes)"),
     combine: str = typer.Option("tree", "--combine", help="with row rubrics: tree, points or mean"),
     scoring_variant: str | None = typer.Option(
-        None, "--scoring-variant", help="tree score: paper, penalty, active or penalty+active (default: the chosen one)"),
+        None, "--scoring-variant", help="tree score: paper, penalty, active, penalty+active or severity (default: severity)"),
     on_failure: str = typer.Option("skip", "--on-failure", help="skip (unscored, with reasons) or raise"),
     grade: str = typer.Option("answer", "--grade", help="answer: grade the text after </think> (an unclosed "
                                                        "think block is a format failure); full: the whole completion"),
     format_failure_score: float | None = typer.Option(0.0, "--format-failure-score",
                                                       help="score of an unclosed <think> (counted as format_failures)"),
+    applicability: bool = typer.Option(False, "--applicability/--no-applicability",
+                                       help="leave out routed leaves whose situation is absent (asked once per prompt)"),
     threshold: float | None = typer.Option(None, "--threshold", help="router relevance threshold"),
     emergency_threshold: float | None = typer.Option(None, "--emergency-threshold",
                                                         help="router threshold for urgent prompts"),
@@ -275,7 +277,7 @@ def score_command(
         rt = build_router(router, tree, judge, threshold=threshold, emergency_threshold=emergency_threshold)
         reward = RubricReward(tree, rt, judge, scoring=scoring, combine=combine, on_failure=on_failure,
                               scoring_variant=scoring_variant, grade=grade,  # type: ignore[arg-type]
-                              format_failure_score=format_failure_score)
+                              format_failure_score=format_failure_score, applicability=applicability)
     except (RubricsTreeError, ValueError, OSError) as exc:  # OSError: a judge model/tokenizer not found
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from exc

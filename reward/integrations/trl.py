@@ -255,6 +255,7 @@ class RubricRewardFunc(_JudgeReward):
         scoring: ``"hard"`` (yes/no) or ``"soft"`` (p_yes); combine: ``tree``/``points``/``mean``.
         on_failure: ``"skip"`` (None) or ``"raise"``.
         scoring_variant: the tree score's variant (``reward.scoring.variants``); None: the default.
+        applicability: leave out the routed leaves whose situation is absent (decided once per prompt).
 
     Columns: ``rubrics`` (optional), ``judge_prompt`` (else ``prompts``) is the conversation the
     router and judge see. Each prompt is routed once per batch (RubricReward groups by prompt).
@@ -265,7 +266,8 @@ class RubricRewardFunc(_JudgeReward):
                  rubric_source: Literal["both", "tree", "rows"] = "both", scoring: str = "hard",
                  combine: str = "tree", on_failure: str = "skip", name: str = "clinical_rubric",
                  scoring_variant: str | None = None, grade: str = "answer",
-                 format_failure_score: float | None = 0.0, clip_below_zero: bool = False) -> None:
+                 format_failure_score: float | None = 0.0, clip_below_zero: bool = False,
+                 applicability: bool = False) -> None:
         from reward.scoring.variants import DEFAULT_SCORING_VARIANT, check_variant
 
         super().__init__(judge, name, on_failure)
@@ -279,6 +281,7 @@ class RubricRewardFunc(_JudgeReward):
         self.rubric_source, self.scoring, self.combine = rubric_source, scoring, combine
         self.grade, self.format_failure_score = grade, format_failure_score
         self.clip_below_zero = clip_below_zero
+        self.applicability = applicability
 
     @classmethod
     def from_settings(cls, judge: Any, settings: RubricRewardSettings | Mapping[str, Any]) -> RubricRewardFunc:
@@ -304,7 +307,7 @@ class RubricRewardFunc(_JudgeReward):
                                          scoring_variant=self.scoring_variant, on_failure=self.on_failure,
                                          grade=self.grade,  # type: ignore[arg-type]
                                          format_failure_score=self.format_failure_score,
-                                         clip_below_zero=self.clip_below_zero)
+                                         clip_below_zero=self.clip_below_zero, applicability=self.applicability)
         return self._runtime
 
     async def __call__(self, prompts: list, completions: list, completion_ids: list | None = None,

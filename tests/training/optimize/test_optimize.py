@@ -66,7 +66,8 @@ def keyword_judge() -> FakeJudge:
 def _reward(judge=None) -> RubricReward:
     tree = _tree()
     judge = judge or keyword_judge()
-    return RubricReward(tree, StaticRouter(tree), judge)
+    # the penalty form's arithmetic (a reply failing every check scores 0); the loop is what is tested
+    return RubricReward(tree, StaticRouter(tree), judge, scoring_variant="penalty+active")
 
 
 PROMPT = [{"role": "user", "content": "Crushing chest pain for 20 minutes, sweating. What do I do?"}]
