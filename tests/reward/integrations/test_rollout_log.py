@@ -19,7 +19,8 @@ class Extra:
 
 
 async def test_leaf_verdict_columns() -> None:
-    f = RubricRewardFunc(keyword_judge(), tree=_tree(), router="static", name="cr")
+    # the paper variant: the macro columns below are its per-macro weighted means
+    f = RubricRewardFunc(keyword_judge(), tree=_tree(), router="static", name="cr", scoring_variant="paper")
     extra = Extra()
     out = await f([CHEST] * 3, [GOOD, POOR, "crash"], None, log_extra=extra, log_metric=lambda k, v: None)
     assert out[0] == pytest.approx(1.0) and out[2] is None

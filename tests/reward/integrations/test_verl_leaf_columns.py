@@ -48,7 +48,8 @@ def test_verl_rollout_dumps_open_in_the_inspector(tmp_path) -> None:
         Node(id="ems", title="Emergency", criterion="emergency services"),
         Node(id="home", title="Home care", criterion="wait at home", polarity="negative"),
     ], root="root", name="toy")
-    c = RewardContext(VerlRewardSettings(rubric_source="tree", log_records=True), judge=judge(), tree=tree,
+    # the paper variant: the scores below are its weighted means (a missed leaf of two scores 0.5)
+    c = RewardContext(VerlRewardSettings(rubric_source="tree", log_records=True, scoring_variant="paper"), judge=judge(), tree=tree,
                       router=StaticRouter(tree))
     texts = ("Call emergency services now.", "Probably nothing: wait at home.")
     samples = [Sample("healthbench", t, "", {"judge_prompt": CONV, "prompt_id": "p1"}) for t in texts]
