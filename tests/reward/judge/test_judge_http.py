@@ -1,5 +1,5 @@
 """The HTTP judge's transport logic without a server: an httpx MockTransport stands in for the
-vLLM endpoints (the real server is exercised in tests/integration/test_judge_server.py).
+vLLM endpoints (the real server is exercised in tests/reward/judge/test_judge_server.py).
 
 Covered here: least-outstanding balancing under the concurrency limit, retry of 5xx, no retry of a
 bad request, a 200 without a JSON body, and repeated ``grade_sync`` calls (one event loop each)."""
