@@ -55,6 +55,23 @@ def _setup(data: Path, taxonomy: Path | None, router: str, matcher: str, match_t
     return rows, tree, version, spec, enc, m
 
 
+def _warm(enc, rows, tree, progress: bool) -> None:
+    """Load MiniLM and embed the rows' positive items and the leaves up front, with progress (the
+    encoder memoises, so the matcher and router reuse these vectors)."""
+    from reward.evolution.matchers import leaf_text
+    from rubricstree.progress import step
+
+    with step("loading all-MiniLM-L6-v2", enabled=progress):
+        enc.model  # noqa: B018  (loads on first use)
+    items = list(dict.fromkeys(it.criterion for r in rows for it in r.rubrics if it.points > 0))
+    texts = items + [leaf_text(tree, leaf.id) for leaf in tree.leaves]
+    if progress:
+        import sys
+
+        print(f"embedding {len(items)} rubric items and {len(tree.leaves)} leaves", file=sys.stderr)
+    enc.encode(texts, batch_size=32, show_progress_bar=progress)
+
+
 def _judge_opts():
     return {
         "judge_url": typer.Option(None, "--judge-url", help="vLLM endpoint(s) for the llm router/matcher/drafter"),
@@ -94,6 +111,7 @@ def coverage(data: Path = DataOpt, taxonomy: Path | None = TaxonomyOpt, router: 
         judge = _judge(judge_url, judge_model, served_model, cache_dir, "llm" in (router, matcher))
         rows, tree, version, spec, enc, m = _setup(data, taxonomy, router, matcher, match_threshold, threshold,
                                                    emergency_threshold, shortlist, judge)
+        _warm(enc, rows, tree, progress=not as_json)
         rt = make_router(spec, tree, encoder=enc, judge=judge)
         res = asyncio.run(measure(rows, tree, rt, m, progress=not as_json, version=version))
     except (RubricsTreeError, ValueError, OSError) as exc:
@@ -135,6 +153,7 @@ def propose(data: Path = DataOpt, out: Path = ProposeOutOpt,
         judge = _judge(judge_url, judge_model, served_model, cache_dir, "llm" in (router, matcher, drafter))
         rows, tree, version, spec, enc, m = _setup(data, taxonomy, router, matcher, match_threshold, threshold,
                                                    emergency_threshold, shortlist, judge)
+        _warm(enc, rows, tree, progress=not as_json)
         from reward.router.base import tree_fingerprint
 
         base = {"source": str(taxonomy or tree.source), "name": tree.name, "version": version,

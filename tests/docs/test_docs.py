@@ -204,6 +204,24 @@ def test_every_path_a_doc_names_exists():
     assert not missing, "paths named in the docs that do not exist:\n" + "\n".join(missing)
 
 
+LINK = re.compile(r"\]\((?!https?://|#|mailto:)([^)#\s]+)(?:#[^)]*)?\)")
+# Topic docs written on other branches of issues 21-27, linked from the README before they land.
+# Remove a name here once its file is on this branch: the link is then checked like any other.
+PENDING = {"docs/scoring.md", "docs/routing.md", "docs/training.md", "docs/evaluation.md", "docs/judge.md",
+           "docs/reliability.md", "docs/inspector.md"}
+
+
+def test_every_relative_link_resolves():
+    broken = []
+    for doc in DOCS:
+        for target in LINK.findall(doc.read_text(encoding="utf-8")):
+            path = (doc.parent / target).resolve()
+            rel = path.relative_to(REPO_ROOT).as_posix() if path.is_relative_to(REPO_ROOT) else str(path)
+            if not path.exists() and rel not in PENDING:
+                broken.append(f"{doc.relative_to(REPO_ROOT)}: {target}")
+    assert not broken, "links to nothing:\n" + "\n".join(broken)
+
+
 def test_no_reference_to_the_old_test_folders():
     old = re.compile(r"tests/(unit|integration)\b")
     files = [*DOCS, REPO_ROOT / "Makefile",
