@@ -179,12 +179,16 @@ def propose(data: Path = DataOpt, out: Path = ProposeOutOpt,
 def review(file: Path = ReviewFileArg,
            taxonomy: Path | None = TaxonomyOpt,
            non_interactive: bool = typer.Option(False, "--non-interactive",
-                                                help="use the decision: fields as marked in the file"),
+                                                help="no prompts: take the decision: fields as marked in the file "
+                                                     "(accept / reject / pending), check the accepted ones as apply "
+                                                     "would and print the predicted coverage; exit 1 if apply would "
+                                                     "refuse one"),
            accept_recommended: bool = typer.Option(False, "--accept-recommended",
                                                    help="with --non-interactive: accept the pending proposals "
                                                         "ranked above lambda, reject the other pending ones"),
            as_json: bool = typer.Option(False, "--json", help="print the summary as JSON")) -> None:
-    """Accept, reject or edit each proposal (terminal prompts, or the file's decision: marks)."""
+    """Accept, reject or edit each proposal: in the terminal, or (--non-interactive) by the decision:
+    marks you wrote in the file. Either way, lists what apply would refuse (validator, tree lint)."""
     from reward.evolution import review as rv
     from reward.evolution.proposals import load_proposals, save_proposals
     from reward.tree import load_tree
@@ -213,6 +217,9 @@ def review(file: Path = ReviewFileArg,
                        + ("" if s["prediction_exact"] else "; estimate: not the top of the ranking, or edited") + ")")
         for r in refused:
             typer.echo(f"would be refused: {r.proposal}: {r.reason}")
+        if non_interactive and s["pending"]:
+            typer.echo(f"{len(s['pending'])} still pending ({', '.join(s['pending'])}): mark decision: accept or "
+                       f"reject in {file}, or add --accept-recommended")
     if refused:
         raise typer.Exit(1)
 

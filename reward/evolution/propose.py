@@ -26,7 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from reward.evolution.apply import apply_proposals
 from reward.evolution.cluster import cluster_items
 from reward.evolution.coverage import CoverageResult, RouterSpec, make_router, measure
-from reward.evolution.draft import llm_proposals, offline_proposal
+from reward.evolution.draft import linted, llm_proposals, offline_proposal
 from reward.evolution.encoder import CachedEncoder
 from reward.evolution.matchers import Matcher
 from reward.evolution.proposals import Prediction, Proposal, ProposalsFile
@@ -47,7 +47,8 @@ class ProposeSettings(BaseModel):
 
 async def _coverage_with(tree: RubricTree, props: Sequence[Proposal], rows, spec: RouterSpec, matcher: Matcher,
                          encoder: CachedEncoder, judge) -> tuple[float, CoverageResult]:
-    res = apply_proposals(tree, [p.model_copy(update={"decision": "accept"}) for p in props])
+    # lint=False: a draft's predicted gain is measured as written; apply refuses it until it is fixed
+    res = apply_proposals(tree, [p.model_copy(update={"decision": "accept"}) for p in props], lint=False)
     if res.refused:
         raise ValueError(f"proposal {res.refused[0].proposal} cannot be applied: {res.refused[0].reason}")
     cov = await measure(rows, res.tree, make_router(spec, res.tree, encoder=encoder, judge=judge), matcher)
@@ -81,6 +82,7 @@ async def propose(rows: Sequence[HealthBenchRow], tree: RubricTree, spec: Router
         if judge is None:
             raise ValueError("the llm drafter needs a judge: give --judge-url or --judge-model")
         drafts = await llm_proposals(drafts, tree, judge, taken)
+    drafts = [linted(p) for p in drafts]  # what lint still flags is recorded, and not recommended
 
     # Greedy ranking by exact re-measurement: n + (n-1) + ... evaluations, each cheap once the
     # encoder has seen the rows (only new leaf texts are encoded; judge answers are cached).
@@ -103,7 +105,7 @@ async def propose(rows: Sequence[HealthBenchRow], tree: RubricTree, spec: Router
             marginal = cov - current
             score = marginal - settings.lambda_per_leaf
             chosen.append(best.model_copy(update={
-                "recommended": score > 0,
+                "recommended": score > 0 and not best.lint,
                 "predicted": Prediction(gain_alone=gains_alone[best.id], marginal_gain=marginal,
                                         cumulative_coverage=cov, score=score)}))
             remaining = [p for p in remaining if p.id != best.id]
