@@ -94,13 +94,17 @@ async def propose(rows: Sequence[HealthBenchRow], tree: RubricTree, spec: Router
     bar = tqdm(total=n * (n + 1) // 2, desc="ranking proposals", unit="eval", file=sys.stderr, disable=not progress)
     try:
         while remaining:
+            # lint-clean drafts rank first, so the recommended ones are a prefix of the ranking
+            # (accepting the first k stays exact); flagged ones follow, measured after them
+            pool = {p.id for p in remaining if not p.lint} or {p.id for p in remaining}
             scored = []
-            for p in remaining:
+            for p in remaining if not chosen else [p for p in remaining if p.id in pool]:
                 cov, _ = await _coverage_with(tree, [*chosen, p], rows, spec, matcher, encoder, judge)
                 bar.update(1)
                 if not chosen:
                     gains_alone[p.id] = cov - baseline.coverage
-                scored.append((cov, p))
+                if p.id in pool:
+                    scored.append((cov, p))
             cov, best = max(scored, key=lambda x: (x[0], -drafts.index(x[1])))
             marginal = cov - current
             score = marginal - settings.lambda_per_leaf
