@@ -166,14 +166,15 @@ def propose(data: Path = DataOpt, out: Path = ProposeOutOpt,
     rows_out = [{"id": p.id, "leaf": p.node.id if p.node else None, "parent": p.parents,
                  "marginal_gain": p.predicted.marginal_gain if p.predicted else None,
                  "cumulative_coverage": p.predicted.cumulative_coverage if p.predicted else None,
-                 "recommended": p.recommended} for p in doc.proposals]
+                 "recommended": p.recommended, "lint": p.lint} for p in doc.proposals]
     if as_json:
         typer.echo(json.dumps({"out": str(out), "baseline": doc.baseline, "proposals": rows_out}))
         return
     typer.echo(f"baseline coverage {doc.baseline['coverage']:.4f}; {len(rows_out)} proposals -> {out}")
     for r in rows_out:
         typer.echo(f"  {r['id']} {r['leaf']} under {', '.join(r['parent'])}: +{r['marginal_gain']:.4f}"
-                   f" -> {r['cumulative_coverage']:.4f}{'' if r['recommended'] else ' (below lambda)'}")
+                   f" -> {r['cumulative_coverage']:.4f}"
+                   + ("" if r["recommended"] else " (lint: rewrite it first)" if r["lint"] else " (below lambda)"))
 
 
 def review(file: Path = ReviewFileArg,
