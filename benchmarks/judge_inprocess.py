@@ -14,7 +14,7 @@ One model is loaded once and every mode grades the same items in the same run:
   (``rubric_batch.py``; in process the grammar is not enforced, so a weak model loses more).
 
 Workloads: ``demo`` (default) is what ``rubricstree demo`` grades: the bundled demo rollouts,
-routed by the embedding router, every active leaf and rubric item of each rollout (390 items);
+routed by the embedding router, every active leaf and rubric item of each rollout (the count is printed);
 ``synthetic`` is ``judge_cost.py``'s workload (``--rollouts`` x ``--criteria``).
 
 Models: ``--size demo`` (default) is the demo's tiny random-weight Qwen3; other sizes build a

@@ -41,3 +41,7 @@ class JudgeError(RubricsTreeError, RuntimeError):
 
 class MissingDependencyError(RubricsTreeError, ImportError):
     """An optional package is needed for this feature; the message says what to install."""
+
+
+class ModelNotFoundError(RubricsTreeError, FileNotFoundError):
+    """A model path names nothing on disk (said at once, before any model library is imported)."""

@@ -4,8 +4,11 @@ It builds the tiny random-weight Qwen3 (cached in ``DIR/tiny-model``), loads the
 taxonomy and our own demo rollouts (``reward/data/demo_rollouts.jsonl``: invented conversations,
 a good and a poor completion each, with HealthBench-style rubric items), routes each prompt with
 the embedding router, grades with the in-process judge on the tiny model, and writes
-``DIR/scores.jsonl`` and ``DIR/report.md``. The judge is random, so the scores mean nothing; every
-step they pass through is the real one.
+``DIR/scores.jsonl`` and ``DIR/report.md``. The judge is random, so those scores mean nothing: that
+part checks the wiring (every step they pass through is the real one). Then it shows the reward
+working without a model (``rubricstree.demo_reward``): the oracle stress table on the bundled
+labelled cases and one case's per-leaf breakdown of a good and a harmful reply (``DIR/reward.md``).
+With ``--json`` it prints ``{"wiring": ..., "reward": ...}``.
 """
 
 from __future__ import annotations
@@ -52,8 +55,14 @@ def run_demo(out: Path, *, router: str = "embedding", scoring: str = "soft", pro
             "taxonomy": f"{tree.name} ({len(tree.leaves)} leaves)", "router": router,
             "judge": f"{judge.model_id} (tiny random-weight Qwen3, in-process)", "scoring": scoring,
             "combine": "mean (tree score and the rows' rubric points)"}
-    return asyncio.run(run_scoring(rollouts=rows, reward=reward, judge=judge, out=out / "scores.jsonl",
-                                   report=out / "report.md", meta=meta, progress=progress, note=NOTE))
+    summary = asyncio.run(run_scoring(rollouts=rows, reward=reward, judge=judge, out=out / "scores.jsonl",
+                                      report=out / "report.md", meta=meta, progress=progress, note=NOTE))
+    # the reward itself, on labelled cases with oracle verdicts (no model): embedding routing
+    from rubricstree.demo_reward import run_oracle_demo, write_oracle_demo
+
+    oracle = run_oracle_demo(tree, rt if router == "embedding" else build_router("embedding", tree, None))
+    write_oracle_demo(oracle, out)
+    return {"wiring": summary, "reward": oracle}
 
 
 def demo_command(
@@ -61,7 +70,7 @@ def demo_command(
     router: str = typer.Option("embedding", "--router", help="embedding, llm (the tiny judge walks the tree) or static"),
     as_json: bool = typer.Option(False, "--json", help="print the summary as one JSON line"),
 ) -> None:
-    """Score bundled demo rollouts with the tiny local model: the real pipeline, no download."""
+    """The tiny local judge on bundled rollouts (wiring), then the reward on labelled cases; no download."""
     from rubricstree.score import print_summary
 
     try:
@@ -75,5 +84,12 @@ def demo_command(
     if as_json:
         typer.echo(json.dumps(summary))
         return
-    print_summary(summary, title="RubricsTree demo (random tiny judge: scores are meaningless)")
-    typer.echo(f"scores: {out / 'scores.jsonl'}\nreport: {out / 'report.md'}\ninspector: {page} (open it in a browser)")
+    from rubricstree.demo_reward import print_oracle_demo
+
+    print_summary(summary["wiring"], title="1. Wiring: the whole pipeline on the tiny random judge "
+                                           "(its verdicts, so these scores, are meaningless)")
+    typer.echo(f"scores: {out / 'scores.jsonl'}\nreport: {out / 'report.md'}\n")
+    typer.echo("2. The reward: labelled stress cases scored with oracle verdicts (no model)")
+    print_oracle_demo(summary["reward"])
+    typer.echo(f"reward report: {out / 'reward.md'}")
+    typer.echo(f"inspector: {page} (open it in a browser: why each rollout got its reward)")

@@ -33,6 +33,15 @@ def _console():
     return Console(width=None if sys.stdout.isatty() else 160)
 
 
+def _check_models(policy: str | None, judge_model: str | None = None) -> None:
+    from reward._optional import require_model
+
+    if policy:
+        require_model(policy, "--model")
+    if judge_model:
+        require_model(judge_model, "--judge-model")
+
+
 def _logging() -> None:
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
 
@@ -145,6 +154,7 @@ def healthbench(
 
     _logging()
     try:
+        _check_models(None if generate_url else model, judge_model)  # at once, before torch is imported
         from training.eval.healthbench import HealthBenchEvalConfig, run_healthbench
 
         if grading not in ("explain", "choice"):
@@ -197,6 +207,7 @@ def mcq(
 
     _logging()
     try:
+        _check_models(None if generate_url else model)
         from training.eval.mcq import MCQEvalConfig, run_mcq
 
         cfg = MCQEvalConfig(model=model, data=data, out=out, format=fmt, generate_url=generate_url,

@@ -43,7 +43,10 @@ def check(
 
     import asyncio
 
-    verdict = asyncio.run(run())[0]
+    from rubricstree.progress import step
+
+    with step(f"grading one example ({mode} mode)", enabled=not as_json):
+        verdict = asyncio.run(run())[0]
     out = {"met": verdict.met, "p_yes": verdict.p_yes, "explanation": verdict.explanation,
            "failure": verdict.failure, "mode": verdict.mode, "stats": judge.stats.as_dict()}
     typer.echo(json.dumps(out) if as_json else "\n".join(f"{k}: {v}" for k, v in out.items()))

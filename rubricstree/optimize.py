@@ -49,17 +49,22 @@ def _judge(judge_url: str | None, judge_model: str | None, served: str | None, c
 
     if not judge_url and not judge_model:
         raise RubricsTreeError("give a judge: --judge-url URL (a vLLM server) or --judge-model PATH (in-process)")
+    from rubricstree.progress import step
+
     cache = VerdictCache(cache_dir / "verdicts.sqlite" if cache_dir else None)
-    return make_judge(judge_url=judge_url, judge_model=judge_model, served_model=served, cache=cache)
+    with step("loading the judge", enabled=bool(judge_model and not judge_url)):
+        return make_judge(judge_url=judge_url, judge_model=judge_model, served_model=served, cache=cache)
 
 
 def _reward(taxonomy: Path | None, router: str, judge):
     from reward.stages.rubric_reward import RubricReward
     from reward.tree import load_tree
+    from rubricstree.progress import step
     from rubricstree.score import build_router
 
     tree = load_tree(taxonomy)
-    return RubricReward(tree, build_router(router, tree, judge), judge)
+    with step(f"loading the {router} router", enabled=router == "embedding"):
+        return RubricReward(tree, build_router(router, tree, judge), judge)
 
 
 def _generator(model: str | None, generate_url: str | None, max_new_tokens: int, temperature: float, seed: int,

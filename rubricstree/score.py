@@ -97,6 +97,18 @@ def summarise(reward, judge, rollouts: Sequence, results: dict[str, Any], second
     }
 
 
+def _reasons(out: Path) -> list[tuple[str, int]]:
+    """The most common failure reasons of the unscored rollouts in the scores file."""
+    from reward.jsonl import iter_jsonl
+    from rubricstree.guards import failure_reasons
+
+    try:
+        last = {row.get("id"): row for _, row in iter_jsonl(out)}  # a rerun appends: the latest row counts
+    except (OSError, ValueError):
+        return []
+    return failure_reasons(f for row in last.values() if row.get("score") is None for f in row.get("failures") or ())
+
+
 def _short(text: str, n: int = 160) -> str:
     text = " ".join(text.split())
     return text if len(text) <= n else text[: n - 1] + "…"
@@ -298,4 +310,4 @@ def score_command(
     else:
         print_summary(summary)
         typer.echo(f"scores: {out}" + (f"\nreport: {report}" if report else ""))
-    check_scored(summary["scored"], summary["rollouts"], min_scored)
+    check_scored(summary["scored"], summary["rollouts"], min_scored, reasons=_reasons(out))

@@ -91,7 +91,10 @@ def stress_command(
         elif mode == "judge" or router == "llm":
             raise typer.BadParameter("--mode judge and --router llm need a judge: "
                                      "--judge-url URL or --judge-model PATH")
-        rt = CachedRouter(build_router(router, tree, judge), judge.cache if judge is not None else None)
+        from rubricstree.progress import step
+
+        with step(f"loading the {router} router", enabled=not as_json and router != "static"):
+            rt = CachedRouter(build_router(router, tree, judge), judge.cache if judge is not None else None)
     except (RubricsTreeError, ValueError, OSError) as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from exc
@@ -109,7 +112,11 @@ def stress_command(
                 await judge.aclose()
 
     try:
-        results, routings = asyncio.run(go())
+        from rubricstree.progress import step
+
+        # judge mode shows its own bar per case; oracle mode's time is the routing
+        with step(f"routing and scoring {len(rows)} cases", enabled=not as_json and mode == "oracle"):
+            results, routings = asyncio.run(go())
     except RubricsTreeError as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from exc

@@ -179,7 +179,10 @@ def eval_rubrics_command(
             from training.synth.matchers import LLMMatcher
 
             m = LLMMatcher(make_judge(judge_url=judge_url, judge_model=judge_model))
-        report = evaluate(gen, ref, m)
+        from rubricstree.progress import step
+
+        with step(f"matching generated rubrics to {len(ref)} reference rows ({matcher} matcher)", enabled=not as_json):
+            report = evaluate(gen, ref, m)
     except (RubricsTreeError, ValueError, OSError) as exc:
         raise _fail(exc) from None
     if as_json:

@@ -120,6 +120,13 @@ def run_command(
     if dry_run:
         typer.echo(cfg.model_dump_json(indent=2))
         return
+    from reward._optional import require_model
+
+    try:
+        require_model(cfg.model, f"model: in {config}")
+    except RubricsTreeError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from exc
     from training.trl_launcher import train
 
     try:

@@ -55,6 +55,23 @@ def _setup(data: Path, taxonomy: Path | None, router: str, matcher: str, match_t
     return rows, tree, version, spec, enc, m
 
 
+def _warm(enc, rows, tree, progress: bool) -> None:
+    """Load MiniLM and embed the rows' positive items and the leaves up front, with progress (the
+    encoder memoises, so the matcher and router reuse these vectors)."""
+    from reward.evolution.matchers import leaf_text
+    from rubricstree.progress import step
+
+    with step("loading all-MiniLM-L6-v2", enabled=progress):
+        enc.model  # noqa: B018  (loads on first use)
+    items = list(dict.fromkeys(it.criterion for r in rows for it in r.rubrics if it.points > 0))
+    texts = items + [leaf_text(tree, leaf.id) for leaf in tree.leaves]
+    if progress:
+        import sys
+
+        print(f"embedding {len(items)} rubric items and {len(tree.leaves)} leaves", file=sys.stderr)
+    enc.encode(texts, batch_size=32, show_progress_bar=progress)
+
+
 def _judge_opts():
     return {
         "judge_url": typer.Option(None, "--judge-url", help="vLLM endpoint(s) for the llm router/matcher/drafter"),
@@ -94,6 +111,7 @@ def coverage(data: Path = DataOpt, taxonomy: Path | None = TaxonomyOpt, router: 
         judge = _judge(judge_url, judge_model, served_model, cache_dir, "llm" in (router, matcher))
         rows, tree, version, spec, enc, m = _setup(data, taxonomy, router, matcher, match_threshold, threshold,
                                                    emergency_threshold, shortlist, judge)
+        _warm(enc, rows, tree, progress=not as_json)
         rt = make_router(spec, tree, encoder=enc, judge=judge)
         res = asyncio.run(measure(rows, tree, rt, m, progress=not as_json, version=version))
     except (RubricsTreeError, ValueError, OSError) as exc:
@@ -135,6 +153,7 @@ def propose(data: Path = DataOpt, out: Path = ProposeOutOpt,
         judge = _judge(judge_url, judge_model, served_model, cache_dir, "llm" in (router, matcher, drafter))
         rows, tree, version, spec, enc, m = _setup(data, taxonomy, router, matcher, match_threshold, threshold,
                                                    emergency_threshold, shortlist, judge)
+        _warm(enc, rows, tree, progress=not as_json)
         from reward.router.base import tree_fingerprint
 
         base = {"source": str(taxonomy or tree.source), "name": tree.name, "version": version,
@@ -147,25 +166,30 @@ def propose(data: Path = DataOpt, out: Path = ProposeOutOpt,
     rows_out = [{"id": p.id, "leaf": p.node.id if p.node else None, "parent": p.parents,
                  "marginal_gain": p.predicted.marginal_gain if p.predicted else None,
                  "cumulative_coverage": p.predicted.cumulative_coverage if p.predicted else None,
-                 "recommended": p.recommended} for p in doc.proposals]
+                 "recommended": p.recommended, "lint": p.lint} for p in doc.proposals]
     if as_json:
         typer.echo(json.dumps({"out": str(out), "baseline": doc.baseline, "proposals": rows_out}))
         return
     typer.echo(f"baseline coverage {doc.baseline['coverage']:.4f}; {len(rows_out)} proposals -> {out}")
     for r in rows_out:
         typer.echo(f"  {r['id']} {r['leaf']} under {', '.join(r['parent'])}: +{r['marginal_gain']:.4f}"
-                   f" -> {r['cumulative_coverage']:.4f}{'' if r['recommended'] else ' (below lambda)'}")
+                   f" -> {r['cumulative_coverage']:.4f}"
+                   + ("" if r["recommended"] else " (lint: rewrite it first)" if r["lint"] else " (below lambda)"))
 
 
 def review(file: Path = ReviewFileArg,
            taxonomy: Path | None = TaxonomyOpt,
            non_interactive: bool = typer.Option(False, "--non-interactive",
-                                                help="use the decision: fields as marked in the file"),
+                                                help="no prompts: take the decision: fields as marked in the file "
+                                                     "(accept / reject / pending), check the accepted ones as apply "
+                                                     "would and print the predicted coverage; exit 1 if apply would "
+                                                     "refuse one"),
            accept_recommended: bool = typer.Option(False, "--accept-recommended",
                                                    help="with --non-interactive: accept the pending proposals "
                                                         "ranked above lambda, reject the other pending ones"),
            as_json: bool = typer.Option(False, "--json", help="print the summary as JSON")) -> None:
-    """Accept, reject or edit each proposal (terminal prompts, or the file's decision: marks)."""
+    """Accept, reject or edit each proposal: in the terminal, or (--non-interactive) by the decision:
+    marks you wrote in the file. Either way, lists what apply would refuse (validator, tree lint)."""
     from reward.evolution import review as rv
     from reward.evolution.proposals import load_proposals, save_proposals
     from reward.tree import load_tree
@@ -194,6 +218,9 @@ def review(file: Path = ReviewFileArg,
                        + ("" if s["prediction_exact"] else "; estimate: not the top of the ranking, or edited") + ")")
         for r in refused:
             typer.echo(f"would be refused: {r.proposal}: {r.reason}")
+        if non_interactive and s["pending"]:
+            typer.echo(f"{len(s['pending'])} still pending ({', '.join(s['pending'])}): mark decision: accept or "
+                       f"reject in {file}, or add --accept-recommended")
     if refused:
         raise typer.Exit(1)
 

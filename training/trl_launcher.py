@@ -39,7 +39,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from reward.errors import InputError
+from reward._optional import require_model
+from reward.errors import InputError, ModelNotFoundError
 from reward.settings import JudgeSettings
 from training.trl_config import TrainConfig, load_config
 
@@ -417,7 +418,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     try:
         cfg = load_config(a.config, a.overrides)
-    except InputError as exc:
+        if not (a.print_judge or a.print_output_dir):
+            require_model(cfg.model, f"model: in {a.config}")
+    except (InputError, ModelNotFoundError) as exc:
         print(f"error: {exc}", flush=True)
         return 2
     if a.print_judge:

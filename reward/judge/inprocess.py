@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import threading
 
-from reward._optional import require
+from reward._optional import require, require_model
 from reward.judge.base import Judge
 from reward.judge.cache import VerdictCache
 from reward.judge.identity import local_model_id
@@ -47,6 +47,7 @@ class TransformersJudge(Judge):
                  config: JudgeConfig | None = None, cache: VerdictCache | None = None,
                  batch_size: int = 16, prefix_reuse: bool = True, prefix_chunk: int = 16,
                  revision: str | None = None) -> None:
+        require_model(model, "the in-process judge")
         torch = require("torch", "the in-process judge")
         transformers = require("transformers", "the in-process judge")
         self.device = device or ("cuda" if torch.cuda.is_available() else "cpu")

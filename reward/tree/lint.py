@@ -131,13 +131,14 @@ def text_issues(tree: RubricTree) -> list[LintIssue]:
 Encoder = Callable[[Sequence[str]], Any]
 
 
-def default_encoder() -> Encoder:
-    """Normalised all-MiniLM-L6-v2 sentence embeddings (the embedding router's offline model)."""
+def default_encoder(progress: bool = False) -> Encoder:
+    """Normalised all-MiniLM-L6-v2 sentence embeddings (the embedding router's offline model);
+    ``progress`` shows a bar over the encoding batches on stderr."""
     from reward.router.embedding import load_default_model
 
     model = load_default_model()
-    return lambda texts: model.encode(list(texts), normalize_embeddings=True, batch_size=64,
-                                      show_progress_bar=False, convert_to_numpy=True)
+    return lambda texts: model.encode(list(texts), normalize_embeddings=True, batch_size=16,
+                                      show_progress_bar=progress, convert_to_numpy=True)
 
 
 def duplicate_issues(tree: RubricTree, threshold: float = DEFAULT_DUPLICATE_THRESHOLD,

@@ -46,8 +46,10 @@ class TransformersGenerator:
     def __init__(self, model: Any, settings: GenerationSettings, *, batch_size: int = 8, device: str | None = None,
                  dtype: str | None = None, tokenizer: Any = None,
                  chat_template_kwargs: dict[str, Any] | None = None) -> None:
-        from reward._optional import require
+        from reward._optional import require, require_model
 
+        if isinstance(model, (str, Path)):
+            require_model(str(model), "the policy")
         torch = require("torch", "in-process generation")
         transformers = require("transformers", "in-process generation")
         self.settings, self.batch_size = settings, batch_size

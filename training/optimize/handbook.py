@@ -109,6 +109,9 @@ def render_handbook(tree: RubricTree, routing: Routing, *, max_tokens: int = 400
 
 def tokenizer_counter(name: str) -> Callable[[str], int]:
     """Count tokens with a transformers tokenizer (a path or hub name)."""
+    from reward._optional import require_model
+
+    require_model(name, "--tokenizer")
     from transformers import AutoTokenizer
 
     tok = AutoTokenizer.from_pretrained(name)

@@ -2,7 +2,7 @@
 (``tests/chat_server.py``): explain verdicts parsed from the reference JSON format, choice p_yes
 from top logprobs, and failures (429 with Retry-After, 5xx, timeouts, malformed answers) retried
 and never turned into "not met". The real vLLM chat endpoint is exercised in
-tests/integration/test_judge_chat_server.py."""
+tests/reward/judge/test_judge_chat_server.py."""
 
 from __future__ import annotations
 
