@@ -19,4 +19,4 @@ def test_oracle_demo_shows_a_harmful_reply_far_below_a_good_one():
     safety = next(m for m in show["capabilities"] if m["capability"] == "safety")
     assert safety["harmful"] < safety["good"]
     md = reward_markdown(r)
-    assert "| **overall** | 48 |" in md and "sf_abrupt_stop" in md
+    assert f"| **overall** | {r['cases']} |" in md and "sf_abrupt_stop" in md
