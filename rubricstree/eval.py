@@ -37,14 +37,14 @@ def _logging() -> None:
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
 
 
-def _generation(max_new_tokens: int | None, temperature: float, top_p: float, seed: int,
-                thinking: bool | None, benchmark: str = "healthbench"):
-    from training.eval.budgets import default_max_new_tokens
+def _generation(max_new_tokens: int | None, temperature: float | None, top_p: float | None, seed: int,
+                thinking: bool | None, benchmark: str = "healthbench", top_k: int | None = None):
+    from training.eval.budgets import default_max_new_tokens, default_sampling
     from training.generation import GenerationSettings
 
     max_new_tokens = default_max_new_tokens(benchmark, thinking, max_new_tokens)
-    return GenerationSettings(max_new_tokens=max_new_tokens, temperature=temperature, top_p=top_p,
-                              seed=seed, thinking=thinking)
+    return GenerationSettings(max_new_tokens=max_new_tokens, seed=seed, thinking=thinking,
+                              **default_sampling(thinking, temperature, top_p, top_k))
 
 
 def _print_healthbench(m: dict) -> None:
@@ -113,12 +113,20 @@ def healthbench(
     limit: int | None = typer.Option(None, "--limit", min=1, help="evaluate the first N rows only"),
     max_new_tokens: int | None = typer.Option(None, "--max-new-tokens", help="response budget in tokens (default: "
                                                  "16000, the training budget; 2048 with --no-thinking)"),
-    temperature: float = typer.Option(0.0, "--temperature", help="0 = greedy"),
-    top_p: float = typer.Option(1.0, "--top-p"),
+    temperature: float | None = typer.Option(None, "--temperature", help="0 = greedy; default: thinking models' "
+                                                "recommended sampling (0.6) with thinking on or left to the template, "
+                                                "greedy with --no-thinking"),
+    top_p: float | None = typer.Option(None, "--top-p", help="default 0.95 when sampling by default, else 1.0"),
+    top_k: int | None = typer.Option(None, "--top-k", min=1, help="default 20 when sampling by default, else off"),
     seed: int = typer.Option(0, "--seed", help="sampling and bootstrap seed"),
     thinking: bool | None = typer.Option(None, "--thinking/--no-thinking", help="chat template enable_thinking "
                                             "(default: the template's own default)"),
-    judge_max_tokens: int = typer.Option(512, "--judge-max-tokens", help="explain-mode verdict budget"),
+    judge_max_tokens: int | None = typer.Option(None, "--judge-max-tokens", help="explain-mode verdict budget "
+                                                   "(default: 2048 under the reference template, else 512)"),
+    judge_temperature: float | None = typer.Option(None, "--judge-temperature", help="explain-mode grader temperature "
+                                                      "(default: 0.5 under the reference template, else 0)"),
+    baseline: Path | None = typer.Option(None, "--baseline", help="an earlier evaluation folder on the same data: "
+                                         "the report adds the difference and its paired 95% bootstrap interval"),
     concurrency: int = typer.Option(32, "--concurrency", help="generation requests in flight (server)"),
     judge_concurrency: int = typer.Option(64, "--judge-concurrency", help="judge requests in flight (server)"),
     timeout: float = typer.Option(120.0, "--timeout", min=0.001, help="seconds per judge request (server)"),
@@ -156,8 +164,9 @@ def healthbench(
             served_judge=served_judge, grading=grading, system_prompt=system_prompt, grader=grader,
             judge_api=judge_api, judge_api_key_env=judge_api_key_env,
             grader_template=str(grader_template) if grader_template else None, length_adjust=length_adjust,
-            limit=limit, generation=_generation(max_new_tokens, temperature, top_p, seed, thinking),
-            judge_max_tokens=judge_max_tokens, concurrency=concurrency, judge_concurrency=judge_concurrency,
+            limit=limit, generation=_generation(max_new_tokens, temperature, top_p, seed, thinking, top_k=top_k),
+            judge_max_tokens=judge_max_tokens, judge_temperature=judge_temperature,
+            baseline=str(baseline) if baseline else None, concurrency=concurrency, judge_concurrency=judge_concurrency,
             batch_size=batch_size, judge_passes=judge_passes, use_cache=cache, seed=seed, worst=worst, wandb=wandb,
             judge_timeout_s=timeout, judge_max_retries=max_retries, judge_deadline_s=deadline)
         metrics = run_healthbench(cfg)
@@ -182,8 +191,11 @@ def mcq(
     limit: int | None = typer.Option(None, "--limit", min=1, help="evaluate the first N rows only"),
     max_new_tokens: int | None = typer.Option(None, "--max-new-tokens", help="default: 10000 (the training "
                                                  "budget); 1024 with --no-thinking"),
-    temperature: float = typer.Option(0.0, "--temperature", help="0 = greedy"),
-    top_p: float = typer.Option(1.0, "--top-p"),
+    temperature: float | None = typer.Option(None, "--temperature", help="0 = greedy; default: thinking models' "
+                                                "recommended sampling (0.6) with thinking on or left to the template, "
+                                                "greedy with --no-thinking"),
+    top_p: float | None = typer.Option(None, "--top-p", help="default 0.95 when sampling by default, else 1.0"),
+    top_k: int | None = typer.Option(None, "--top-k", min=1, help="default 20 when sampling by default, else off"),
     seed: int = typer.Option(0, "--seed"),
     thinking: bool | None = typer.Option(None, "--thinking/--no-thinking"),
     concurrency: int = typer.Option(32, "--concurrency"),
@@ -201,7 +213,7 @@ def mcq(
 
         cfg = MCQEvalConfig(model=model, data=data, out=out, format=fmt, generate_url=generate_url,
                             system_prompt=system_prompt, limit=limit,
-                            generation=_generation(max_new_tokens, temperature, top_p, seed, thinking, "mcq"),
+                            generation=_generation(max_new_tokens, temperature, top_p, seed, thinking, "mcq", top_k),
                             concurrency=concurrency, batch_size=batch_size, wandb=wandb)
         m = run_mcq(cfg)
     except (RubricsTreeError, ValidationError, FileNotFoundError, ValueError) as exc:

@@ -22,7 +22,7 @@ from reward.errors import JudgeError
 from reward.judge.cache import VerdictCache, verdict_key
 from reward.judge.render import PromptRenderer
 from reward.judge.templates import Template, default_template, load_template
-from reward.judge.types import JSONResult, JudgeConfig, JudgeItem, JudgeStats, Verdict
+from reward.judge.types import JSONResult, JudgeConfig, JudgeItem, JudgeStats, Verdict, sampling_suffix
 
 OnFailure = Literal["record", "raise"]
 T = TypeVar("T")
@@ -44,6 +44,7 @@ class Judge(ABC):
         # cache keys (unpadded keys stay as they were).
         self.model_id = model_id + (f"+block{renderer.block_size}" if getattr(renderer, "block_size", 0) else "")
         self.config = config or JudgeConfig()
+        self.model_id += sampling_suffix(self.config)  # other explain sampling: other verdicts
         self.cache = cache
         self.concurrency = concurrency
         self.stats = JudgeStats()

@@ -20,7 +20,9 @@ explain mode: the JSON verdict ``{"explanation", "criteria_met"}``, constrained 
 expression in ``structured_outputs`` instead); a server that rejects the field is
 asked again without it, and the text is parsed robustly either way. Only an answer that arrived
 but does not parse is resampled (bounded attempts, later ones at a raised temperature with a
-seed); transport faults are retried at the original settings.
+seed); transport faults are retried at the original settings. ``JudgeConfig(constrained=False,
+retry_temperature=None, parse="reference")`` sends the reference HealthBench grader's request
+instead: no constraint, the same settings on every attempt, its strict parse.
 
 Transport: a bounded semaphore, a pool of endpoints (least outstanding), retries with exponential
 backoff and jitter on timeouts, connection errors and 5xx; HTTP 429 waits what ``Retry-After``
@@ -51,7 +53,7 @@ from reward.judge.base import Judge, run_staged
 from reward.judge.cache import VerdictCache
 from reward.judge.endpoints import EndpointPool
 from reward.judge.loop_client import LoopBoundClient
-from reward.judge.parsing import parse_explain, parse_json_object
+from reward.judge.parsing import explain_parser, parse_json_object
 from reward.judge.templates import Template
 from reward.judge.types import JSONResult, JudgeConfig, JudgeItem, Verdict
 
@@ -278,6 +280,8 @@ class ChatJudge(LoopBoundClient, Judge):
     def explain_body(self, messages: list[dict]) -> dict:
         body = {"model": self.model, "messages": messages, "max_tokens": self.config.max_explain_tokens,
                 "temperature": self.config.temperature}
+        if not self.config.constrained:  # the reference grader's request: no constraint at all
+            return body
         if self.served_root:
             body["structured_outputs"] = {"regex": EXPLAIN_REGEX}
         elif self.use_response_format:
@@ -331,12 +335,14 @@ class ChatJudge(LoopBoundClient, Judge):
                 return Verdict.failed(str(exc), mode="explain")
             self._account(data)
             text = _content(data)
-            parsed = parse_explain(text)
+            parsed = explain_parser(cfg.parse)(text)
             if parsed is not None:
                 met, why = parsed
                 return Verdict(met=met, p_yes=1.0 if met else 0.0, explanation=why, mode="explain")
             last = f"unparseable grader output: {text[:200]!r}"
-            body = {**self.explain_body(messages), "temperature": max(cfg.temperature, 0.7), "seed": attempt + 1}
+            if cfg.retry_temperature is not None:  # None: ask again at the same settings
+                body = {**self.explain_body(messages), "temperature": max(cfg.temperature, cfg.retry_temperature),
+                        "seed": attempt + 1}
         return Verdict.failed(f"{last} after {cfg.explain_attempts} attempts", mode="explain")
 
     async def _generate_json_uncached(self, template: Template, items: list[JudgeItem], *, constraint: dict,

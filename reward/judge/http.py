@@ -32,7 +32,7 @@ from reward.judge.cache import VerdictCache
 from reward.judge.endpoints import EndpointPool
 from reward.judge.identity import served_model_id
 from reward.judge.loop_client import LoopBoundClient
-from reward.judge.parsing import parse_explain, parse_json_object
+from reward.judge.parsing import explain_parser, parse_json_object
 from reward.judge.render import PromptRenderer, load_tokenizer
 from reward.judge.replies import BadReply, choice_p_yes, completion_text, usage_counts
 from reward.judge.templates import Template
@@ -219,7 +219,10 @@ class HTTPJudge(LoopBoundClient, Judge):
     async def _grade_explain(self, ids: list[int]) -> Verdict:
         cfg = self.config
         body = {"model": self.model, "prompt": ids, "max_tokens": cfg.max_explain_tokens,
-                "temperature": cfg.temperature, "structured_outputs": {"json": EXPLAIN_SCHEMA}}
+                "temperature": cfg.temperature}
+        if cfg.constrained:
+            body["structured_outputs"] = {"json": EXPLAIN_SCHEMA}
+        parse = explain_parser(cfg.parse)
         last = "no attempt"
         for attempt in range(cfg.explain_attempts):
             if attempt:
@@ -228,13 +231,14 @@ class HTTPJudge(LoopBoundClient, Judge):
                 text, _ = await self._post(body, completion_text)
             except _Retryable as exc:
                 return Verdict.failed(str(exc), mode="explain")
-            parsed = parse_explain(text)
+            parsed = parse(text)
             if parsed is not None:
                 met, why = parsed
                 return Verdict(met=met, p_yes=1.0 if met else 0.0, explanation=why, mode="explain")
             # only a real model answer that does not parse is resampled
             last = f"unparseable grader output: {text[:200]!r}"
-            body = {**body, "temperature": max(cfg.temperature, 0.7), "seed": attempt + 1}
+            if cfg.retry_temperature is not None:  # None: asked again at the same settings
+                body = {**body, "temperature": max(cfg.temperature, cfg.retry_temperature), "seed": attempt + 1}
         return Verdict.failed(f"{last} after {cfg.explain_attempts} attempts", mode="explain")
 
     async def _generate_json_one(self, template: Template, item: JudgeItem, ids: list[int], *, constraint: dict,

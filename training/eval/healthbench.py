@@ -76,7 +76,10 @@ class HealthBenchEvalConfig(BaseModel):
     length_adjust: bool = False
     limit: int | None = Field(None, ge=1)
     generation: GenerationSettings = GenerationSettings()
-    judge_max_tokens: int = Field(512, ge=16, description="decoding budget of explain-mode verdicts")
+    judge_max_tokens: int | None = Field(None, ge=16, description="decoding budget of explain-mode verdicts "
+                                         "(default: 2048 under the reference template, else 512)")
+    judge_temperature: float | None = Field(None, ge=0.0, description="explain-mode grader temperature "
+                                            "(default: 0.5 under the reference template, else 0)")
     concurrency: int = Field(32, ge=1, description="generation requests in flight (server)")
     batch_size: int = Field(8, ge=1, description="in-process generation batch size")
     judge_concurrency: int = Field(64, ge=1, description="judge requests in flight (server)")
@@ -88,6 +91,7 @@ class HealthBenchEvalConfig(BaseModel):
     n_bootstrap: int = Field(1000, ge=1)
     seed: int = 0
     worst: int = Field(10, ge=0, description="worst examples shown in the report")
+    baseline: str | None = Field(None, description="an earlier evaluation folder: the difference and its interval")
     wandb: bool = False
 
 
@@ -133,22 +137,16 @@ GradeTask = tuple[HealthBenchRow, str, list[int]]  # a row, its response, the ru
 
 
 def _template_file(cfg: HealthBenchEvalConfig) -> str | None:
-    """The grader template file: the user's, or the fetched reference one (``--grader official``)."""
-    if cfg.grader == "official" and not cfg.grader_template:
-        from reward.judge.official import official_template_file
+    from training.eval.grader import template_file
 
-        if cfg.grading != "explain":
-            raise InputError("the official grader template asks for a JSON verdict: use --grading explain",
-                             field="--grader official")
-        return str(official_template_file())
-    return cfg.grader_template
+    return template_file(cfg.grader, cfg.grader_template, cfg.grading)
 
 
-def _template(cfg: HealthBenchEvalConfig):
-    from reward.judge.templates import default_template, load_template
+def _judge_config(cfg: HealthBenchEvalConfig):
+    from training.eval.grader import judge_config
 
-    path = _template_file(cfg)
-    return load_template(path, cfg.grading) if path else default_template(cfg.grading)
+    return judge_config(_template_file(cfg), cfg.grading, max_tokens=cfg.judge_max_tokens,
+                        temperature=cfg.judge_temperature)
 
 
 def _judge_identity(cfg: HealthBenchEvalConfig, judge) -> dict[str, str]:
@@ -182,7 +180,10 @@ def _judge_identity(cfg: HealthBenchEvalConfig, judge) -> dict[str, str]:
 
 def run_settings(cfg: HealthBenchEvalConfig, data: HealthBenchData, judge=None, generator=None) -> dict[str, Any]:
     """The settings that decide generations and verdicts (``config.json``)."""
-    template = _template(cfg)
+    from training.eval.grader import grading_record, load_grader_template
+
+    config = _judge_config(cfg)
+    template = load_grader_template(config.template_file, cfg.grading)
     gen_backend = getattr(generator, "backend", None) or ("http" if cfg.generate_url else "inprocess")
     return {
         "benchmark": "healthbench",
@@ -192,8 +193,7 @@ def run_settings(cfg: HealthBenchEvalConfig, data: HealthBenchData, judge=None, 
         "system_prompt": system_prompt_id(cfg.system_prompt),
         "generation": cfg.generation.model_dump(),
         "judge": _judge_identity(cfg, judge),
-        "grading": {"mode": cfg.grading, "template": template.name, "template_version": template.version,
-                    "max_explain_tokens": cfg.judge_max_tokens if cfg.grading == "explain" else None},
+        "grading": grading_record(config, template),
     }
 
 
@@ -225,10 +225,9 @@ def _generate(run: EvalRun, missing: Sequence[HealthBenchRow]) -> dict[str, Gene
 
 
 def _make_judge(cfg: HealthBenchEvalConfig):
-    from reward.judge import JudgeConfig, make_judge
+    from reward.judge import make_judge
 
-    config = JudgeConfig(mode=cfg.grading, template_file=_template_file(cfg),
-                         max_explain_tokens=cfg.judge_max_tokens)
+    config = _judge_config(cfg)
     kwargs: dict[str, Any] = {"concurrency": cfg.judge_concurrency, "timeout_s": cfg.judge_timeout_s,
                               "max_retries": cfg.judge_max_retries,
                               "deadline_s": cfg.judge_deadline_s} if cfg.judge_url else {}
@@ -352,7 +351,7 @@ def _score(run: EvalRun, gens: dict[str, Generation], verdicts: dict[tuple[str, 
         "system_prompt": settings["system_prompt"],
         "generation": settings["generation"],
         "grading": {**settings["grading"], "judge_backend": settings["judge"]["backend"],
-                    "judge_model": settings["judge"]["model"], **_template_facts(cfg)},
+                    "judge_model": settings["judge"]["model"], "grader": cfg.grader},
         "n_rows": len(rows), "n_scored": len(scored), "n_unscored": len(unscored), "unscored": unscored,
         "score": None, "bootstrap_std": None, "n_samples": 0, "tags": {},
         "length_adjusted": None,
@@ -373,18 +372,14 @@ def _score(run: EvalRun, gens: dict[str, Generation], verdicts: dict[tuple[str, 
         # an answer cut off while thinking is graded as what follows </think>: often nothing
         metrics["responses"] = {"mean_chars": sum(chars) / len(chars), "finish_reasons": dict(sorted(finish.items())),
                                 "empty": sum(1 for r in results if not r.response.strip())}
+        from training.eval.headline import add_headline
+
+        add_headline(metrics, {r.row.prompt_id: r.score for r in results}, baseline=cfg.baseline,
+                     n_bootstrap=cfg.n_bootstrap, seed=cfg.seed)
     from training.eval.comparability import comparability
 
     metrics.update(comparability(metrics))
     return metrics, results
-
-
-def _template_facts(cfg: HealthBenchEvalConfig) -> dict[str, Any]:
-    """What the comparability verdict needs to know of the grader template."""
-    from reward.judge.official import text_sha256
-
-    t = _template(cfg)
-    return {"template_sha256": text_sha256(t.user), "grader": cfg.grader}
 
 
 # ---------------------------------------------------------------------------------------------

@@ -142,12 +142,15 @@ def _settings_rows(m: dict[str, Any]) -> list[tuple[str, str]]:
     variant = f"{d['variant']} (by {d['variant_source']})" if d.get("variant") else "unknown"
     gen = m["generation"]
     decoding = "greedy" if not gen["temperature"] else f"temperature {gen['temperature']}, top_p {gen['top_p']}"
+    decoding += f", top_k {gen['top_k']}" if gen.get("top_k") and gen["temperature"] else ""
+    decoding += {True: ", thinking on", False: ", thinking off"}.get(gen.get("thinking"), ", thinking: template default")
     return [
         ("model", f"{m['model']} ({m['generate_backend']})"),
         ("data", f"{d['file']}: {m['n_rows']} of {d['rows_in_file']} rows; variant {variant}; sha256 {d['sha256'][:16]}"),
         ("system prompt", f"{m['system_prompt']['mode']}"),
         ("decoding", f"{decoding}, max_new_tokens {gen['max_new_tokens']}"),
         ("grading", f"{g['mode']} mode, template {g['template']} (version {g['template_version']})"),
+        ("grader sampling", ", ".join(f"{k} {v}" for k, v in (g.get("sampling") or {}).items()) or "n/a"),
         ("judge", f"{g['judge_model']} ({g['judge_backend']})"),
         ("scored", f"{m['n_scored']} of {m['n_rows']} examples ({m['n_unscored']} unscored)"),
     ] + ([("responses", _responses_line(m["responses"]))] if m.get("responses") else [])
@@ -212,19 +215,24 @@ def _md_table(values: dict[str, dict[str, Any]], label: str) -> list[str]:
 
 
 def _headline(m: dict[str, Any]) -> str:
-    if m.get("score") is None:
-        return "no example could be scored"
-    s = f"{m['score']:.4f} ± {m['bootstrap_std']:.4f} (bootstrap std, n={m['n_samples']})"
-    la = m.get("length_adjusted")
-    if la:
-        s += f"; length-adjusted ({la['variant']}, p={la['p']}): {la['score']:.4f} ± {la['bootstrap_std']:.4f}"
-    return s
+    from training.eval.headline import headline_text
+
+    return headline_text(m)
+
+
+def _beside(m: dict[str, Any]) -> list[str]:
+    """The baseline difference and the published figures, each one line."""
+    from training.eval.headline import baseline_text, published_lines
+
+    b = baseline_text(m)
+    return ([b] if b else []) + published_lines(m)
 
 
 def _hb_markdown(m, themes, axes, other, plots, worst, have_mpl) -> str:
     from training.eval.comparability import markdown_lines
 
     L = [f"# HealthBench evaluation: {m['model']}", "", *markdown_lines(m), f"**Overall score: {_headline(m)}**", "",
+         *[f"- {x}" for x in _beside(m)], *([""] if _beside(m) else []),
          "Score = mean over examples of achieved/possible points, clipped to [0, 1] after averaging "
          "(the official HealthBench scoring).", "", "| setting | value |", "|---|---|"]
     L += [f"| {k} | {_md_cell(v)} |" for k, v in _settings_rows(m)]
@@ -272,14 +280,18 @@ def _comparability_html(m: dict[str, Any]) -> str:
 
 def _hb_html(m, themes, axes, other, plots, worst, have_mpl) -> str:
     e = html.escape
-    score = "n/a" if m.get("score") is None else f"{m['score']:.4f}"
+    from training.eval.headline import pct
+
+    score = pct(m.get("score"))
     parts = [f"<!doctype html><html><head><meta charset=utf-8><title>HealthBench: {e(m['model'])}</title>"
              f"<style>{_CSS}</style></head><body>",
              f"<h1>HealthBench evaluation</h1><div class=sub>{e(m['model'])}</div>", _comparability_html(m),
-             f"<div class=headline>{score}</div><div>{e(_headline(m))}</div>",
+             f"<div class=headline id=headline>{score}</div><div>{e(_headline(m))}</div>",
+             "".join(f"<p class=beside>{e(x)}</p>" for x in _beside(m)),
              "<p class=sub>Mean over examples of achieved/possible points, clipped to [0, 1] after averaging "
              "(the official HealthBench scoring).</p>",
-             "<table>" + "".join(f"<tr><th>{e(k)}</th><td>{e(v)}</td></tr>" for k, v in _settings_rows(m)) + "</table>"]
+             "<h2>Settings</h2><table id=settings>"
+             + "".join(f"<tr><th>{e(k)}</th><td>{e(v)}</td></tr>" for k, v in _settings_rows(m)) + "</table>"]
     if not have_mpl:
         parts.append("<p class=warn>matplotlib is not installed: no plots.</p>")
     for title, label, values, plot in (("Themes", "theme", themes, "theme_scores"), ("Axes", "axis", axes, "axis_scores")):

@@ -92,6 +92,8 @@ class HTTPGenerator:
             body["n"] = req.n
         if s.temperature > 0:
             body["top_p"] = s.top_p
+            if s.top_k:
+                body["top_k"] = s.top_k
             body["seed"] = req.seed if req.seed is not None else prompt_seed(s.seed, req.key)
         if req.structured:
             body["structured_outputs"] = req.structured
