@@ -58,15 +58,18 @@ def agreement_command(
 
 
 def _judge_factory(judge_url: str | None, judge_model: str | None, served_model: str | None,
-                   cache_dir: Path | None, no_cache: bool):
-    """``(mode, temperature, use_cache) -> Judge`` for one backbone."""
+                   cache_dir: Path | None, no_cache: bool, judge_api: str = "auto", api_key_env: str | None = None,
+                   configs: dict | None = None):
+    """``(mode, temperature, use_cache) -> Judge`` for one backbone; ``configs`` maps a mode to
+    the full :class:`JudgeConfig` to use for it (the grader options of ``meta-eval healthbench``)."""
     from reward.judge import JudgeConfig, VerdictCache, make_judge
 
     def make(mode: str = "choice", temperature: float = 0.0, use_cache: bool = True):
         cache = None if (no_cache or not use_cache) else VerdictCache(cache_dir / "verdicts.sqlite" if cache_dir else None)
+        config = (configs or {}).get(mode) or JudgeConfig(mode=mode, temperature=temperature)
+        kw = {"api_key_env": api_key_env} if judge_url and api_key_env else {}
         return make_judge(judge_url=judge_url, judge_model=judge_model, served_model=served_model,
-                          config=JudgeConfig(mode=mode, temperature=temperature),
-                          cache=cache if cache is not None else False)
+                          config=config, cache=cache if cache is not None else False, judge_api=judge_api, **kw)
     return make
 
 
@@ -186,27 +189,62 @@ def healthbench_command(
     sha256: str | None = typer.Option(None, "--sha256", help="expected SHA-256 of the file"),
     out: Path = typer.Option(..., "--out"),
     modes: str = typer.Option("choice,explain", "--modes", help="grader modes, side by side"),
-    judge_url: str | None = typer.Option(None, "--judge-url"),
+    judge_url: str | None = typer.Option(None, "--judge-url", help="judge endpoint(s): vLLM or any OpenAI-compatible "
+                                            "chat API (e.g. https://api.openai.com)"),
+    judge_api: str = typer.Option("auto", "--judge-api", help="completions | chat | auto (as for eval healthbench)"),
+    judge_api_key_env: str | None = typer.Option(None, "--judge-api-key-env", help="environment variable with the "
+                                                    "judge's API key"),
     judge_model: str | None = typer.Option(None, "--judge-model"),
     served_model: str | None = typer.Option(None, "--served-model"),
+    grader: str = typer.Option("ours", "--grader", help="ours | official (explain mode: the reference grader "
+                               "template, system message and sampling, as for eval healthbench)"),
+    grader_template: Path | None = typer.Option(None, "--grader-template", help="explain-mode grader template file"),
+    judge_max_tokens: int | None = typer.Option(None, "--judge-max-tokens", help="explain-mode verdict budget "
+                                                   "(default: 2048 under the reference template, else 512)"),
+    judge_temperature: float | None = typer.Option(None, "--judge-temperature", help="explain-mode temperature "
+                                                      "(default: 0.5 under the reference template, else 0)"),
     limit: int | None = typer.Option(None, "--limit", help="grade only the first N rows"),
     cache_dir: Path | None = typer.Option(None, "--cache-dir"),
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
-    """Our judge vs physicians on HealthBench's grader meta-eval (official pairwise balanced F1,
-    majority macro F1, physician ceiling), per category and mode."""
+    """Our judge vs physicians on HealthBench's grader meta-eval: pairwise balanced F1 (the
+    reference score), macro F1 against the majority, the physician baseline (n-weighted), per
+    category and theme, per mode. Prints the data file's SHA-256 and the template used."""
+    from reward.judge import JudgeConfig
     from reward.metaeval.hb_grader import load_rows, resolve, run_hb_grader
+    from training.eval.grader import grading_record, judge_config, load_grader_template, template_file
 
     try:
+        if grader not in ("ours", "official"):
+            raise ValueError(f"--grader: ours or official, got '{grader}'")
         path, digest = resolve(data, sha256=sha256, cache_dir=cache_dir)
         rows = load_rows(path)[:limit] if limit else load_rows(path)
-        make = _judge_factory(judge_url, judge_model, served_model, cache_dir, False)
-        judges = {m.strip(): make(m.strip()) for m in modes.split(",") if m.strip()}
-        bad = [m for m in judges if m not in ("choice", "explain")]
+        mode_list = [m.strip() for m in modes.split(",") if m.strip()]
+        bad = [m for m in mode_list if m not in ("choice", "explain")]
         if bad:
             raise ValueError(f"--modes: choice and/or explain, got {bad}")
+        configs = {"choice": JudgeConfig(mode="choice")}
+        if "explain" in mode_list:
+            tpl_path = template_file(grader, str(grader_template) if grader_template else None, "explain")
+            configs["explain"] = judge_config(tpl_path, "explain", max_tokens=judge_max_tokens,
+                                              temperature=judge_temperature)
+        make = _judge_factory(judge_url, judge_model, served_model, cache_dir, False, judge_api, judge_api_key_env,
+                              configs)
+        judges = {m: make(m) for m in mode_list}
         meta = {"data": str(path), "sha256": digest, "sha256_checked": bool(sha256), "rows": len(rows),
                 "judge": next(iter(judges.values())).model_id}
+        for m, j in judges.items():
+            rec = grading_record(j.config, load_grader_template(j.config.template_file, m))
+            meta[f"{m} template"] = f"{rec['template']} (SHA-256 {rec['template_sha256'][:16]}...)"
+            if m == "explain":
+                meta["explain template is the reference grader's"] = rec["reference_template"]
+                meta["grader_settings"] = rec["sampling"]
+        typer.echo(f"data: {path} (SHA-256 {digest})", err=as_json)
+        for m in judges:
+            typer.echo(f"{m} template: {meta[f'{m} template']}", err=as_json)
+        if "grader_settings" in meta:
+            typer.echo("explain grader: " + ", ".join(f"{k} {v}" for k, v in meta["grader_settings"].items()),
+                       err=as_json)
         summary = run_hb_grader(rows, judges, out, meta=meta, progress=not as_json)
     except (RubricsTreeError, ValueError, OSError) as exc:
         _fail(exc)
@@ -215,5 +253,6 @@ def healthbench_command(
                                for c, d in summary["categories"].items()}))
         return
     for c, d in summary["categories"].items():
-        typer.echo(f"{c}: n={d['n']} grader F1 {d['modes']} physicians {d['physician_f1']}")
+        typer.echo(f"{c}: n={d['n']} pairwise balanced F1 {d['modes']}, macro F1 vs majority {d['majority']}; "
+                   f"physicians (n-weighted) {d['physician_f1_weighted']}")
     typer.echo(f"report: {out / 'report.md'}")
