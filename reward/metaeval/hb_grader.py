@@ -29,7 +29,6 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
-from collections import defaultdict
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
