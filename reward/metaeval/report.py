@@ -93,7 +93,9 @@ def write_experts_report(out: Path, s: dict[str, Any]) -> dict[str, Path]:
     plots = []
     if is_available("matplotlib"):
         plots = [p for p in (_scatter(out, s), _scenario_bars(out, s)) if p]
-    return _write(out, "Meta-evaluation: agreement with experts", NOTE, sections, plots)
+    head = "; ".join(f"{m}: ICC3 vs experts {_f(per.get('all', {}).get('icc3'))} (n={per.get('all', {}).get('n')})"
+                     for m, per in s["table"].items())
+    return _write(out, "Meta-evaluation: agreement with experts", NOTE, sections, plots, head)
 
 
 def _scatter(out: Path, s: dict[str, Any]) -> Path | None:
@@ -169,7 +171,12 @@ def write_stability_report(out: Path, s: dict[str, Any]) -> dict[str, Path]:
     note = NOTE + (" Choice mode grades each backbone once at temperature 0 (its first row carries that time) and"
                    " samples every repeat from the judge's p_yes; explain mode and the baseline ask the server"
                    " afresh for every repeat. Seconds count only work done in the latest run (not resumed work).")
-    return _write(out, "Meta-evaluation: stability across temperatures and judges", note, sections, plots)
+    worst = [c for c in s["configs"] if c.get("mean_std") is not None]
+    head = (f"{len(s['configs'])} configurations, {s['repeats']} repeats each; largest mean score std "
+            f"{_f(max(c['mean_std'] for c in worst))}, largest verdict flip rate "
+            f"{_f(max((c['flip_rate'] for c in worst if c.get('flip_rate') is not None), default=None))}"
+            if worst else f"{len(s['configs'])} configurations: too few scored rollouts for a spread")
+    return _write(out, "Meta-evaluation: stability across temperatures and judges", note, sections, plots, head)
 
 
 def _curve(out: Path, s: dict[str, Any], key: str, label: str, name: str) -> Path | None:
@@ -233,9 +240,9 @@ def write_healthbench_report(out: Path, s: dict[str, Any]) -> dict[str, Path]:
             vals = [(groups[c].get(name) if j < len(modes) else base[c]) or 0.0 for c in names]
             ax.bar([i + j * width for i in range(len(names))], vals, width, label=name)
         ax.set_xticks([i + width * len(modes) / 2 for i in range(len(names))], names, rotation=20, ha="right")
-        ax.set(ylabel="pairwise balanced F1", ylim=(0, 1),
-               title="Grader vs physicians, and physicians vs each other (pairwise balanced F1)")
-        ax.legend()
+        ax.set(ylabel="pairwise balanced F1", ylim=(0, 1.15))
+        ax.set_title("Grader vs physicians, and physicians vs each other", fontsize=10)
+        ax.legend(loc="upper center", ncol=len(modes) + 1, fontsize=8, frameon=False)
         fig.tight_layout()
         path = out / "healthbench_f1.png"
         fig.savefig(path, dpi=110)

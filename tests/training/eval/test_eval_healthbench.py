@@ -215,7 +215,9 @@ def test_report_renders_with_plots_and_failed_items(tmp_path):
     out = tmp_path / "run"
     m = run_healthbench(cfg(out, worst=2), generator=FakeGenerator(), judge=fake_judge())
     html = (out / "report.html").read_text()
-    assert f"{m['score']:.4f}" in html and "data:image/png;base64," in html
+    assert f"{100 * m['score']:.1f}%" in html and "data:image/png;base64," in html
+    lo, hi = m["score_ci95"]
+    assert lo <= m["score"] <= hi and f"95% CI {100 * lo:.1f}% to {100 * hi:.1f}%" in html
     for png in ("theme_scores.png", "axis_scores.png", "score_distribution.png"):
         assert (out / png).stat().st_size > 1000
     md = (out / "report.md").read_text()
