@@ -57,6 +57,13 @@ def _print_healthbench(m: dict) -> None:
     if m["score"] is None:
         console.print(f"[bold red]no example could be scored[/] ({m['n_unscored']} unscored)")
         return
+    from training.eval.comparability import decoding_line
+    from training.eval.headline import baseline_text, headline_text, published_lines
+
+    console.print(f"[bold]HealthBench score: {headline_text(m)}[/]")
+    for line in [baseline_text(m), *published_lines(m), decoding_line(m)]:
+        if line:
+            console.print(line, markup=False, highlight=False)
     table = Table(title=f"HealthBench: {m['model']} ({m['grading']['mode']} grading, judge {m['grading']['judge_model']})")
     for col, just in (("metric", "left"), ("score", "right"), ("bootstrap std", "right"), ("n", "right")):
         table.add_column(col, justify=just, overflow="fold")
@@ -101,7 +108,7 @@ def healthbench(
     served_judge: str | None = typer.Option(None, "--served-judge", help="judge model name on the server "
                                                "(default: the first it lists)"),
     grading: str = typer.Option("explain", "--grading", help="explain: JSON verdict with an explanation "
-                                "(official-comparable); choice: one yes/no token (fast)"),
+                                "(the reference grader's mode); choice: one yes/no token (fast)"),
     system_prompt: str = typer.Option("none", "--system-prompt", help="ours | none | handbook:FILE | FILE (the official setting is none)"),
     grader: str = typer.Option("ours", "--grader", help="ours | official (the reference HealthBench grader template, "
                                "fetched at run time and pinned by SHA-256)"),

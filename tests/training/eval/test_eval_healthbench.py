@@ -254,3 +254,22 @@ def test_responses_cut_off_while_thinking_are_counted_and_the_cli_warns(tmp_path
     out = " ".join(capsys.readouterr().out.split())
     assert "3 of 4 response(s) stopped at --max-new-tokens" in out and "2 with no answer left to grade" in out
     assert "3 stopped at max_new_tokens, 2 with no answer left to grade" in (tmp_path / "run" / "report.md").read_text()
+
+
+def test_baseline_folder_adds_the_difference_and_the_headline_reads_in_percent(tmp_path):
+    base = run_healthbench(cfg(tmp_path / "base"), generator=FakeGenerator(),
+                           judge=FakeJudge(lambda t, it: 0.0, cache=None))
+    ours = run_healthbench(cfg(tmp_path / "ours", baseline=str(tmp_path / "base")), generator=FakeGenerator(),
+                           judge=FakeJudge(lambda t, it: 1.0 if it.criterion in MET else 0.0, cache=None))
+    b = ours["baseline"]
+    assert b["n_common"] == ours["n_scored"] and b["same_data_file"] is True
+    assert b["delta"] == pytest.approx(ours["score"] - base["score"])
+    lo, hi = b["delta_ci95"]
+    assert lo <= b["delta"] <= hi
+    from training.eval.headline import headline_text
+
+    text = headline_text(ours)
+    assert text.startswith(f"{100 * ours['score']:.1f}% (95% CI ") and f"n={ours['n_samples']}" in text
+    md = (tmp_path / "ours" / "report.md").read_text()
+    assert "vs baseline" in md and "points" in md
+    assert json.loads((tmp_path / "ours" / "metrics.json").read_text())["baseline"]["delta"] == b["delta"]

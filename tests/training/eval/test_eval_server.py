@@ -116,7 +116,7 @@ def test_real_healthbench_hard_rows(judge_url, tmp_path, shared_data):
     assert m["data"]["variant"] == "hard" and m["data"]["variant_source"] == "file name"
     assert any(t.startswith("theme:") for t in m["tags"]) and any(t.startswith("axis:") for t in m["tags"])
     assert m["length_adjusted"]["p"] == 0.0392
-    assert f"{m['score']:.4f}" in (out / "report.html").read_text()
+    assert f"{100 * m['score']:.1f}%" in (out / "report.html").read_text()
 
 
 def test_mcq_through_the_server(judge_url, tmp_path, shared_data):
