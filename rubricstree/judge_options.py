@@ -72,13 +72,14 @@ def judge_options(*, defaults: dict[str, Any] | None = None) -> Callable[[Callab
         if "judge" not in sig.parameters:
             raise TypeError(f"{fn.__name__} must take a 'judge' argument to get the judge options")
         params = [p for p in sig.parameters.values() if p.name != "judge"]
+        own = {d for p in params for d in (getattr(p.default, "param_decls", None) or ())}
         added: list[inspect.Parameter] = []
         for name, f in flags().items():
             default = defaults.get(name, f["default"])
             added.append(inspect.Parameter(
                 f"{_PREFIX}{name}", inspect.Parameter.KEYWORD_ONLY, annotation=f["type"],
                 default=typer.Option(default, f["flag"], help=f["help"], rich_help_panel=PANEL)))
-            for i, alias in enumerate(f["aliases"]):
+            for i, alias in enumerate(a for a in f["aliases"] if a not in own):  # the command's own flag wins
                 kind = f["type"] if type(None) in typing.get_args(f["type"]) else f["type"] | None
                 added.append(inspect.Parameter(
                     f"{_PREFIX}{name}__{i}", inspect.Parameter.KEYWORD_ONLY, annotation=kind,

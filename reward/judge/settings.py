@@ -54,13 +54,15 @@ class JudgeSettings(BaseModel):
                                     json_schema_extra=_flag("--judge-api-key-env"))
     mode: Literal["choice", "explain"] = Field("choice", description="choice: yes/no by logprobs; explain: a short "
                                                                      "reason before the verdict (JSON)",
-                                               json_schema_extra=_flag("--mode"))
+                                               json_schema_extra=_flag("--judge-mode", "--mode", "--grading"))
     temperature: float = Field(0.0, ge=0.0, description="sampling temperature of generated (JSON) answers",
                                json_schema_extra=_flag("--judge-temperature"))
     max_tokens: int = Field(512, ge=16, description="decoding budget of an explain-mode verdict",
                             json_schema_extra=_flag("--judge-max-tokens"))
-    template: str | None = Field(None, description="a grader template file replacing ours",
-                                 json_schema_extra=_flag("--judge-template"))
+    template: str | None = Field(None, description="a grader template file replacing ours (placeholders "
+                                                   "{{conversation}}, {{response}}, {{rubric_item}}, ... or the "
+                                                   "reference <<conversation>>, <<rubric_item>>)",
+                                 json_schema_extra=_flag("--judge-template", "--grader-template"))
     cache: bool | str = Field(True, description="true: the default verdict cache; a path: that cache; false: none")
     concurrency: int = Field(64, ge=1, description="most judge requests in flight (served judge)",
                              json_schema_extra=_flag("--judge-concurrency"))
