@@ -99,7 +99,7 @@ if [ -z "$JUDGE_URL" ]; then
 fi
 
 HB=("$RT" eval healthbench --model "$POLICY_NAME" --generate-url "$POLICY_URL" --judge-url "$JUDGE_URL"
-    --data "$DATA" --grading "$GRADING" --system-prompt "$SYSTEM_PROMPT" "${THINK[@]}" "${LENGTH_ADJUST[@]}"
+    --data "$DATA" --judge-mode "$GRADING" --system-prompt "$SYSTEM_PROMPT" "${THINK[@]}" "${LENGTH_ADJUST[@]}"
     --out "$OUT/healthbench")
 [ -n "$MAX_NEW" ] && HB+=(--max-new-tokens "$MAX_NEW")
 [ -n "$JUDGE" ] && HB+=(--served-model "$JUDGE")

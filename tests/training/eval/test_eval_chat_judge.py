@@ -74,7 +74,7 @@ def test_eval_over_the_chat_api_reproduces_the_independent_score(tmp_path, tiny_
            for r in rows for i, it in enumerate(r["rubrics"])}
     out = tmp_path / "eval"
     args = ["eval", "healthbench", "--model", str(tiny_model_dir), "--data", str(FIXTURE), "--out", str(out),
-            "--judge-api", "chat", "--grader-template", str(template), "--grading", "explain",
+            "--judge-api", "chat", "--grader-template", str(template), "--judge-mode", "explain",
             "--max-new-tokens", "8", "--no-thinking"]
     runner = CliRunner()
     with ChatServer() as srv:
@@ -164,7 +164,7 @@ def test_grader_official_path_end_to_end(tmp_path, tiny_model_dir, monkeypatch):
     with ChatServer() as srv:
         res = CliRunner().invoke(app, [
             "eval", "healthbench", "--model", str(tiny_model_dir), "--data", str(FIXTURE), "--out", str(out),
-            "--judge-url", srv.url, "--judge-api", "chat", "--served-judge", "gpt-4.1", "--grader", "official",
+            "--judge-url", srv.url, "--judge-api", "chat", "--served-model", "gpt-4.1", "--grader", "official",
             "--max-new-tokens", "4", "--no-thinking", "--limit", "1", "--json"])
     assert res.exit_code == 0, res.output
     m = json.loads((out / "metrics.json").read_text())
