@@ -24,7 +24,7 @@ from pydantic import ValidationError
 
 from reward.errors import JudgeDeadlineError, JudgeStopped, JudgeUnavailableError
 from reward.judge.budget import run_deadline
-from reward.judge.settings import JudgeSettings
+from reward.judge.settings import judge_flags, settings_from_values
 
 EXIT_JUDGE_DEADLINE = JudgeDeadlineError.exit_code  # 4
 EXIT_JUDGE_UNAVAILABLE = JudgeUnavailableError.exit_code  # 5
@@ -32,34 +32,8 @@ PANEL = "Judge"
 _PREFIX = "judge__"
 
 
-def _cli_type(annotation: Any) -> Any:
-    """The type typer parses: a Literal becomes its values' type (pydantic checks the choice)."""
-    args = [a for a in typing.get_args(annotation) if a is not type(None)]
-    if typing.get_origin(annotation) is typing.Literal:
-        return str
-    if args and typing.get_origin(args[0]) is typing.Literal:
-        return str | None
-    return annotation
-
-
 def flags() -> dict[str, dict[str, Any]]:
-    """``{field: {"flag", "aliases", "help", "default", "type"}}`` of the options on every judge command."""
-    out = {}
-    for name, field in JudgeSettings.model_fields.items():
-        meta = field.json_schema_extra if isinstance(field.json_schema_extra, dict) else {}
-        if "flag" in meta:
-            out[name] = {"flag": meta["flag"], "aliases": list(meta.get("aliases", [])), "help": field.description,
-                         "default": field.default, "type": _cli_type(field.annotation)}
-    return out
-
-
-def settings_from_flags(values: dict[str, Any], base: dict[str, Any] | None = None) -> JudgeSettings:
-    """Validated settings from option values (``None`` aliases ignored). ``--judge-model`` with
-    ``--judge-url`` names the judge's tokenizer, as it always has on the command line."""
-    data = {**(base or {}), **{k: v for k, v in values.items() if v is not None}}
-    if data.get("url") and data.get("model") and not data.get("tokenizer"):
-        data["tokenizer"] = data["model"]
-    return JudgeSettings.model_validate(data)
+    return judge_flags()
 
 
 def judge_options(*, defaults: dict[str, Any] | None = None) -> Callable[[Callable], Callable]:
@@ -94,7 +68,7 @@ def judge_options(*, defaults: dict[str, Any] | None = None) -> Callable[[Callab
                 if "__" in key and v is not None and values.get(field) == defaults.get(field, flags()[field]["default"]):
                     values[field] = v
             try:
-                settings = settings_from_flags(values)
+                settings = settings_from_values(values)
             except ValidationError as exc:
                 problems = "; ".join(f"{flags().get(str(e['loc'][0]), {}).get('flag', e['loc'][0])}: {e['msg']}"
                                      for e in exc.errors())

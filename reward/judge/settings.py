@@ -13,6 +13,8 @@ Data flow: a mapping / CLI flags -> :class:`JudgeSettings` -> :meth:`JudgeSettin
 
 from __future__ import annotations
 
+import argparse
+import typing
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -124,8 +126,60 @@ class JudgeSettings(BaseModel):
                 kw["api_key_env"] = s.api_key_env
         if s.revision:
             kw["revision"] = s.revision
-        return make_judge(judge_url=s.url, judge_model=s.model, served_model=s.served_model, tokenizer=s.tokenizer, config=config or self.judge_config(), cache=cache,
-                          judge_api=s.api, **{**kw, **backend})
+        return make_judge(**{"judge_url": s.url, "judge_model": s.model, "served_model": s.served_model,
+                             "tokenizer": s.tokenizer, "config": config or self.judge_config(), "cache": cache,
+                             "judge_api": s.api, **kw, **backend})
 
 
 DEFAULTS = JudgeSettings()
+
+
+def _value_type(annotation: Any) -> Any:
+    """The type a command line parses for a field: a Literal becomes ``str`` (pydantic checks the
+    choice), ``X | None`` becomes ``X | None`` of that."""
+    args = [a for a in typing.get_args(annotation) if a is not type(None)]
+    if typing.get_origin(annotation) is typing.Literal:
+        return str
+    if args and typing.get_origin(args[0]) is typing.Literal:
+        return str | None
+    return annotation
+
+
+def judge_flags() -> dict[str, dict[str, Any]]:
+    """``{field: {"flag", "aliases", "help", "default", "type"}}``: the judge options every command
+    line takes (the CLI's ``rubricstree.judge_options``, the benchmarks' :func:`add_judge_arguments`)."""
+    out = {}
+    for name, field in JudgeSettings.model_fields.items():
+        meta = field.json_schema_extra if isinstance(field.json_schema_extra, dict) else {}
+        if "flag" in meta:
+            out[name] = {"flag": meta["flag"], "aliases": list(meta.get("aliases", [])), "help": field.description,
+                         "default": field.default, "type": _value_type(field.annotation)}
+    return out
+
+
+def add_judge_arguments(parser: argparse.ArgumentParser, *, defaults: dict[str, Any] | None = None) -> None:
+    """The judge options on an ``argparse`` parser (scripts and benchmarks), old spellings hidden;
+    read them back with :func:`settings_from_args`."""
+    group = parser.add_argument_group("judge", "the judge (reward.judge.settings.JudgeSettings)")
+    for name, f in judge_flags().items():
+        kind = next((a for a in typing.get_args(f["type"]) if a is not type(None)), f["type"])
+        default = (defaults or {}).get(name, f["default"])
+        group.add_argument(f["flag"], dest=f"judge__{name}", type=kind, default=default,
+                           help=f"{f['help']} (default: {default})")
+        for alias in f["aliases"]:
+            group.add_argument(alias, dest=f"judge__{name}", type=kind, help=argparse.SUPPRESS)
+
+
+def settings_from_args(ns: argparse.Namespace, **overrides: Any) -> JudgeSettings:
+    """The :class:`JudgeSettings` of an ``argparse`` namespace filled by :func:`add_judge_arguments`."""
+    data = {k[len("judge__"):]: v for k, v in vars(ns).items() if k.startswith("judge__")}
+    return settings_from_values({**data, **overrides})
+
+
+def settings_from_values(values: dict[str, Any]) -> JudgeSettings:
+    """Validated settings from command-line values (``None``: not given). ``--judge-model`` with
+    ``--judge-url`` names the judge's tokenizer, as it always has on the command line."""
+    data = {k: v for k, v in values.items() if v is not None}
+    if data.get("url") and data.get("model") and not data.get("tokenizer"):
+        data["tokenizer"] = data["model"]
+    return JudgeSettings.model_validate(data)
