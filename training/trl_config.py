@@ -21,7 +21,7 @@ from reward.envvars import expand_env
 from reward.errors import InputError
 from reward.settings import JudgeSettings, StageRewardSettings
 from reward.textio import load_yaml
-from training.memory_plan import JudgeServer
+from training.judge_server import JudgeServer
 
 __all__ = ["DataConfig", "DifficultyOptions", "Stage", "TrainConfig", "apply_overrides", "load_config"]
 

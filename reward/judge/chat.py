@@ -43,11 +43,11 @@ from urllib.parse import urlparse
 
 import httpx
 
+from reward.judge import defaults as D
 from reward.judge.base import Judge, run_staged
 from reward.judge.cache import VerdictCache
 from reward.judge.endpoints import EndpointPool
 from reward.judge.parsing import parse_explain, parse_json_object
-from reward.judge.settings import DEFAULTS
 from reward.judge.templates import Template
 from reward.judge.transport import RequestFailed as _Failed
 from reward.judge.transport import ServedTransport
@@ -134,12 +134,12 @@ class ChatJudge(ServedTransport, Judge):
     """
 
     def __init__(self, urls: list[str] | str, model: str, *, config: JudgeConfig | None = None,
-                 cache: VerdictCache | None = None, concurrency: int = 16, timeout_s: float = DEFAULTS.timeout_s,
-                 max_retries: int = DEFAULTS.max_retries, backoff_s: float = 1.0, max_backoff_s: float = 30.0,
+                 cache: VerdictCache | None = None, concurrency: int = 16, timeout_s: float = D.TIMEOUT_S,
+                 max_retries: int = D.MAX_RETRIES, backoff_s: float = 1.0, max_backoff_s: float = 30.0,
                  max_retry_after_s: float = 120.0, api_key_env: str = API_KEY_ENV, cooldown_s: float = 10.0,
                  response_format: bool = True, transport: httpx.AsyncBaseTransport | None = None,
-                 discover: bool = True, deadline_s: float | None = DEFAULTS.deadline_s,
-                 circuit_breaker: int = DEFAULTS.circuit_breaker, revision: str | None = None) -> None:
+                 discover: bool = True, deadline_s: float | None = D.DEADLINE_S,
+                 circuit_breaker: int = D.CIRCUIT_BREAKER, revision: str | None = None) -> None:
         urls = [urls] if isinstance(urls, str) else list(urls)
         self.pool = EndpointPool(urls, cooldown_s=cooldown_s)
         self.model = model

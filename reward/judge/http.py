@@ -25,6 +25,7 @@ import logging
 
 import httpx
 
+from reward.judge import defaults as D
 from reward.judge.base import Judge
 from reward.judge.cache import VerdictCache
 from reward.judge.endpoints import EndpointPool
@@ -32,7 +33,6 @@ from reward.judge.identity import served_model_id
 from reward.judge.parsing import parse_explain, parse_json_object
 from reward.judge.render import PromptRenderer, load_tokenizer
 from reward.judge.replies import choice_p_yes, completion_text, usage_counts
-from reward.judge.settings import DEFAULTS
 from reward.judge.templates import Template
 from reward.judge.transport import RequestFailed, ServedTransport
 from reward.judge.types import JSONResult, JudgeConfig, JudgeItem, Verdict
@@ -74,11 +74,11 @@ class HTTPJudge(ServedTransport, Judge):
     """
 
     def __init__(self, urls: list[str] | str, model: str, *, tokenizer=None, config: JudgeConfig | None = None,
-                 cache: VerdictCache | None = None, concurrency: int = DEFAULTS.concurrency,
-                 timeout_s: float = DEFAULTS.timeout_s, max_retries: int = DEFAULTS.max_retries,
+                 cache: VerdictCache | None = None, concurrency: int = D.CONCURRENCY,
+                 timeout_s: float = D.TIMEOUT_S, max_retries: int = D.MAX_RETRIES,
                  backoff_s: float = 0.5, max_backoff_s: float = 8.0,
                  api_key_env: str = JUDGE_API_KEY_ENV, cooldown_s: float = 10.0,
-                 deadline_s: float | None = DEFAULTS.deadline_s, circuit_breaker: int = DEFAULTS.circuit_breaker,
+                 deadline_s: float | None = D.DEADLINE_S, circuit_breaker: int = D.CIRCUIT_BREAKER,
                  revision: str | None = None, transport: httpx.AsyncBaseTransport | None = None) -> None:
         self.pool = EndpointPool(split_urls(urls), cooldown_s=cooldown_s)
         self.model = model

@@ -72,7 +72,7 @@ def extract_grader_template(source: str, where: str = "healthbench_eval.py") -> 
 
 
 def _cache_path(cache_dir: str | Path | None) -> Path:
-    from reward.judge.cache import default_cache_dir
+    from reward.paths import default_cache_dir
 
     base = Path(cache_dir) if cache_dir is not None else default_cache_dir()
     return base / "grader" / f"{OFFICIAL_NAME}-{OFFICIAL_TEMPLATE_SHA256[:16]}.txt"

@@ -8,7 +8,7 @@ naming its field. ``reward.settings`` re-exports it beside the stage settings.
 
 Data flow: a mapping / CLI flags -> :class:`JudgeSettings` -> :meth:`JudgeSettings.build`
 (``reward.judge.make_judge``) -> a live judge. The served backends take their defaults from here
-(:data:`DEFAULTS`), so a timeout, retry count or deadline has one default everywhere.
+(``reward.judge.defaults``), so a timeout, retry count or deadline has one default everywhere.
 """
 
 from __future__ import annotations
@@ -18,6 +18,8 @@ import typing
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
+
+from reward.judge import defaults as D
 
 
 def _flag(name: str, *aliases: str, group: str = "judge") -> dict[str, Any]:
@@ -66,18 +68,18 @@ class JudgeSettings(BaseModel):
                                                    "reference <<conversation>>, <<rubric_item>>)",
                                  json_schema_extra=_flag("--judge-template", "--grader-template"))
     cache: bool | str = Field(True, description="true: the default verdict cache; a path: that cache; false: none")
-    concurrency: int = Field(64, ge=1, description="most judge requests in flight (served judge)",
+    concurrency: int = Field(D.CONCURRENCY, ge=1, description="most judge requests in flight (served judge)",
                              json_schema_extra=_flag("--judge-concurrency"))
-    timeout_s: float = Field(120.0, gt=0, description="seconds one judge request may take (served judge)",
+    timeout_s: float = Field(D.TIMEOUT_S, gt=0, description="seconds one judge request may take (served judge)",
                              json_schema_extra=_flag("--item-timeout", "--timeout"))
-    max_retries: int = Field(4, ge=0, description="retries of a failed judge request (served judge)",
+    max_retries: int = Field(D.MAX_RETRIES, ge=0, description="retries of a failed judge request (served judge)",
                              json_schema_extra=_flag("--max-retries"))
     deadline_s: float | None = Field(
-        14400.0, gt=0, description="seconds a run may spend waiting on the judge, from its first request (a "
+        D.DEADLINE_S, gt=0, description="seconds a run may spend waiting on the judge, from its first request (a "
                                    "command's whole run; in training, one reward call); then the run stops "
                                    "keeping what was graded (served judge)", json_schema_extra=_flag("--deadline"))
     circuit_breaker: int = Field(
-        16, ge=0, description="stop the run when this many requests in a row got no answer (timeout or refused "
+        D.CIRCUIT_BREAKER, ge=0, description="stop the run when this many requests in a row got no answer (timeout or refused "
                               "connection) from every endpoint; 0: never (served judge)",
         json_schema_extra=_flag("--circuit-breaker"))
     revision: str | None = Field(None, description="a label naming the judge's weights beyond what the server "
@@ -113,7 +115,8 @@ class JudgeSettings(BaseModel):
                 settings (callers that grade with their own template or mode).
             backend: extra backend arguments (``transport``, a tokenizer object, ``device``, ...).
         """
-        from reward.judge import VerdictCache, make_judge
+        from reward.judge.cache import VerdictCache
+        from reward.judge.factory import make_judge
 
         s = self.resolved()
         if cache is None:
@@ -129,9 +132,6 @@ class JudgeSettings(BaseModel):
         return make_judge(**{"judge_url": s.url, "judge_model": s.model, "served_model": s.served_model,
                              "tokenizer": s.tokenizer, "config": config or self.judge_config(), "cache": cache,
                              "judge_api": s.api, **kw, **backend})
-
-
-DEFAULTS = JudgeSettings()
 
 
 def _value_type(annotation: Any) -> Any:

@@ -81,7 +81,7 @@ def resolve(source: str, *, sha256: str | None = None, cache_dir: Path | None = 
 
     if source == "official" or source.startswith(("http://", "https://")):
         url = META_EVAL_URL if source == "official" else source
-        from reward.judge.cache import default_cache_dir
+        from reward.paths import default_cache_dir
 
         dest = (cache_dir or default_cache_dir()) / "healthbench" / url.rsplit("/", 1)[-1]
         if not dest.exists():

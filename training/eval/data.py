@@ -119,7 +119,7 @@ def resolve_healthbench(data: str, cache_dir: str | Path | None = None) -> Healt
         InputError: the file is missing, a download failed, or a file named like a published
             variant does not have its published SHA-256 (the error names the file).
     """
-    from reward.judge.cache import default_cache_dir
+    from reward.paths import default_cache_dir
 
     cache = Path(cache_dir) if cache_dir is not None else default_cache_dir()
     if data in VARIANTS:
