@@ -19,18 +19,12 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from reward.judge.settings import JudgeSettings
 
-__all__ = ["ErrorRubricSettings", "JudgeSettings", "MCQRuleSettings", "RubricRewardSettings",
+__all__ = ["ErrorRubricSettings", "JudgeSettings", "RubricRewardSettings",
            "RubricScoringSettings", "StageRewardSettings"]
 
 
 class _Settings(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class MCQRuleSettings(_Settings):
-    """Stage 1: the multiple-choice rule reward (1 for the key, else 0)."""
-
-    name: str = Field("mcq_rule", description="metric key of the reward")
 
 
 class ErrorRubricSettings(_Settings):

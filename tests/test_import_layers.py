@@ -32,7 +32,7 @@ LAYERS: list[tuple[str, int]] = [
     ("reward.settings", 4), ("reward.runtime", 4), ("reward.stages", 4),
     ("reward.tree.lint", 5),  # the tree linter compares criteria with the router's embedding model
     ("reward.stress", 5), ("reward.metaeval", 5), ("reward.evolution", 5),
-    ("reward.integrations", 6), ("reward.trl_rewards", 6), ("reward.verl_rewards", 6), ("reward.verl_manager", 6),
+    ("reward.integrations", 6),
     ("training", 7),
     ("benchmarks", 8),
     ("rubricstree", 9),

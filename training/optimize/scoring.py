@@ -44,8 +44,3 @@ async def score_by_prompt(reward, rollouts: Sequence[Rollout], on_done: Callable
         raise
     finally:
         bar.close()
-
-
-def importance_key(score: RolloutScore | None) -> float:
-    """A score to maximise: an unscored rollout ranks below every scored one."""
-    return -1.0 if score is None or score.score is None else float(score.score)
