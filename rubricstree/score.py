@@ -23,6 +23,7 @@ from typing import Any
 
 import typer
 
+from reward.aio import gather_or_cancel
 from reward.errors import JudgeError, JudgeStopped, RubricsTreeError
 from reward.judge.settings import JudgeSettings
 from rubricstree.guards import check_distinct_paths, check_scored
@@ -58,14 +59,8 @@ async def score_rollouts(reward, rollouts: Sequence, out: Path, *, concurrency: 
             results[s.id] = s
         bar.update(1)
 
-    tasks = [asyncio.ensure_future(one(g)) for g in groups.values()]
     try:
-        await asyncio.gather(*tasks)
-    except BaseException:
-        for t in tasks:  # stop the other prompts: the run must fail, not half-finish
-            t.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
-        raise
+        await gather_or_cancel(one(g) for g in groups.values())
     finally:
         bar.close()
     return results

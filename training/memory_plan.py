@@ -28,10 +28,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field
 
 from reward.errors import InputError
+from reward.textio import load_yaml
 from training.judge_server import JudgeServer
 from training.model_dims import ModelDims, model_dims
 
@@ -193,7 +193,7 @@ def plan_input_from_config(path: str | Path, overrides: list[str] | None = None,
     path = Path(path)
     if not path.is_file():
         raise InputError("config file not found", file=str(path))
-    raw = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    raw = load_yaml(path) or {}
     if "actor_rollout_ref" not in raw:
         return _from_trl(path, overrides or [], sharding, judge_model)
     raw = expand_env(apply_overrides(raw, [o.lstrip("+") for o in (overrides or [])]))

@@ -16,6 +16,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Literal, TypeVar
 
+from reward.aio import gather_or_cancel
 from reward.errors import JudgeError
 from reward.judge.budget import call_deadline
 from reward.judge.cache import VerdictCache, verdict_key
@@ -205,9 +206,10 @@ async def run_staged(items: Sequence[JudgeItem], one: Callable[[int], Awaitable[
     async def run_conversation(stages: list[list[int]]) -> None:
         for stage in stages:
             if stage:
-                await asyncio.gather(*(run(i) for i in stage))
+                await gather_or_cancel(run(i) for i in stage)
 
-    await asyncio.gather(*(run_conversation(s) for s in stage_by_prefix(items)))
+    # a stopped run (deadline, circuit breaker) cancels every sibling request at once
+    await gather_or_cancel(run_conversation(s) for s in stage_by_prefix(items))
     return out
 
 

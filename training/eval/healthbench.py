@@ -33,6 +33,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from reward.aio import gather_or_cancel
 from reward.errors import InputError
 from reward.healthbench.schema import HealthBenchRow, load_healthbench
 from reward.healthbench.scoring import example_score, length_adjusted, score_healthbench
@@ -282,14 +283,8 @@ async def _grade(judge, todo: list[GradeTask], run: EvalRun) -> None:
                 failures[(pid, i)] = why
         bar.update(len(items))
 
-    tasks = [asyncio.ensure_future(grade_chunk(c)) for c in chunks]
     try:
-        await asyncio.gather(*tasks)
-    except BaseException:
-        for t in tasks:
-            t.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
-        raise
+        await gather_or_cancel(grade_chunk(c) for c in chunks)
     finally:
         bar.close()
         verdicts.close()

@@ -43,13 +43,13 @@ def load_published(path: str | Path | None = None) -> list[PublishedFigure]:
     Raises:
         InputError: the file is missing or a record is invalid (names the record and field).
     """
-    import yaml
+    from reward.textio import load_yaml
 
     path = Path(path) if path is not None else DEFAULT_FILE
     if not path.is_file():
         raise InputError("published figures file not found", file=str(path))
     try:
-        return PublishedFile.model_validate(yaml.safe_load(path.read_text(encoding="utf-8"))).references
+        return PublishedFile.model_validate(load_yaml(path)).references
     except ValidationError as exc:
         err = exc.errors()[0]
         loc = err["loc"]

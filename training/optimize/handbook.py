@@ -22,6 +22,7 @@ import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from reward.aio import gather_or_cancel
 from reward.router.base import Routing
 from reward.stages.rubric_reward import Rollout
 from reward.tree.graph import RubricTree
@@ -129,14 +130,7 @@ def build_handbooks(reward, prompts: Sequence, log, *, max_tokens: int = 400,
                                     "n_active": len(routing.active), **info})
             bar.update(1)
 
-        tasks = [asyncio.ensure_future(one(p)) for p in todo]
-        try:
-            await asyncio.gather(*tasks)
-        except BaseException:
-            for t in tasks:
-                t.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
-            raise
+        await gather_or_cancel(one(p) for p in todo)
 
     try:
         asyncio.run(run())
