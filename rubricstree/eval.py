@@ -14,14 +14,12 @@ from pathlib import Path
 import typer
 
 from reward.errors import RubricsTreeError
+from reward.judge.settings import JudgeSettings
+from rubricstree.errors import fail as _fail
 from rubricstree.guards import check_scored
+from rubricstree.judge_options import judge_options
 
 app = typer.Typer(no_args_is_help=True)
-
-
-def _fail(exc: Exception) -> typer.Exit:
-    typer.echo(f"error: {exc}", err=True)
-    return typer.Exit(2)
 
 
 def _console():
@@ -88,6 +86,7 @@ def _print_healthbench(m: dict) -> None:
 
 
 @app.command()
+@judge_options(defaults={"mode": "explain"})
 def healthbench(
     model: str = typer.Option(..., "--model", help="checkpoint path or name; with --generate-url, the served model name"),
     data: str = typer.Option(..., "--data", help="HealthBench JSONL: a path, an http(s) URL, or hard|consensus|full|easy "
@@ -96,25 +95,9 @@ def healthbench(
     out: Path = typer.Option(..., "--out", help="output folder; rerunning the same command resumes"),
     generate_url: str | None = typer.Option(None, "--generate-url", help="OpenAI-compatible server serving the "
                                                "checkpoint (vLLM); default: generate in-process with transformers"),
-    judge_url: str | None = typer.Option(None, "--judge-url", help="judge endpoint(s), comma-separated: vLLM or any "
-                                            "OpenAI-compatible chat API (e.g. https://api.openai.com)"),
-    judge_api: str = typer.Option("auto", "--judge-api", help="completions (vLLM, token ids) | chat (/v1/chat/"
-                                  "completions, hosted graders) | auto (vLLM's /v1/models root -> completions)"),
-    judge_api_key_env: str | None = typer.Option(None, "--judge-api-key-env", help="environment variable with the "
-                                                    "judge's API key (default RUBRICSTREE_JUDGE_API_KEY; OPENAI_API_KEY "
-                                                    "for api.openai.com)"),
-    judge_model: str | None = typer.Option(None, "--judge-model", help="in-process judge model (or, with "
-                                              "--judge-url, the judge's tokenizer)"),
-    served_judge: str | None = typer.Option(None, "--served-judge", help="judge model name on the server "
-                                               "(default: the first it lists)"),
-    grading: str = typer.Option("explain", "--grading", help="explain: JSON verdict with an explanation "
-                                "(the reference grader's mode); choice: one yes/no token (fast)"),
     system_prompt: str = typer.Option("none", "--system-prompt", help="ours | none | handbook:FILE | FILE (the official setting is none)"),
     grader: str = typer.Option("ours", "--grader", help="ours | official (the reference HealthBench grader template, "
                                "fetched at run time and pinned by SHA-256)"),
-    grader_template: Path | None = typer.Option(None, "--grader-template", help="your grader template file "
-                                                   "(placeholders {{conversation}}, {{response}}, {{rubric_item}}, ... "
-                                                   "or the reference <<conversation>>, <<rubric_item>>)"),
     length_adjust: bool = typer.Option(False, "--length-adjust", help="also report the length-adjusted score "
                                        "(coefficient of the detected variant, hard when unknown)"),
     limit: int | None = typer.Option(None, "--limit", min=1, help="evaluate the first N rows only"),
@@ -128,18 +111,9 @@ def healthbench(
     seed: int = typer.Option(0, "--seed", help="sampling and bootstrap seed"),
     thinking: bool | None = typer.Option(None, "--thinking/--no-thinking", help="chat template enable_thinking "
                                             "(default: the template's own default)"),
-    judge_max_tokens: int | None = typer.Option(None, "--judge-max-tokens", help="explain-mode verdict budget "
-                                                   "(default: 2048 under the reference template, else 512)"),
-    judge_temperature: float | None = typer.Option(None, "--judge-temperature", help="explain-mode grader temperature "
-                                                      "(default: 0.5 under the reference template, else 0)"),
     baseline: Path | None = typer.Option(None, "--baseline", help="an earlier evaluation folder on the same data: "
                                          "the report adds the difference and its paired 95% bootstrap interval"),
     concurrency: int = typer.Option(32, "--concurrency", help="generation requests in flight (server)"),
-    judge_concurrency: int = typer.Option(64, "--judge-concurrency", help="judge requests in flight (server)"),
-    timeout: float = typer.Option(120.0, "--timeout", min=0.001, help="seconds per judge request (server)"),
-    max_retries: int = typer.Option(4, "--max-retries", min=0, help="retries of a failed judge request (server)"),
-    deadline: float = typer.Option(900.0, "--deadline", min=0.001,
-                                   help="most seconds one grading call may take (server)"),
     min_scored: float = typer.Option(0.0, "--min-scored", min=0.0, max=1.0,
                                      help="exit 3 when a smaller fraction of examples is scored (always when none is)"),
     batch_size: int = typer.Option(8, "--batch-size", help="in-process generation batch size"),
@@ -149,6 +123,7 @@ def healthbench(
     worst: int = typer.Option(10, "--worst", help="lowest-scoring examples shown in the report"),
     wandb: bool = typer.Option(False, "--wandb", help="log metrics to Weights & Biases (offline without an API key)"),
     as_json: bool = typer.Option(False, "--json", help="print metrics.json instead of a table"),
+    judge: JudgeSettings = None,  # the judge options (rubricstree.judge_options); explain mode by default
 ) -> None:
     """Generate with a checkpoint, grade every rubric item with the judge, score like HealthBench.
 
@@ -162,20 +137,14 @@ def healthbench(
     try:
         from training.eval.healthbench import HealthBenchEvalConfig, run_healthbench
 
-        if grading not in ("explain", "choice"):
-            raise RubricsTreeError(f"--grading must be explain or choice, got '{grading}'")
-        if not judge_url and not judge_model:
+        if not judge.url and not judge.model:
             raise RubricsTreeError("give a judge: --judge-url URL (a vLLM server) or --judge-model PATH (in-process)")
         cfg = HealthBenchEvalConfig(
-            model=model, data=data, out=out, generate_url=generate_url, judge_url=judge_url, judge_model=judge_model,
-            served_judge=served_judge, grading=grading, system_prompt=system_prompt, grader=grader,
-            judge_api=judge_api, judge_api_key_env=judge_api_key_env,
-            grader_template=str(grader_template) if grader_template else None, length_adjust=length_adjust,
-            limit=limit, generation=_generation(max_new_tokens, temperature, top_p, seed, thinking, top_k=top_k),
-            judge_max_tokens=judge_max_tokens, judge_temperature=judge_temperature,
-            baseline=str(baseline) if baseline else None, concurrency=concurrency, judge_concurrency=judge_concurrency,
-            batch_size=batch_size, judge_passes=judge_passes, use_cache=cache, seed=seed, worst=worst, wandb=wandb,
-            judge_timeout_s=timeout, judge_max_retries=max_retries, judge_deadline_s=deadline)
+            model=model, data=data, out=out, generate_url=generate_url, judge=judge.model_copy(update={"cache": cache}),
+            system_prompt=system_prompt, grader=grader, length_adjust=length_adjust, limit=limit,
+            generation=_generation(max_new_tokens, temperature, top_p, seed, thinking, top_k=top_k),
+            baseline=str(baseline) if baseline else None, concurrency=concurrency, batch_size=batch_size,
+            judge_passes=judge_passes, seed=seed, worst=worst, wandb=wandb)
         metrics = run_healthbench(cfg)
     except (RubricsTreeError, ValidationError, FileNotFoundError, ValueError) as exc:
         raise _fail(exc) from exc
@@ -257,7 +226,7 @@ def compare(
     try:
         result = compare_runs(dirs, n_resamples=resamples, seed=seed, length_adjusted=length_adjusted)
         if published or published_file:
-            from training.eval.published import attach_published
+            from training.eval.compare import attach_published
 
             attach_published(result, dirs[0], published_file)
     except RubricsTreeError as exc:

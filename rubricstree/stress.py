@@ -21,10 +21,13 @@ from pathlib import Path
 import typer
 
 from reward.errors import RubricsTreeError
+from reward.judge.settings import JudgeSettings
+from rubricstree.judge_options import judge_options
 
 MODES = ("oracle", "judge")
 
 
+@judge_options()
 def stress_command(
     cases: Path | None = typer.Option(None, "--cases", help="cases YAML (default: the bundled ones)"),
     taxonomy: Path | None = typer.Option(None, "--taxonomy", help="taxonomy YAML (default: the packaged one)"),
@@ -32,10 +35,6 @@ def stress_command(
     router: str = typer.Option("embedding", "--router", help="embedding (default), static or llm (needs a judge)"),
     scoring_variant: str | None = typer.Option(
         None, "--scoring-variant", help="paper, penalty, active or penalty+active (default: the chosen one)"),
-    judge_url: str | None = typer.Option(None, "--judge-url", help="vLLM endpoint(s), comma-separated"),
-    judge_model: str | None = typer.Option(None, "--judge-model",
-                                              help="in-process model path (or the tokenizer for --judge-url)"),
-    served_model: str | None = typer.Option(None, "--served-model", help="model name on the server"),
     baseline: bool = typer.Option(False, "--baseline", help="also run the holistic 1-10 judge (needs a judge)"),
     margin: float = typer.Option(0.02, "--margin", help="a drop above this counts as detected"),
     report: Path | None = typer.Option(None, "--report", help="write report.md/html, heatmap.png here"),
@@ -43,6 +42,7 @@ def stress_command(
     cache_dir: Path | None = typer.Option(None, "--cache-dir", help="verdict/routing cache folder"),
     no_cache: bool = typer.Option(False, "--no-cache", help="no durable cache"),
     as_json: bool = typer.Option(False, "--json", help="print the summary as one JSON line"),
+    judge: JudgeSettings = None,  # the judge options (rubricstree.judge_options)
 ) -> None:
     """Score clean vs perturbed replies and report detection rate and mean penalty."""
     from reward.router.base import CachedRouter
@@ -61,13 +61,12 @@ def stress_command(
             raise typer.BadParameter(f"--margin must be in [0, 1), got {margin}")
         tree = load_tree(taxonomy)
         rows = load_cases(cases, tree)
-        judge = None
-        if judge_url or judge_model:
-            from reward.judge import VerdictCache, make_judge
+        settings, judge = judge, None
+        if settings.url or settings.model:
+            from reward.judge import VerdictCache
 
             cache = None if no_cache else VerdictCache(cache_dir / "verdicts.sqlite" if cache_dir else None)
-            judge = make_judge(judge_url=judge_url, judge_model=judge_model, served_model=served_model,
-                               cache=cache if cache is not None else False)
+            judge = settings.build(cache=cache if cache is not None else False)
         elif mode == "judge" or router == "llm":
             raise typer.BadParameter("--mode judge and --router llm need a judge: "
                                      "--judge-url URL or --judge-model PATH")

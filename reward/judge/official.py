@@ -5,7 +5,7 @@ The project ships no copy of it. ``official_template_file()`` downloads the refe
 string out of it with Python's ``ast`` (no code from it is run), checks its SHA-256 against the pin
 below and caches it under the user cache folder; later runs read the cache. Offline (our
 machines), the fetch fails with a message naming the URL and the way out: save the template
-string to a file and pass ``--grader-template FILE``.
+string to a file and pass ``--judge-template FILE``.
 
 A template file whose text has the pinned hash IS the reference template, however it arrived:
 ``load_template`` recognises it, names it ``healthbench-official`` and gives it the system message
@@ -103,7 +103,7 @@ def extract_grader_template(source: str, where: str = "healthbench_eval.py") -> 
 
 
 def _cache_path(cache_dir: str | Path | None) -> Path:
-    from reward.judge.cache import default_cache_dir
+    from reward.paths import default_cache_dir
 
     base = Path(cache_dir) if cache_dir is not None else default_cache_dir()
     return base / "grader" / f"{OFFICIAL_NAME}-{OFFICIAL_TEMPLATE_SHA256[:16]}.txt"
@@ -114,7 +114,7 @@ def official_template_file(cache_dir: str | Path | None = None, *, timeout: floa
 
     Raises:
         InputError: no source could be fetched (offline), or what was fetched is not the
-            pinned template; the message names the URL and says to pass ``--grader-template``.
+            pinned template; the message names the URL and says to pass ``--judge-template``.
     """
     dest = _cache_path(cache_dir)
     if dest.is_file() and is_official_text(dest.read_text(encoding="utf-8")):
@@ -145,4 +145,4 @@ def official_template_file(cache_dir: str | Path | None = None, *, timeout: floa
         f"cannot fetch the official HealthBench grader template from {SOURCE_URLS[0]} "
         f"({'; '.join(errors)}). This machine may be offline: on a machine with internet access, "
         "save the GRADER_TEMPLATE string of openai/simple-evals' healthbench_eval.py to a file and "
-        "pass --grader-template FILE (it is recognised by its SHA-256).", field="--grader official")
+        "pass --judge-template FILE (it is recognised by its SHA-256).", field="--grader official")

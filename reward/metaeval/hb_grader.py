@@ -81,11 +81,12 @@ def resolve(source: str, *, sha256: str | None = None, cache_dir: Path | None = 
 
     if source == "official" or source.startswith(("http://", "https://")):
         url = META_EVAL_URL if source == "official" else source
-        from reward.judge.cache import default_cache_dir
+        from reward.paths import default_cache_dir, download
 
         dest = (cache_dir or default_cache_dir()) / "healthbench" / url.rsplit("/", 1)[-1]
         if not dest.exists():
-            _download(url, dest)
+            want = sha256 or (META_EVAL_SHA256 if dest.name == META_EVAL_FILE else None)
+            download(url, dest, sha256=want)
         path = dest
     else:
         path = Path(source)
@@ -97,26 +98,6 @@ def resolve(source: str, *, sha256: str | None = None, cache_dir: Path | None = 
         raise InputError(f"SHA-256 {digest} is not the expected {want}: the file is modified or truncated",
                          file=str(path))
     return path, digest
-
-
-def _download(url: str, dest: Path) -> None:
-    import os
-
-    import httpx
-
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    part = dest.with_name(dest.name + f".part{os.getpid()}")
-    try:
-        with httpx.stream("GET", url, follow_redirects=True, timeout=60) as resp:
-            if resp.status_code != 200:
-                raise InputError(f"download failed: HTTP {resp.status_code}", file=url)
-            with part.open("wb") as fh:
-                for chunk in resp.iter_bytes(1 << 20):
-                    fh.write(chunk)
-    except httpx.HTTPError as exc:
-        part.unlink(missing_ok=True)
-        raise InputError(f"download failed: {exc}", file=url) from exc
-    os.replace(part, dest)
 
 
 def load_rows(path: Path) -> list[MetaRow]:

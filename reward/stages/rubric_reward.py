@@ -43,6 +43,7 @@ from pydantic import (
     model_validator,
 )
 
+from reward.aio import gather_or_cancel
 from reward.errors import InputError, JudgeError
 from reward.healthbench.schema import Message as PromptMessage
 from reward.healthbench.schema import RubricItem
@@ -268,7 +269,7 @@ class RubricReward:
         rollouts = parse_rollouts(rollouts)
         keys = list(dict.fromkeys(r.prompt_key for r in rollouts))
         t0 = time.perf_counter()
-        routings = await asyncio.gather(*(self.router.route(conv, ctx, tools) for conv, ctx, tools in keys))
+        routings = await gather_or_cancel(self.router.route(conv, ctx, tools) for conv, ctx, tools in keys)
         self.stats["routing_s"] += time.perf_counter() - t0
         self.stats["prompts"] += len(keys)
         for r in routings:

@@ -1,6 +1,6 @@
 """The grader of a HealthBench evaluation: which template, which sampling, and what of it is recorded.
 
-Under the reference grader template (``--grader official``, or a ``--grader-template`` file whose
+Under the reference grader template (``--grader official``, or a ``--judge-template`` file whose
 text has the pinned hash) the grader is asked the way the reference harness asks it: the
 reference system message, temperature 0.5, max_tokens 2048, no response format, an unparseable
 answer asked again at the same settings, and the reference's strict parse
@@ -20,12 +20,13 @@ from reward.errors import InputError
 
 
 def template_file(grader: str, grader_template: str | None, grading: str) -> str | None:
-    """The grader template file: the user's, or the fetched reference one (``grader="official"``)."""
+    """The grader template file: the user's (``--judge-template``), or the fetched reference one
+    (``grader="official"``)."""
     if grader == "official" and not grader_template:
         from reward.judge.official import official_template_file
 
         if grading != "explain":
-            raise InputError("the official grader template asks for a JSON verdict: use --grading explain",
+            raise InputError("the official grader template asks for a JSON verdict: use --judge-mode explain",
                              field="--grader official")
         return str(official_template_file())
     return grader_template
@@ -45,21 +46,22 @@ def is_reference_template(template) -> bool:
     return template.mode == "explain" and is_official_text(template.user) and template.system == GRADER_SYSTEM_MESSAGE
 
 
-def judge_config(template_path: str | None, grading: str, *, max_tokens: int | None = None,
-                 temperature: float | None = None):
-    """The :class:`~reward.judge.JudgeConfig` for this grader (see the module docstring)."""
-    from reward.judge import JudgeConfig
+def judge_config(settings, template_path: str | None):
+    """The :class:`~reward.judge.JudgeConfig` for this grader (see the module docstring):
+    ``settings`` (a :class:`~reward.judge.settings.JudgeSettings`) with the reference grader's
+    sampling under the reference template, where ``--judge-max-tokens``/``--judge-temperature``
+    were not given."""
     from reward.judge.official import OFFICIAL_GRADER_ATTEMPTS, REFERENCE_GRADER
 
-    template = load_grader_template(template_path, grading)
-    kw: dict[str, Any] = {"mode": grading, "template_file": template_path}
+    template = load_grader_template(template_path, settings.mode)
+    kw: dict[str, Any] = {"template_file": template_path}
     if is_reference_template(template):
         kw.update(REFERENCE_GRADER, explain_attempts=OFFICIAL_GRADER_ATTEMPTS)
-    if max_tokens is not None:
-        kw["max_explain_tokens"] = max_tokens
-    if temperature is not None:
-        kw["temperature"] = temperature
-    return JudgeConfig(**kw)
+    if settings.max_tokens is not None:
+        kw["max_explain_tokens"] = settings.max_tokens
+    if settings.temperature is not None:
+        kw["temperature"] = settings.temperature
+    return settings.judge_config(**kw)
 
 
 def template_facts(template) -> dict[str, Any]:

@@ -31,13 +31,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from reward.aio import gather_or_cancel
 from reward.errors import InputError
 from reward.healthbench.schema import HealthBenchRow, load_healthbench
 from reward.healthbench.scoring import example_score, length_adjusted, score_healthbench
 from reward.healthbench.variants import LENGTH_ADJUST
 from reward.jsonl import JsonlLog
+from reward.settings import JudgeSettings
 from training.eval.data import HealthBenchData, resolve_healthbench
 from training.eval.records import (
     Failure,
@@ -63,31 +65,23 @@ class HealthBenchEvalConfig(BaseModel):
     data: str = Field(description="HealthBench file: local path, http(s) URL, or full/hard/consensus")
     out: Path = Field(description="output folder; rerunning with the same one resumes")
     generate_url: str | None = None
-    judge_url: str | None = None
-    judge_model: str | None = None
-    served_judge: str | None = None
-    grading: Literal["explain", "choice"] = "explain"
-    grader_template: str | None = None
+    judge: JudgeSettings = Field(default_factory=lambda: JudgeSettings(mode="explain"),
+                                 description="the judge (reward.settings.JudgeSettings); mode defaults to explain "
+                                             "here, the official-comparable grading")
     grader: Literal["ours", "official"] = Field("ours", description="official: the reference grader template, "
                                                 "fetched and hash-checked (reward.judge.official)")
-    judge_api: Literal["completions", "chat", "auto"] = "auto"
-    judge_api_key_env: str | None = Field(None, description="environment variable holding the judge's API key")
+
+    @field_validator("judge", mode="before")
+    @classmethod
+    def _explain_by_default(cls, v: Any) -> Any:
+        return {"mode": "explain", **v} if isinstance(v, dict) else v
     system_prompt: str = "none"
     length_adjust: bool = False
     limit: int | None = Field(None, ge=1)
     generation: GenerationSettings = GenerationSettings()
-    judge_max_tokens: int | None = Field(None, ge=16, description="decoding budget of explain-mode verdicts "
-                                         "(default: 2048 under the reference template, else 512)")
-    judge_temperature: float | None = Field(None, ge=0.0, description="explain-mode grader temperature "
-                                            "(default: 0.5 under the reference template, else 0)")
     concurrency: int = Field(32, ge=1, description="generation requests in flight (server)")
     batch_size: int = Field(8, ge=1, description="in-process generation batch size")
-    judge_concurrency: int = Field(64, ge=1, description="judge requests in flight (server)")
     judge_passes: int = Field(2, ge=1, description="grading passes per run: later ones retry failed items")
-    judge_timeout_s: float = Field(120.0, gt=0, description="seconds per judge request (server)")
-    judge_max_retries: int = Field(4, ge=0, description="retries of a failed judge request (server)")
-    judge_deadline_s: float = Field(900.0, gt=0, description="most seconds one grading call may take (server)")
-    use_cache: bool = Field(True, description="also use the durable verdict cache across folders")
     n_bootstrap: int = Field(1000, ge=1)
     seed: int = 0
     worst: int = Field(10, ge=0, description="worst examples shown in the report")
@@ -139,14 +133,13 @@ GradeTask = tuple[HealthBenchRow, str, list[int]]  # a row, its response, the ru
 def _template_file(cfg: HealthBenchEvalConfig) -> str | None:
     from training.eval.grader import template_file
 
-    return template_file(cfg.grader, cfg.grader_template, cfg.grading)
+    return template_file(cfg.grader, cfg.judge.template, cfg.judge.mode)
 
 
 def _judge_config(cfg: HealthBenchEvalConfig):
     from training.eval.grader import judge_config
 
-    return judge_config(_template_file(cfg), cfg.grading, max_tokens=cfg.judge_max_tokens,
-                        temperature=cfg.judge_temperature)
+    return judge_config(cfg.judge, _template_file(cfg))
 
 
 def _judge_identity(cfg: HealthBenchEvalConfig, judge) -> dict[str, str]:
@@ -157,24 +150,24 @@ def _judge_identity(cfg: HealthBenchEvalConfig, judge) -> dict[str, str]:
     # model differs here, and check_settings refuses it
     from reward.judge.identity import model_fingerprint, served_model_id
 
-    if cfg.judge_url:
+    j = cfg.judge.resolved()
+    if j.url:
         from reward.judge.api import served_judge_identity
         from reward.serving import list_models, redact_url, split_urls
 
-        chat = served_judge_identity(cfg.judge_url, cfg.judge_api, cfg.served_judge, cfg.judge_api_key_env)
+        chat = served_judge_identity(j.url, j.api, j.served_model, j.api_key_env)
         if chat["backend"] == "chat":  # a hosted grader: identified by provider and model name
             return chat
 
         try:
-            models = list_models(split_urls(cfg.judge_url)[0])
+            models = list_models(split_urls(j.url)[0])
         except ValueError as exc:
-            raise InputError(f"cannot identify the judge at {redact_url(cfg.judge_url)}: {exc}") from exc
-        served = cfg.served_judge or str(models[0].get("id"))
+            raise InputError(f"cannot identify the judge at {redact_url(j.url)}: {exc}") from exc
+        served = j.served_model or str(models[0].get("id"))
         entry = next((m for m in models if m.get("id") == served), None)
         return {"backend": "http", "model": served, "identity": served_model_id(served, entry)}
-    if cfg.judge_model:
-        return {"backend": "inprocess", "model": model_identity(cfg.judge_model),
-                "fingerprint": model_fingerprint(cfg.judge_model)}
+    if j.model:
+        return {"backend": "inprocess", "model": model_identity(j.model), "fingerprint": model_fingerprint(j.model)}
     raise InputError("give a judge: --judge-url URL (a vLLM server) or --judge-model PATH (in-process)")
 
 
@@ -183,7 +176,7 @@ def run_settings(cfg: HealthBenchEvalConfig, data: HealthBenchData, judge=None, 
     from training.eval.grader import grading_record, load_grader_template
 
     config = _judge_config(cfg)
-    template = load_grader_template(config.template_file, cfg.grading)
+    template = load_grader_template(config.template_file, cfg.judge.mode)
     gen_backend = getattr(generator, "backend", None) or ("http" if cfg.generate_url else "inprocess")
     return {
         "benchmark": "healthbench",
@@ -225,16 +218,7 @@ def _generate(run: EvalRun, missing: Sequence[HealthBenchRow]) -> dict[str, Gene
 
 
 def _make_judge(cfg: HealthBenchEvalConfig):
-    from reward.judge import make_judge
-
-    config = _judge_config(cfg)
-    kwargs: dict[str, Any] = {"concurrency": cfg.judge_concurrency, "timeout_s": cfg.judge_timeout_s,
-                              "max_retries": cfg.judge_max_retries,
-                              "deadline_s": cfg.judge_deadline_s} if cfg.judge_url else {}
-    if cfg.judge_url and cfg.judge_api_key_env:
-        kwargs["api_key_env"] = cfg.judge_api_key_env
-    return make_judge(judge_url=cfg.judge_url, judge_model=cfg.judge_model, served_model=cfg.served_judge,
-                      config=config, cache=cfg.use_cache, judge_api=cfg.judge_api, **kwargs)
+    return cfg.judge.build(config=_judge_config(cfg))
 
 
 def _chunks(todo: list[GradeTask], judge) -> list[list[GradeTask]]:
@@ -295,14 +279,8 @@ async def _grade(judge, todo: list[GradeTask], run: EvalRun) -> None:
                 failures[(pid, i)] = why
         bar.update(len(items))
 
-    tasks = [asyncio.ensure_future(grade_chunk(c)) for c in chunks]
     try:
-        await asyncio.gather(*tasks)
-    except BaseException:
-        for t in tasks:
-            t.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
-        raise
+        await gather_or_cancel(grade_chunk(c) for c in chunks)
     finally:
         bar.close()
         verdicts.close()

@@ -16,6 +16,7 @@ from typing import Any
 
 import httpx
 
+from reward.aio import gather_or_cancel
 from reward.serving import (
     GENERATE_API_KEY_ENV,
     RetryPolicy,
@@ -148,14 +149,7 @@ class HTTPGenerator:
                     on_done(req.key, out)  # in the event loop thread: appends never interleave
                     bar.update(1)
 
-                tasks = [asyncio.ensure_future(run(r)) for r in requests]
-                try:
-                    await asyncio.gather(*tasks)
-                except BaseException:
-                    for t in tasks:  # a failing callback (a crash) stops the rest cleanly
-                        t.cancel()
-                    await asyncio.gather(*tasks, return_exceptions=True)
-                    raise
+                await gather_or_cancel(run(r) for r in requests)
         finally:
             bar.close()
 

@@ -29,6 +29,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from reward.aio import gather_or_cancel
 from reward.errors import InputError
 from reward.jsonl import iter_jsonl
 from training.eval.compare import paired_bootstrap
@@ -151,14 +152,7 @@ def run_report(rows: Sequence, methods: dict[str, str], judge, out: str | Path, 
             bar.update(1)
             crash.tick("graded")
 
-        tasks = [asyncio.ensure_future(one(m, r)) for m, r in todo]
-        try:
-            await asyncio.gather(*tasks)
-        except BaseException:
-            for t in tasks:
-                t.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
-            raise
+        await gather_or_cancel(one(m, r) for m, r in todo)
 
     try:
         asyncio.run(grade())

@@ -149,7 +149,7 @@ def test_meta_eval_grades_with_the_reference_grader_over_the_chat_api(tmp_path, 
     with ChatServer() as srv:
         res = CliRunner().invoke(app, ["meta-eval", "healthbench", "--data", str(f), "--out", str(tmp_path / "o"),
                                        "--modes", "explain", "--judge-url", srv.url, "--judge-api", "chat",
-                                       "--served-model", "gpt-4.1", "--grader-template", str(tpl)])
+                                       "--served-model", "gpt-4.1", "--judge-template", str(tpl)])
         ref_bodies = list(srv.requests)
         ours = CliRunner().invoke(app, ["meta-eval", "healthbench", "--data", str(f), "--out", str(tmp_path / "o2"),
                                         "--modes", "explain", "--judge-url", srv.url, "--judge-api", "chat",

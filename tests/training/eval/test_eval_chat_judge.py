@@ -74,7 +74,7 @@ def test_eval_over_the_chat_api_reproduces_the_independent_score(tmp_path, tiny_
            for r in rows for i, it in enumerate(r["rubrics"])}
     out = tmp_path / "eval"
     args = ["eval", "healthbench", "--model", str(tiny_model_dir), "--data", str(FIXTURE), "--out", str(out),
-            "--judge-api", "chat", "--grader-template", str(template), "--grading", "explain",
+            "--judge-api", "chat", "--judge-template", str(template), "--judge-mode", "explain",
             "--max-new-tokens", "8", "--no-thinking"]
     runner = CliRunner()
     with ChatServer() as srv:
@@ -169,7 +169,7 @@ def test_grader_official_path_end_to_end(tmp_path, tiny_model_dir, monkeypatch):
         srv.faults = {keys[0]: ["prose", "malformed"], keys[1]: ["stringbool"]}
         res = CliRunner().invoke(app, [
             "eval", "healthbench", "--model", str(tiny_model_dir), "--data", str(FIXTURE), "--out", str(out),
-            "--judge-url", srv.url, "--judge-api", "chat", "--served-judge", "gpt-4.1", "--grader", "official",
+            "--judge-url", srv.url, "--judge-api", "chat", "--served-model", "gpt-4.1", "--grader", "official",
             "--max-new-tokens", "4", "--no-thinking", "--limit", "1", "--json"])
     assert res.exit_code == 0, res.output
     m = json.loads((out / "metrics.json").read_text())
@@ -197,7 +197,7 @@ def test_grader_official_path_end_to_end(tmp_path, tiny_model_dir, monkeypatch):
 
 def test_official_body_with_its_own_system_section_is_not_the_reference_grader(tmp_path, tiny_model_dir,
                                                                                  monkeypatch):
-    """A --grader-template file with the official body but another system message is graded with
+    """A --judge-template file with the official body but another system message is graded with
     our judge's defaults and named not comparable, for the system message."""
     import reward.judge.official as official
 
@@ -208,8 +208,8 @@ def test_official_body_with_its_own_system_section_is_not_the_reference_grader(t
     with ChatServer() as srv:
         res = CliRunner().invoke(app, [
             "eval", "healthbench", "--model", str(tiny_model_dir), "--data", str(FIXTURE), "--out", str(out),
-            "--judge-url", srv.url, "--judge-api", "chat", "--served-judge", "gpt-4.1",
-            "--grader-template", str(template), "--max-new-tokens", "4", "--no-thinking", "--limit", "1", "--json"])
+            "--judge-url", srv.url, "--judge-api", "chat", "--served-model", "gpt-4.1",
+            "--judge-template", str(template), "--max-new-tokens", "4", "--no-thinking", "--limit", "1", "--json"])
     assert res.exit_code == 0, res.output
     m = json.loads((out / "metrics.json").read_text())
     assert srv.requests[0]["temperature"] == 0.0 and srv.requests[0]["max_tokens"] == 512

@@ -66,7 +66,7 @@ def fake_judge(fail_criteria: set[str] = frozenset()) -> FakeJudge:
 
 
 def cfg(out: Path, **kw) -> HealthBenchEvalConfig:
-    base = dict(model="fake-model", data=str(FIXTURE), out=out, judge_model="fake-judge", grading="choice",
+    base = dict(model="fake-model", data=str(FIXTURE), out=out, judge={"model": "fake-judge", "mode": "choice"},
                 generation=GenerationSettings(max_new_tokens=16), n_bootstrap=200)
     base.update(kw)
     return HealthBenchEvalConfig(**base)

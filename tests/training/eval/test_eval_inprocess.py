@@ -28,7 +28,7 @@ def lines(path: Path) -> list[dict]:
 
 def hb_args(model: Path, out: Path, *extra: str) -> list[str]:
     return ["eval", "healthbench", "--model", str(model), "--judge-model", str(model), "--data", str(FIXTURE),
-            "--grading", "choice", "--max-new-tokens", "16", "--system-prompt", "ours", "--length-adjust",
+            "--judge-mode", "choice", "--max-new-tokens", "16", "--system-prompt", "ours", "--length-adjust",
             "--out", str(out), *extra]
 
 
