@@ -32,8 +32,7 @@ PANEL = "Judge"
 _PREFIX = "judge__"
 
 
-def flags() -> dict[str, dict[str, Any]]:
-    return judge_flags()
+flags = judge_flags  # the generated options, by field
 
 
 def judge_options(*, defaults: dict[str, Any] | None = None) -> Callable[[Callable], Callable]:
