@@ -84,13 +84,14 @@ def demo_items(model_dir: Path) -> list:
     """The judge items ``rubricstree demo`` grades: RubricReward over the bundled rollouts with
     the embedding router, its grade call recorded instead of run."""
     from reward.demo import demo_rollouts_path
-    from reward.judge import Verdict, make_judge
+    from reward.judge import Verdict
+    from reward.judge.settings import JudgeSettings
     from reward.router import make_router
     from reward.stages.rubric_reward import RubricReward, load_rollouts
     from reward.tree import load_tree
 
     tree = load_tree()
-    judge = make_judge(judge_model=str(model_dir), cache=False)
+    judge = JudgeSettings(model=str(model_dir), cache=False).build()
     seen: list = []
 
     async def record(items, *_, **__):

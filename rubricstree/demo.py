@@ -30,7 +30,8 @@ NOTE = ("The judge here is a tiny model with random weights, built on this machi
 def run_demo(out: Path, *, router: str = "embedding", scoring: str = "soft", progress: bool = True) -> dict:
     """Build (or reuse) the tiny model, score the demo rollouts into ``out``; return the summary."""
     from reward._optional import require
-    from reward.judge import VerdictCache, make_judge
+    from reward.judge import VerdictCache
+    from reward.judge.settings import JudgeSettings
     from reward.stages.rubric_reward import RubricReward, load_rollouts
     from reward.tree import load_tree
     from rubricstree.score import build_router, run_scoring
@@ -48,7 +49,7 @@ def run_demo(out: Path, *, router: str = "embedding", scoring: str = "soft", pro
     rows = load_rollouts(demo_rollouts_path())
     tree = load_tree()
     # The demo keeps its cache next to its outputs: a rerun is free and the user's cache is untouched.
-    judge = make_judge(judge_model=str(model_dir), cache=VerdictCache(out / "cache" / "verdicts.sqlite"))
+    judge = JudgeSettings(model=str(model_dir)).build(cache=VerdictCache(out / "cache" / "verdicts.sqlite"))
     rt = build_router(router, tree, judge)
     reward = RubricReward(tree, rt, judge, scoring=scoring, combine="mean")
     meta = {"rollouts": f"{DEMO_ROLLOUTS} (bundled, our own invented conversations)",

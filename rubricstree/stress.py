@@ -25,10 +25,13 @@ from pathlib import Path
 import typer
 
 from reward.errors import RubricsTreeError
+from reward.judge.settings import JudgeSettings
+from rubricstree.judge_options import judge_options
 
 MODES = ("oracle", "judge")
 
 
+@judge_options()
 def stress_command(
     cases: Path | None = typer.Option(None, "--cases", help="cases YAML (default: the bundled ones)"),
     taxonomy: Path | None = typer.Option(None, "--taxonomy", help="taxonomy YAML (default: the packaged one)"),
@@ -36,10 +39,6 @@ def stress_command(
     router: str = typer.Option("embedding", "--router", help="embedding (default), static or llm (needs a judge)"),
     scoring_variant: str | None = typer.Option(
         None, "--scoring-variant", help="paper, penalty, active, penalty+active or severity (default: severity)"),
-    judge_url: str | None = typer.Option(None, "--judge-url", help="vLLM endpoint(s), comma-separated"),
-    judge_model: str | None = typer.Option(None, "--judge-model",
-                                              help="in-process model path (or the tokenizer for --judge-url)"),
-    served_model: str | None = typer.Option(None, "--served-model", help="model name on the server"),
     baseline: bool = typer.Option(False, "--baseline", help="also run the holistic 1-10 judge (needs a judge)"),
     margin: float = typer.Option(0.02, "--margin", help="a drop above this counts as detected"),
     report: Path | None = typer.Option(None, "--report", help="write report.md/html, heatmap.png here"),
@@ -56,6 +55,7 @@ def stress_command(
     noise_repeats: int = typer.Option(20, "--noise-repeats", help="draws per case under --judge-noise"),
     applicability: bool = typer.Option(True, "--applicability/--no-applicability",
                                        help="judge mode: leave out the leaves whose situation is absent"),
+    judge: JudgeSettings = None,  # the judge options (rubricstree.judge_options)
 ) -> None:
     """Score clean vs perturbed replies and report detection rate and mean penalty."""
     from reward.router.base import CachedRouter
@@ -81,13 +81,12 @@ def stress_command(
             raise typer.BadParameter(f"--noise-repeats must be >= 1, got {noise_repeats}")
         tree = load_tree(taxonomy)
         rows = load_cases(cases, tree)
-        judge = None
-        if judge_url or judge_model:
-            from reward.judge import VerdictCache, make_judge
+        settings, judge = judge, None
+        if settings.url or settings.model:
+            from reward.judge import VerdictCache
 
             cache = None if no_cache else VerdictCache(cache_dir / "verdicts.sqlite" if cache_dir else None)
-            judge = make_judge(judge_url=judge_url, judge_model=judge_model, served_model=served_model,
-                               cache=cache if cache is not None else False)
+            judge = settings.build(cache=cache if cache is not None else False)
         elif mode == "judge" or router == "llm":
             raise typer.BadParameter("--mode judge and --router llm need a judge: "
                                      "--judge-url URL or --judge-model PATH")

@@ -16,23 +16,19 @@ from typing import Any
 import typer
 
 from reward.errors import RubricsTreeError
+from reward.judge.settings import JudgeSettings
+from rubricstree.errors import fail as _fail
+from rubricstree.judge_options import judge_options
 
 TaxonomyOpt = typer.Option(None, "--taxonomy", help="taxonomy YAML (default: the packaged one)")
 
 
-def _fail(exc: Exception) -> typer.Exit:
-    typer.echo(f"error: {exc}", err=True)
-    return typer.Exit(2)
-
-
-def _judge(judge_url: str | None, judge_model: str | None, served_model: str | None,
-           cache_dir: Path | None, needed: bool):
+def _judge(settings: JudgeSettings, cache_dir: Path | None, needed: bool):
     if not needed:
         return None
-    from reward.judge import VerdictCache, make_judge
+    from reward.judge import VerdictCache
 
-    cache = VerdictCache(cache_dir / "verdicts.sqlite" if cache_dir else None)
-    return make_judge(judge_url=judge_url, judge_model=judge_model, served_model=served_model, cache=cache)
+    return settings.build(cache=VerdictCache(cache_dir / "verdicts.sqlite" if cache_dir else None))
 
 
 def _setup(data: Path, taxonomy: Path | None, router: str, matcher: str, match_threshold: float,
@@ -72,16 +68,7 @@ def _warm(enc, rows, tree, progress: bool) -> None:
     enc.encode(texts, batch_size=32, show_progress_bar=progress)
 
 
-def _judge_opts():
-    return {
-        "judge_url": typer.Option(None, "--judge-url", help="vLLM endpoint(s) for the llm router/matcher/drafter"),
-        "judge_model": typer.Option(None, "--judge-model", help="in-process judge model (or the tokenizer)"),
-        "served_model": typer.Option(None, "--served-model", help="model name on the server"),
-        "cache_dir": typer.Option(None, "--cache-dir", help="verdict cache folder"),
-    }
-
-
-J = _judge_opts()
+CacheDirOpt = typer.Option(None, "--cache-dir", help="verdict cache folder")
 DataOpt = typer.Option(..., "--data", help="HealthBench rows (JSONL): prompt, rubrics, example_tags")
 RouterOpt = typer.Option("embedding", "--router", help="embedding (default), static or llm")
 MatcherOpt = typer.Option("embedding", "--matcher", help="embedding (MiniLM proxy) or llm (judge confirms)")
@@ -97,18 +84,19 @@ DiffAArg = typer.Argument(..., help="taxonomy A (before)")
 DiffBArg = typer.Argument(..., help="taxonomy B (after)")
 
 
+@judge_options()
 def coverage(data: Path = DataOpt, taxonomy: Path | None = TaxonomyOpt, router: str = RouterOpt,
              matcher: str = MatcherOpt, match_threshold: float = MatchThrOpt, threshold: float | None = ThrOpt,
              emergency_threshold: float | None = EmThrOpt, shortlist: int = ShortlistOpt,
              examples: int = typer.Option(20, "--examples", help="uncovered items listed"),
-             judge_url: str | None = J["judge_url"], judge_model: str | None = J["judge_model"],
-             served_model: str | None = J["served_model"], cache_dir: Path | None = J["cache_dir"],
-             as_json: bool = typer.Option(False, "--json", help="print the report as JSON")) -> None:
+             cache_dir: Path | None = CacheDirOpt,
+             as_json: bool = typer.Option(False, "--json", help="print the report as JSON"),
+             judge: JudgeSettings = None) -> None:
     """Coverage and residual ambiguity of the taxonomy on HealthBench rows (routed and all leaves)."""
     from reward.evolution.coverage import make_router, measure
 
     try:
-        judge = _judge(judge_url, judge_model, served_model, cache_dir, "llm" in (router, matcher))
+        judge = _judge(judge, cache_dir, "llm" in (router, matcher))
         rows, tree, version, spec, enc, m = _setup(data, taxonomy, router, matcher, match_threshold, threshold,
                                                    emergency_threshold, shortlist, judge)
         _warm(enc, rows, tree, progress=not as_json)
@@ -131,6 +119,7 @@ def coverage(data: Path = DataOpt, taxonomy: Path | None = TaxonomyOpt, router: 
             typer.echo(f"  {k:24s} {v['coverage']:.4f} (all leaves {v['coverage_any_leaf']:.4f}, n={v['n_rows']})")
 
 
+@judge_options()
 def propose(data: Path = DataOpt, out: Path = ProposeOutOpt,
             taxonomy: Path | None = TaxonomyOpt, router: str = RouterOpt, matcher: str = MatcherOpt,
             match_threshold: float = MatchThrOpt, threshold: float | None = ThrOpt,
@@ -139,9 +128,9 @@ def propose(data: Path = DataOpt, out: Path = ProposeOutOpt,
             cluster_similarity: float = typer.Option(0.6, "--cluster-similarity", help="cosine to merge items"),
             max_proposals: int = typer.Option(10, "--max-proposals", help="heaviest gap clusters drafted"),
             drafter: str = typer.Option("offline", "--drafter", help="offline (representative item) or llm"),
-            judge_url: str | None = J["judge_url"], judge_model: str | None = J["judge_model"],
-            served_model: str | None = J["served_model"], cache_dir: Path | None = J["cache_dir"],
-            as_json: bool = typer.Option(False, "--json", help="print a JSON summary")) -> None:
+            cache_dir: Path | None = CacheDirOpt,
+            as_json: bool = typer.Option(False, "--json", help="print a JSON summary"),
+            judge: JudgeSettings = None) -> None:
     """Cluster uncovered items, draft leaves, rank them by predicted coverage gain; writes --out only."""
     from reward.evolution.proposals import save_proposals
     from reward.evolution.propose import ProposeSettings
@@ -150,7 +139,7 @@ def propose(data: Path = DataOpt, out: Path = ProposeOutOpt,
     try:
         settings = ProposeSettings(lambda_per_leaf=lam, cluster_similarity=cluster_similarity,
                                    max_proposals=max_proposals, drafter=drafter)
-        judge = _judge(judge_url, judge_model, served_model, cache_dir, "llm" in (router, matcher, drafter))
+        judge = _judge(judge, cache_dir, "llm" in (router, matcher, drafter))
         rows, tree, version, spec, enc, m = _setup(data, taxonomy, router, matcher, match_threshold, threshold,
                                                    emergency_threshold, shortlist, judge)
         _warm(enc, rows, tree, progress=not as_json)

@@ -20,8 +20,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from reward.envvars import expand_env
 from reward.errors import InputError
 from reward.settings import JudgeSettings, StageRewardSettings
-from reward.textio import load_yaml
-from training.memory_plan import JudgeServer
+from reward.textio import load_yaml, parse_yaml
+from training.judge_server import JudgeServer
 
 __all__ = ["CompletionLogOptions", "DataConfig", "DifficultyOptions", "Stage", "TrainConfig", "apply_overrides", "load_config"]
 
@@ -143,7 +143,7 @@ def apply_overrides(raw: dict, overrides: Sequence[str]) -> dict:
             node = node.setdefault(p, {})
             if not isinstance(node, dict):
                 raise InputError(f"--set {key}: '{p}' is not a mapping")
-        node[parts[-1]] = yaml.safe_load(text) if text.strip() else None
+        node[parts[-1]] = parse_yaml(text, where=f"--set {key}") if text.strip() else None
     return raw
 
 

@@ -31,6 +31,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from reward.errors import InputError
+from reward.textio import load_yaml
 from reward.tree.schema import LeafTags, Node
 
 FORMAT = "rubricstree-proposals/1"
@@ -164,7 +165,7 @@ def load_proposals(path: str | Path) -> ProposalsFile:
     if not path.exists():
         raise InputError("file not found", file=src)
     try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+        raw = load_yaml(path)
     except yaml.YAMLError as exc:
         raise InputError(f"invalid YAML: {exc}", file=src) from exc
     if not isinstance(raw, dict):

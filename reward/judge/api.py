@@ -75,7 +75,7 @@ def chat_served_model(urls: list[str], api_key: str = "") -> str:
     if len(ids) == 1:
         return ids[0]
     listed = f"it lists {len(ids)} models" if models is not None else "its models cannot be listed"
-    raise ValueError(f"name the judge model for {urls[0]} ({listed}): pass --served-judge / --served-model, "
+    raise ValueError(f"name the judge model for {urls[0]} ({listed}): pass --served-model, "
                      "e.g. gpt-4.1-2025-04-14")
 
 

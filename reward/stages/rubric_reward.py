@@ -43,6 +43,7 @@ from pydantic import (
     model_validator,
 )
 
+from reward.aio import gather_or_cancel
 from reward.errors import InputError, JudgeError
 from reward.healthbench.schema import Message as PromptMessage
 from reward.healthbench.schema import RubricItem
@@ -284,7 +285,7 @@ class RubricReward:
         rollouts = parse_rollouts(rollouts)
         keys = list(dict.fromkeys(r.prompt_key for r in rollouts))
         t0 = time.perf_counter()
-        routings = await asyncio.gather(*(self.router.route(conv, ctx, tools) for conv, ctx, tools in keys))
+        routings = await gather_or_cancel(self.router.route(conv, ctx, tools) for conv, ctx, tools in keys)
         self.stats["routing_s"] += time.perf_counter() - t0
         self.stats["prompts"] += len(keys)
         for r in routings:
@@ -416,7 +417,8 @@ class RubricReward:
         routing_info = {"threshold": routing.threshold, "urgency": routing.urgency,
                         "n_active": len(routing.active), "cached": routing.cached,
                         "n_judge_calls": routing.n_judge_calls, "n_failures": routing.n_failures,
-                        "n_not_applicable": len(app.not_applicable)}
+                        "n_not_applicable": len(app.not_applicable),
+                        "expanded": sorted(routing.expanded)}
         base = {"id": r.id, "scoring": self.scoring, "combine": self.combine,
                 "scoring_variant": self.scoring_variant, "leaves": leaves,
                 "rubric_items": rubric_items, "routing": routing_info,
@@ -440,6 +442,24 @@ class RubricReward:
         return RolloutScore(score=score, tree_score=tree_score, points_score=points_score,
                             nodes=nodes or {}, failures=failures,
                             feedback=self._feedback(leaves, rubric_items), **base)
+
+    def rescore(self, s: RolloutScore, leaf_met: dict[str, bool | float], item_met: Sequence[bool | float]
+                ) -> float | None:
+        """The score ``score`` would have given ``s``'s rollout had the judge answered ``leaf_met``
+        (active leaf -> verdict) and ``item_met`` (one per rubric item) instead: the same routing
+        (the expanded nodes and rule-activated leaves ``s`` records) and the same scoring and
+        combination. Stability re-sampling scores with this, never with a function of its own."""
+        if s.format_failure:
+            return s.score
+        tree_score = None
+        if leaf_met:
+            rule = [lr.leaf_id for lr in s.leaves if lr.reason in RULE_REASONS]
+            tree_score = score_tree(self.tree, leaf_met, variant=self.scoring_variant,
+                                    activated=set(s.routing.get("expanded") or ()), rule_active=rule).score
+        points_score = None
+        if s.rubric_items:
+            points_score = rl_reward([it.points for it in s.rubric_items], list(item_met), clip=self.clip_below_zero)
+        return self._combine(tree_score, points_score)
 
     def _combine(self, tree_score: float | None, points_score: float | None) -> float | None:
         if tree_score is None or points_score is None:

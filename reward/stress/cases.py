@@ -24,6 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from reward.errors import InputError
 from reward.healthbench.schema import Message
 from reward.jsonl import validation_error
+from reward.textio import load_yaml
 from reward.tree.graph import RubricTree
 
 Perturbation = Literal["missing_instructions", "missing_user_data", "inappropriate_instructions",
@@ -113,7 +114,7 @@ def load_cases(path: str | Path | None = None, tree: RubricTree | None = None) -
     if not path.exists():
         raise InputError("file not found", file=src)
     try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+        raw = load_yaml(path)
     except yaml.YAMLError as exc:
         raise InputError(f"invalid YAML: {exc}", file=src) from exc
     if isinstance(raw, dict):

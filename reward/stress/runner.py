@@ -23,6 +23,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from reward.aio import gather_or_cancel
 from reward.router.base import Router, Routing, as_conversation
 from reward.router.llm import with_context
 from reward.scoring.tree_score import score_tree
@@ -102,7 +103,7 @@ async def route_cases(router: Router, cases: Sequence[StressCase], *, concurrenc
         async with sem:
             return await router.route(as_conversation(c.prompt), c.context)
 
-    return list(await asyncio.gather(*(one(c) for c in cases)))
+    return await gather_or_cancel(one(c) for c in cases)
 
 
 def _recall(routing: Routing, case: StressCase) -> tuple[float, list[str]]:
@@ -163,7 +164,7 @@ async def run_stress(cases: Sequence[StressCase], tree: RubricTree, router: Rout
             bar.update(1)
 
         try:
-            await asyncio.gather(*(one(res, c) for res, c in zip(results, cases)))
+            await gather_or_cancel(one(res, c) for res, c in zip(results, cases))
         finally:
             bar.close()
     if baseline_judge is not None:

@@ -92,6 +92,8 @@ class TransformersGenerator:
         # silently decide how it is evaluated
         if s.temperature > 0:
             kw.update(do_sample=True, temperature=s.temperature, top_p=s.top_p)
+            if s.top_k:
+                kw["top_k"] = s.top_k
         else:
             kw.update(do_sample=False)
         return GenerationConfig(**kw)

@@ -23,6 +23,7 @@ from reward.envvars import expand_env
 from reward.errors import InputError
 from reward.settings import ErrorRubricSettings, JudgeSettings, RubricScoringSettings
 from reward.stages.rollout_text import to_plain
+from reward.textio import load_yaml
 
 __all__ = ["CONFIG_ENV", "JUDGE_URL_ENV", "VerlRewardSettings", "load_settings"]
 
@@ -76,7 +77,7 @@ def _settings_cached(path: str | None, mtime: float | None, inline_json: str) ->
     src = path or "reward_kwargs"
     if path:
         try:
-            loaded = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+            loaded = load_yaml(path)
         except yaml.YAMLError as exc:
             raise InputError(f"invalid YAML: {exc}", file=path) from exc
         if loaded is not None and not isinstance(loaded, dict):

@@ -230,7 +230,7 @@ def test_trl_sees_the_names_and_async():
 
 def test_module_imports_no_trainer():
     code = ("import sys, reward.integrations.trl, reward.integrations.trl, reward.integrations.verl, "
-            "reward.verl_rewards; "
+            "reward.settings; "
             "print(sorted(m for m in ('trl', 'torch', 'transformers', 'datasets', 'verl') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"

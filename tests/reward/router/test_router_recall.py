@@ -18,12 +18,12 @@ from dataclasses import dataclass, field
 
 import pytest
 from rt_fakes import FakeJudge
+from rt_recall import label_recall
 
 from reward._optional import is_available
 from reward.judge.templates import RELEVANCE, URGENCY
 from reward.router import EmbeddingRouter, LLMTreeRouter
 from reward.router.base import as_conversation
-from reward.router.recall import label_recall
 from reward.tree import load_tree
 
 pytestmark = pytest.mark.skipif(
