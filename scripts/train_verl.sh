@@ -55,5 +55,12 @@ if [ "$only_print" = 0 ]; then
   fi
 fi
 
+# wandb on a node with no key and no login: offline (a run folder for `wandb sync`), said here
+if [ "$only_print" = 0 ] && [ -z "${WANDB_API_KEY:-}" ] && [ -z "${WANDB_MODE:-}" ] \
+   && ! grep -qs 'api.wandb.ai' "$HOME/.netrc"; then
+  export WANDB_MODE=offline
+  echo "train_verl: no WANDB_API_KEY: wandb (if in trainer.logger) logs offline (WANDB_MODE=offline; wandb sync later)" >&2
+fi
+
 cd "$ROOT"
 exec "$PY" -m verl.trainer.main_ppo --config-path "$CONFIG_DIR" --config-name "$CONFIG_NAME" "$@"

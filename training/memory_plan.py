@@ -39,11 +39,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field
 
 from reward.errors import InputError
+from reward.textio import load_yaml
+from training.judge_server import JudgeServer, judge_vllm_args
 from training.model_dims import ModelDims, model_dims
+from training.plan_options import PlanOptions
 
 __all__ = ["JudgeServer", "Plan", "PlanInput", "PlanOptions", "deepspeed_zero3_model_states", "judge_vllm_args",
            "model_states", "plan", "plan_input_from_config"]
@@ -52,29 +54,6 @@ GIB = 2**30
 OVERHEAD_GIB = 3.0
 JUDGE_OVERHEAD_GIB = 2.0
 Sharding = Literal["none", "fsdp2", "zero3", "fsdp"]
-
-
-class JudgeServer(BaseModel):
-    """How the judge's vLLM server is sized (``judge_server:`` in a TRL config)."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    tensor_parallel_size: int | None = Field(None, ge=1, description="default: the judge's GPU count")
-    max_model_len: int = Field(16384, ge=256, description="judge prompt + verdict tokens")
-    gpu_memory_utilization: float = Field(0.9, gt=0.0, le=1.0)
-    quantization: str | None = Field(None, description="e.g. fp8 (halves the weights)")
-    min_sequences: int = Field(4, ge=1, description="contexts of max_model_len the KV cache must hold at once")
-    extra_args: list[str] = Field(default_factory=list, description="more `vllm serve` arguments")
-
-
-class PlanOptions(BaseModel):
-    """``memory_plan:`` in a TRL config: what the plan demands beyond fitting."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    vllm_min_sequences: int = Field(
-        8, ge=1, description="full-length sequences the colocated vLLM's KV cache must hold at once (each GPU "
-                             "generates per_device_train_batch_size x steps_per_generation; fewer at once queue)")
 
 
 class PlanInput(BaseModel):
@@ -264,15 +243,6 @@ def plan(p: PlanInput, *, gpus: int, gpu_memory_gb: float, judge_gpus: int = 0) 
                 judge_gpus=judge_gpus, gpu_memory_gb=gpu_memory_gb, problems=problems, vllm_sequences=vllm_sequences)
 
 
-def judge_vllm_args(j: JudgeServer, judge_gpus: int) -> list[str]:
-    """The `vllm serve` arguments that size the judge as planned (scripts/serve_judge.sh `--`)."""
-    args = ["--tensor-parallel-size", str(j.tensor_parallel_size or max(1, judge_gpus)),
-            "--max-model-len", str(j.max_model_len), "--gpu-memory-utilization", str(j.gpu_memory_utilization)]
-    if j.quantization:
-        args += ["--quantization", j.quantization]
-    return args + list(j.extra_args)
-
-
 # ---------------------------------------------------------------------------------- configs
 def _get(raw: dict, dotted: str, default: Any = None) -> Any:
     node: Any = raw
@@ -293,7 +263,7 @@ def plan_input_from_config(path: str | Path, overrides: list[str] | None = None,
     path = Path(path)
     if not path.is_file():
         raise InputError("config file not found", file=str(path))
-    raw = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    raw = load_yaml(path) or {}
     if "actor_rollout_ref" not in raw:
         return _from_trl(path, overrides or [], sharding, judge_model)
     raw = expand_env(apply_overrides(raw, [o.lstrip("+") for o in (overrides or [])]))
