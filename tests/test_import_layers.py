@@ -43,7 +43,8 @@ EXPLICIT = {p for p, _ in LAYERS}
 # Inside training/: foundations <- data <- what runs on data <- configs and loops <- launchers.
 TRAINING_LAYERS: dict[str, int] = {
     "training": 0, "training.model_dims": 0, "training.tiny_model": 0, "training.judge_server": 0,
-    "training.data_hygiene": 0, "training.generation": 0, "training.system_prompt": 0,
+    "training.data_hygiene": 0, "training.generation": 0, "training.system_prompt": 0, "training.trl_logging": 0,
+    "training.inspector": 0,
     "training.data": 1, "training.synth": 1,
     "training.difficulty": 2, "training.verl_data": 2, "training.eval": 2,
     "training.trl_config": 3, "training.optimize": 3,

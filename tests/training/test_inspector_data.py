@@ -117,7 +117,7 @@ def test_errors_name_the_file_and_line(tmp_path: Path) -> None:
 
 
 def test_no_text_can_close_the_data_block(tmp_path: Path) -> None:
-    from training.inspector.data import build_data
+    from training.inspector.pack import build_data
 
     evil = "</script><script>document.title='pwned'</script><!-- <b>"
     run = load_run(write(tmp_path / "s.jsonl", [rec("a", 0.5, [leaf("a", 0.5)])]),

@@ -11,7 +11,8 @@ details on demand. See ``docs/inspector.md`` for what each figure means.
 
 from __future__ import annotations
 
-from training.inspector.data import build_data, leaf_variance_shares, load_run
+from training.inspector.data import leaf_variance_shares, load_run
+from training.inspector.pack import build_data
 from training.inspector.page import write_inspector, write_page
 
 __all__ = ["build_data", "leaf_variance_shares", "load_run", "write_inspector", "write_page"]

@@ -311,11 +311,3 @@ def compare_groups(a: Run, b: Run) -> list[dict[str, Any]]:
              else 0.0)
     return out
 
-
-def build_data(runs: Sequence[Run], tree: Any = None, *, title: str = "RubricsTree rollout inspector",
-               note: str | None = None, text_limit: int | None = None) -> dict[str, Any]:
-    """The page's JSON: a string table ``S`` and arrays that index it (see ``page.html``)."""
-    from training.inspector.pack import Packer
-
-    return Packer(tree, text_limit=text_limit).pack(list(runs), title=title, note=note,
-                                                     compare=compare_groups(runs[0], runs[1]) if len(runs) > 1 else None)

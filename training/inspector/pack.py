@@ -4,12 +4,14 @@ indices and rounded numbers (the layout is documented at the top of ``page.html`
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from math import isfinite
 from typing import Any
 
 from training.inspector.data import (
     Rollout,
     Run,
+    compare_groups,
     leaf_counts,
     leaf_variance_shares,
     not_applicable,
@@ -159,3 +161,10 @@ class Packer:
         data["S"] = self.strings
         data["nG"] = len(self.groups)
         return data
+
+
+def build_data(runs: Sequence[Run], tree: Any = None, *, title: str = "RubricsTree rollout inspector",
+               note: str | None = None, text_limit: int | None = None) -> dict[str, Any]:
+    """The page's JSON: a string table ``S`` and arrays that index it (see ``page.html``)."""
+    return Packer(tree, text_limit=text_limit).pack(list(runs), title=title, note=note,
+                                                     compare=compare_groups(runs[0], runs[1]) if len(runs) > 1 else None)

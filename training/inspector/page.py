@@ -48,7 +48,8 @@ def write_inspector(scores: Path, out_dir: Path, *, rollouts: Path | None = None
     """Read ``scores`` (and ``compare``), build the page and write it into ``out_dir``; its path.
     ``tree``: the taxonomy the scores were made with (default: the packaged one)."""
     from reward.tree import load_tree
-    from training.inspector.data import build_data, load_run
+    from training.inspector.data import load_run
+    from training.inspector.pack import build_data
 
     if tree is None:
         tree = load_tree()
