@@ -57,10 +57,8 @@ from reward.scoring.variants import (
     effective_weights,
 )
 from reward.stages.reasoning import Grade, failure_score, graded_text
-from reward.stages.rollout_input import Rollout, load_rollouts, parse_rollouts
+from reward.stages.rollouts import Rollout, load_rollouts, parse_rollouts  # noqa: F401  (re-exported: the records scored here)
 from reward.tree.graph import RubricTree
-
-__all__ = ["ItemResult", "LeafResult", "Rollout", "RolloutScore", "RubricReward", "load_rollouts", "parse_rollouts"]
 
 Scoring = Literal["hard", "soft"]
 Combine = Literal["tree", "points", "mean"]

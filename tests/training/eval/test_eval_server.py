@@ -137,7 +137,7 @@ def test_eval_checkpoint_script_with_running_servers(judge_url, tiny_model_dir, 
     proc = subprocess.run(
         ["bash", str(REPO / "scripts" / "eval_checkpoint.sh"), str(tiny_model_dir), "--policy-url", judge_url,
          "--judge-url", judge_url, "--judge", "tiny", "--data", str(OWN), "--mcq", str(FIXTURES / "mcq_own.jsonl"),
-         "--judge-mode", "choice", "--limit", "2", "--max-new-tokens", "16", "--out", str(out)],
+         "--grading", "choice", "--limit", "2", "--max-new-tokens", "16", "--out", str(out)],
         env={**os.environ, "RUBRICSTREE_BIN": str(Path(sys.executable).with_name("rubricstree"))},
         capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]

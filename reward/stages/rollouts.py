@@ -1,6 +1,6 @@
-"""Rollout input of the rubric reward: the :class:`Rollout` record and its validating loaders
-(``parse_rollouts`` for records in memory, ``load_rollouts`` for a JSONL file). Errors name the
-source, the record and the field. ``reward.stages.rubric_reward`` re-exports all three."""
+"""Rollout records: what ``rubricstree score`` reads and :class:`RubricReward` scores (a prompt, a
+completion, optional HealthBench-style rubric items), parsed with errors that name the file, the
+line and the field."""
 
 from __future__ import annotations
 
@@ -8,7 +8,14 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from reward.errors import InputError
 from reward.healthbench.schema import Message as PromptMessage
@@ -16,9 +23,8 @@ from reward.healthbench.schema import RubricItem
 from reward.jsonl import iter_jsonl, validation_error
 from reward.router.base import Conversation, as_conversation
 
-__all__ = ["Rollout", "load_rollouts", "parse_rollouts"]
 
-
+# ---------------------------------------------------------------------- input
 class Rollout(BaseModel):
     """One rollout: the prompt conversation, the completion to grade, and optionally the row's
     own HealthBench-style rubric items, a context (user records) the router and judge read, and
