@@ -118,7 +118,7 @@ class RubricScoringSettings(_Settings):
         "both", description="tree leaves and row items / tree only / row items only (the paper's stage 3)")
     scoring: Literal["hard", "soft"] = Field("hard", description="judge yes/no or p_yes")
     combine: Literal["tree", "points", "mean"] = Field("tree", description="the reward when both scores exist")
-    scoring_variant: Literal["paper", "penalty", "active", "penalty+active"] | None = Field(
+    scoring_variant: Literal["paper", "penalty", "active", "penalty+active", "severity"] | None = Field(
         None, description="tree score variant (reward.scoring.variants); null: the default one")
     grade: Literal["answer", "full"] = Field(
         "answer", description="stage 3 / rubricstree score: answer: the judge sees the text after </think>; "

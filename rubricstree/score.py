@@ -220,7 +220,7 @@ def score_command(
     scoring: str = typer.Option("hard", "--scoring", help="hard (yes/no) or soft (p_yes)"),
     combine: str = typer.Option("tree", "--combine", help="with row rubrics: tree, points or mean"),
     scoring_variant: str | None = typer.Option(
-        None, "--scoring-variant", help="tree score: paper, penalty, active or penalty+active (default: the chosen one)"),
+        None, "--scoring-variant", help="tree score: paper, penalty, active, penalty+active or severity (default: severity)"),
     on_failure: str = typer.Option("skip", "--on-failure", help="skip (unscored, with reasons) or raise"),
     grade: str = typer.Option("answer", "--grade", help="answer: grade the text after </think> (an unclosed "
                                                        "think block is a format failure); full: the whole completion"),

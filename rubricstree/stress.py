@@ -31,7 +31,7 @@ def stress_command(
     mode: str = typer.Option("oracle", "--mode", help="oracle (verdicts from the labels) or judge (our judge)"),
     router: str = typer.Option("embedding", "--router", help="embedding (default), static or llm (needs a judge)"),
     scoring_variant: str | None = typer.Option(
-        None, "--scoring-variant", help="paper, penalty, active or penalty+active (default: the chosen one)"),
+        None, "--scoring-variant", help="paper, penalty, active, penalty+active or severity (default: severity)"),
     judge_url: str | None = typer.Option(None, "--judge-url", help="vLLM endpoint(s), comma-separated"),
     judge_model: str | None = typer.Option(None, "--judge-model",
                                               help="in-process model path (or the tokenizer for --judge-url)"),
@@ -43,6 +43,15 @@ def stress_command(
     cache_dir: Path | None = typer.Option(None, "--cache-dir", help="verdict/routing cache folder"),
     no_cache: bool = typer.Option(False, "--no-cache", help="no durable cache"),
     as_json: bool = typer.Option(False, "--json", help="print the summary as one JSON line"),
+    judge_noise: float = typer.Option(0.0, "--judge-noise", help="oracle mode: flip each leaf's verdict with "
+                                      "this probability (and each applicability decision, see below), repeated"),
+    applicability_noise: float | None = typer.Option(
+        None, "--applicability-noise", help="with --judge-noise: flip each per-prompt applicability decision with "
+                                            "this probability (default: the --judge-noise value)"),
+    seed: int = typer.Option(0, "--seed", help="random seed of --judge-noise"),
+    noise_repeats: int = typer.Option(20, "--noise-repeats", help="draws per case under --judge-noise"),
+    applicability: bool = typer.Option(True, "--applicability/--no-applicability",
+                                       help="judge mode: leave out the leaves whose situation is absent"),
 ) -> None:
     """Score clean vs perturbed replies and report detection rate and mean penalty."""
     from reward.router.base import CachedRouter
@@ -59,6 +68,13 @@ def stress_command(
             raise typer.BadParameter(f"--scoring-variant must be one of {', '.join(SCORING_VARIANTS)}, got '{variant}'")
         if not 0.0 <= margin < 1.0:
             raise typer.BadParameter(f"--margin must be in [0, 1), got {margin}")
+        if judge_noise and mode != "oracle":
+            raise typer.BadParameter("--judge-noise needs --mode oracle (judge mode has the judge's own errors)")
+        for name, v in (("--judge-noise", judge_noise), ("--applicability-noise", applicability_noise)):
+            if v is not None and not 0.0 <= v <= 0.5:
+                raise typer.BadParameter(f"{name} must be in [0, 0.5], got {v}")
+        if noise_repeats < 1:
+            raise typer.BadParameter(f"--noise-repeats must be >= 1, got {noise_repeats}")
         tree = load_tree(taxonomy)
         rows = load_cases(cases, tree)
         judge = None
@@ -83,7 +99,7 @@ def stress_command(
         try:
             return await run_stress(rows, tree, rt, mode=mode, variant=variant, judge=judge,
                                     baseline_judge=judge if baseline else None, concurrency=concurrency,
-                                    progress=not as_json)
+                                    progress=not as_json, applicability=applicability)
         finally:
             if judge is not None:
                 await judge.aclose()
@@ -94,6 +110,12 @@ def stress_command(
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from exc
     summary = summarise(results, margin=margin, variant=variant, baseline=baseline and judge is not None)
+    if judge_noise:
+        from reward.stress.noise import noise_summary
+
+        summary["noise"] = noise_summary(tree, rows, routings, variant, judge_noise=judge_noise,
+                                         applicability_noise=applicability_noise, seed=seed,
+                                         repeats=noise_repeats, margin=margin)
     if report is not None:
         from reward.stress.report import write_report
         from reward.stress.runner import oracle_variant_table, with_labels
@@ -120,6 +142,10 @@ def stress_command(
                 "detection_rate": out["detection_rate"], "mean_penalty": out["mean_penalty"]}
         for p, b in out["by_perturbation"].items():
             flat[f"{p} DR / MP"] = f"{b['detection_rate']:.3f} / {b['mean_penalty']:.3f}"
+        if out.get("noise"):
+            nz = out["noise"]
+            flat[f"noise {nz['judge_noise']}: clean mean ± sd"] = f"{nz['clean_mean']:.3f} ± {nz['clean_sd']:.3f}"
+            flat[f"noise {nz['judge_noise']}: DR / MP"] = f"{nz['detection_rate']:.3f} / {nz['mean_penalty']:.3f}"
         if out["baseline"]:
             base = out["baseline"]
             flat["baseline DR / MP"] = f"{base['detection_rate']:.3f} / {base['mean_penalty']:.3f}"

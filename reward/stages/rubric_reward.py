@@ -50,6 +50,7 @@ from reward.healthbench.scoring import rl_reward
 from reward.jsonl import iter_jsonl, validation_error
 from reward.judge.base import Judge
 from reward.judge.types import JudgeItem, Verdict
+from reward.router.applicability import Applicability, ApplicabilityJudge
 from reward.router.base import (
     CachedRouter,
     Conversation,
@@ -196,6 +197,8 @@ class RolloutScore(BaseModel):
     nodes: dict[str, dict[str, float]] = Field(default_factory=dict)
     rubric_items: list[ItemResult] = Field(default_factory=list)
     routing: dict[str, Any] = Field(default_factory=dict)
+    not_applicable: list[str] = Field(default_factory=list, description=(
+        "routed leaves whose situation is absent from the conversation: not graded, not scored"))
     failures: list[str] = Field(default_factory=list)
     feedback: str = ""
     format_failure: bool = Field(False, description="an unclosed <think>: no final answer; scored format_failure_score")
@@ -225,6 +228,9 @@ class RubricReward:
         format_failure_score: the score of a format failure (None: unscored).
         clip_below_zero: clip the points score of the row's items to [0, 1] (True here, a report's
             per-example score); the stage 3 training settings default to False (unclipped below 0).
+        applicability: decide once per prompt which routed conditional leaves apply
+            (``reward.router.applicability``); the others are neither graded nor scored and are
+            listed in ``RolloutScore.not_applicable``. Off: every routed leaf is graded.
 
     Attributes:
         stats: counters over this object's lifetime (rollouts, scored, unscored, prompts routed,
@@ -235,7 +241,8 @@ class RubricReward:
                  combine: Combine = "tree", on_failure: OnFailure = "skip", cache_routing: bool = True,
                  feedback_limit: int = 10, scoring_variant: str = DEFAULT_SCORING_VARIANT,
                  grade: Grade = "answer", format_failure_score: float | None = 0.0,
-                 clip_below_zero: bool = True) -> None:
+                 clip_below_zero: bool = True, applicability: bool = False,
+                 applicability_threshold: float = 0.5) -> None:
         check_variant(scoring_variant)
         if scoring not in ("hard", "soft"):
             raise ValueError(f"scoring must be 'hard' or 'soft', got {scoring!r}")
@@ -258,9 +265,12 @@ class RubricReward:
         if cache_routing and not isinstance(router, CachedRouter):
             router = CachedRouter(router, judge.cache)
         self.router = router
+        self.applicability = (ApplicabilityJudge(tree, judge, threshold=applicability_threshold)
+                              if applicability else None)
         self.stats: dict[str, float] = dict.fromkeys(
             ["rollouts", "scored", "unscored", "prompts", "prompts_routed", "routing_judge_calls",
-             "routing_failures", "active_leaves", "judge_items", "routing_s", "grading_s", "format_failures"], 0)
+             "routing_failures", "active_leaves", "judge_items", "routing_s", "grading_s", "format_failures",
+             "applicability_judge_calls", "not_applicable_leaves"], 0)
 
     # ------------------------------------------------------------------ routing
     async def route(self, rollouts: Sequence[Rollout | dict]) -> dict[tuple, Routing]:
@@ -279,6 +289,20 @@ class RubricReward:
             self.stats["active_leaves"] += len(r.active)
         return dict(zip(keys, routings))
 
+    async def decide_applicability(self, routings: dict[tuple, Routing]) -> dict[tuple, Applicability]:
+        """Per prompt key, which routed leaves apply (all of them when applicability is off or the
+        routing failed); decided from the conversation and context, once per prompt."""
+        out = {key: Applicability() for key in routings}
+        if self.applicability is None:
+            return out
+        todo = [k for k, r in routings.items() if not r.n_failures]
+        apps = await asyncio.gather(*(self.applicability.decide(with_context(k[0], k[1]), routings[k]) for k in todo))
+        for k, a in zip(todo, apps):
+            out[k] = a
+            self.stats["applicability_judge_calls"] += a.n_judge_calls
+            self.stats["not_applicable_leaves"] += len(a.not_applicable)
+        return out
+
     # ------------------------------------------------------------------ scoring
     async def score(self, rollouts: Sequence[Rollout | dict]) -> list[RolloutScore]:
         """Score ``rollouts`` (Rollout models or dicts), in order.
@@ -291,6 +315,7 @@ class RubricReward:
         if not rollouts:
             return []
         routings = await self.route(rollouts)
+        apps = await self.decide_applicability(routings)
 
         # Every (rollout x criterion) item of the batch, de-duplicated, in one grade call.
         index: dict[JudgeItem, int] = {}
@@ -304,9 +329,10 @@ class RubricReward:
                 plans.append(None)
                 continue
             conv = with_context(r.conversation, r.context, r.tool_calls)
+            keep = set(apps[r.prompt_key].keep(routings[r.prompt_key].leaf_ids))
             leaf_idx = [index.setdefault(JudgeItem(conversation=conv, response=shown.text,
                                                    criterion=self.tree[a.leaf_id].criterion), len(index))
-                        for a in routings[r.prompt_key].active]
+                        for a in routings[r.prompt_key].active if a.leaf_id in keep]
             item_idx = [index.setdefault(JudgeItem(conversation=conv, response=shown.text,
                                                    criterion=it.criterion, points=it.points), len(index))
                         for it in (r.rubrics or [])]
@@ -329,7 +355,7 @@ class RubricReward:
                 continue
             leaf_idx, item_idx = plan
             res = self._score_one(r, routings[r.prompt_key], [verdicts[i] for i in leaf_idx],
-                                  [verdicts[i] for i in item_idx])
+                                  [verdicts[i] for i in item_idx], apps[r.prompt_key])
             if res.failures and self.on_failure == "raise":
                 raise JudgeError(f"rollout '{r.id}': {len(res.failures)} judge item(s) failed; "
                                  f"first: {res.failures[0]}")
@@ -347,7 +373,8 @@ class RubricReward:
             return float(v.p_yes)
         return bool(v.met)
 
-    def _score_one(self, r: Rollout, routing: Routing, leaf_v: list[Verdict], item_v: list[Verdict]) -> RolloutScore:
+    def _score_one(self, r: Rollout, routing: Routing, leaf_v: list[Verdict], item_v: list[Verdict],
+                   app: Applicability | None = None) -> RolloutScore:
         if routing.n_failures:  # a failed relevance/urgency call changes the leaf set: no score
             info = {"n_active": len(routing.active), "n_failures": routing.n_failures,
                     "failed_nodes": list(routing.failed_nodes)}
@@ -359,8 +386,11 @@ class RubricReward:
         leaves: list[LeafResult] = []
         met: dict[str, bool | float] = {}
         activated = set(routing.expanded)
-        eff = effective_weights(self.tree, routing.leaf_ids, self.scoring_variant, activated)
-        for a, v in zip(routing.active, leaf_v):
+        app = app or Applicability()
+        kept = set(app.keep(routing.leaf_ids))
+        active = [a for a in routing.active if a.leaf_id in kept]  # inapplicable leaves leave the score
+        eff = effective_weights(self.tree, [a.leaf_id for a in active], self.scoring_variant, activated)
+        for a, v in zip(active, leaf_v):
             node = self.tree[a.leaf_id]
             passed = None
             if v.ok:
@@ -379,17 +409,19 @@ class RubricReward:
                                            p_yes=v.p_yes, failure=v.failure))
         routing_info = {"threshold": routing.threshold, "urgency": routing.urgency,
                         "n_active": len(routing.active), "cached": routing.cached,
-                        "n_judge_calls": routing.n_judge_calls, "n_failures": routing.n_failures}
+                        "n_judge_calls": routing.n_judge_calls, "n_failures": routing.n_failures,
+                        "n_not_applicable": len(app.not_applicable)}
         base = {"id": r.id, "scoring": self.scoring, "combine": self.combine,
                 "scoring_variant": self.scoring_variant, "leaves": leaves,
-                "rubric_items": rubric_items, "routing": routing_info}
+                "rubric_items": rubric_items, "routing": routing_info,
+                "not_applicable": list(app.not_applicable)}
         if failures:
             return RolloutScore(score=None, failures=failures, feedback=self._feedback(leaves, rubric_items),
                                 **base)
 
         tree_score = nodes = None
         if met:
-            rule = [a.leaf_id for a in routing.active if a.reason in RULE_REASONS]
+            rule = [a.leaf_id for a in active if a.reason in RULE_REASONS]
             ts = score_tree(self.tree, met, variant=self.scoring_variant, activated=activated, rule_active=rule)
             tree_score, nodes = ts.score, {k: dict(v) for k, v in ts.nodes.items()}
         points_score = None

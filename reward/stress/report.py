@@ -78,6 +78,14 @@ def _tables(summary: dict[str, Any], variants: dict[str, dict[str, dict[str, Any
         rows += _metric_rows(block, "by_scenario", SCENARIOS)
         name = f"RubricsTree, {summary['scoring_variant']}" if label == "ours" else "Holistic baseline"
         out.append((f"{name} (unscored: {block['unscored']})", head, rows))
+    nz = summary.get("noise")
+    if nz:
+        rows = [[name, f"{b['clean_mean']:.3f} ± {b['clean_sd']:.3f}", _f(b["detection_rate"]),
+                 _f(b["mean_penalty"]), str(b["n"])]
+                for name, b in [("overall", nz), *nz["by_perturbation"].items()]]
+        out.append((f"Under judge noise {nz['judge_noise']} (applicability noise {nz['applicability_noise']}, "
+                    f"seed {nz['seed']}, {nz['repeats']} draws per case)",
+                    ["", "clean mean ± sd", "detection rate", "mean penalty", "draws"], rows))
     for setting, table in (variants or {}).items():
         header = ["variant", "overall DR / MP"] + [p for p in PERTURBATIONS]
         rows = []

@@ -150,7 +150,7 @@ class TestErrorRubricReward:
 class TestRubricRewardFunc:
     async def test_tree_scores_macro_metrics_and_counters(self):
         judge = keyword_judge()
-        f = RubricRewardFunc(judge, tree=_tree(), router="static")
+        f = RubricRewardFunc(judge, tree=_tree(), router="static", scoring_variant="penalty+active")
         assert f.__name__ == "clinical_rubric" and inspect.iscoroutinefunction(f.__call__)
         log = Log()
         out = await f([CHEST] * 2, [conv(GOOD), conv(POOR)], None, log_metric=log, **TRL_EXTRAS)

@@ -87,7 +87,9 @@ def embedding(tree):
 @pytest.fixture(scope="module")
 def stress_cases(tree):
     stress = pytest.importorskip("reward.stress")
-    return stress.load_cases(tree=tree)
+    # the paper's four perturbations; the issue-21 families (other languages, bare referrals) are
+    # scoring checks whose routing recall docs/scoring.md reports apart
+    return [c for c in stress.load_cases(tree=tree) if c.perturbation not in stress.FAMILIES]
 
 
 def _route_all(router, cases):
