@@ -36,11 +36,19 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from reward.errors import InputError
-from reward.healthbench.schema import Message as PromptMessage
 from reward.router.base import Router, as_conversation
 from reward.tree.graph import RubricTree
 
 DEFAULT_LABELS = Path(__file__).resolve().parents[1] / "data" / "routing_labels.jsonl"
+
+
+class Turn(BaseModel):
+    """One chat turn of a labelled prompt."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    role: str = Field(min_length=1)
+    content: str
 
 
 class RoutingCase(BaseModel):
@@ -50,7 +58,7 @@ class RoutingCase(BaseModel):
 
     id: str = Field(min_length=1)
     language: str = Field(min_length=2)
-    prompt: list[PromptMessage] = Field(min_length=1)
+    prompt: list[Turn] = Field(min_length=1)
     context: str | None = None
     applicable: tuple[str, ...] = ()
     not_applicable: tuple[str, ...] = ()

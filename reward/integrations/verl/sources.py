@@ -33,6 +33,7 @@ from reward.integrations.verl.context import RewardContext
 from reward.stages.mcq import DEFAULT_LETTERS, grade_mcq
 from reward.stages.rollout_text import key_letter, parse_options, to_plain
 from reward.stages.row_rubrics import grade_rubric_rows
+from reward.stages.rubric_reward import items_per_prompt, judge_items
 
 __all__ = ["DATA_SOURCES", "EXTRA_DEFAULTS", "Sample", "SampleScore", "finalize", "get_data_source",
            "register_data_source", "score_samples"]
@@ -52,6 +53,8 @@ EXTRA_DEFAULTS: dict[str, Any] = {
     "tree_score": None,       # clinical: tree-weighted score
     "points_score": None,     # clinical: HealthBench points score of the row's rubric items
     "n_active_leaves": None,
+    "judge_items": None,      # clinical: judge items this rollout asked for (leaves + rubric items)
+    "judge_items_prompt": None,  # clinical: judge items of all rollouts of its prompt in the batch
     "judge_failures": 0,      # judge items that failed for this rollout
 }
 
@@ -221,11 +224,13 @@ async def score_clinical(samples: list[Sample], context: RewardContext) -> list[
         records.append(rec)
     # one call for the batch: RubricReward groups by prompt and routes each prompt once
     results = await context.rubric_reward.score(records)
+    per_prompt = items_per_prompt(results, [repr((rec["prompt"], rec.get("context"))) for rec in records])
     out = []
-    for r in results:
+    for r, n_prompt in zip(results, per_prompt):
         n_fail = sum(lr.failure is not None for lr in r.leaves) + sum(it.failure is not None for it in r.rubric_items)
         extra = {"tree_score": r.tree_score, "points_score": r.points_score,
                  "n_active_leaves": r.routing.get("n_active"), "judge_failures": n_fail,
+                 "judge_items": judge_items(r), "judge_items_prompt": n_prompt,
                  "format_failure": r.format_failure}
         failure = None if r.score is not None else (
             "format failure: unclosed <think>, no final answer" if r.format_failure
