@@ -37,8 +37,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a check
 from reward.demo import demo_rollouts_path
 from reward.judge import JudgeConfig, make_judge
 from reward.router import EmbeddingRouter, StaticRouter
+from reward.stages.cost import judge_cost
 from reward.stages.row_rubrics import grade_rubric_rows
-from reward.stages.rubric_reward import RubricReward, judge_cost
+from reward.stages.rubric_reward import RubricReward
 from reward.tree import load_tree
 
 MODES = ("tree_routed", "all_leaves", "rows_only")

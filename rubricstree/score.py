@@ -71,7 +71,7 @@ async def score_rollouts(reward, rollouts: Sequence, out: Path, *, concurrency: 
 
 def summarise(reward, judge, rollouts: Sequence, results: dict[str, Any], seconds: float) -> dict[str, Any]:
     """The run's numbers: scores, routing and judge cost."""
-    from reward.stages.rubric_reward import judge_cost
+    from reward.stages.cost import judge_cost
 
     scored = [results[r.id].score for r in rollouts if r.id in results and results[r.id].score is not None]
     st = reward.stats

