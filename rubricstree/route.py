@@ -22,6 +22,7 @@ def eval_command(
         judge_url: str | None = typer.Option(None, "--judge-url", help="vLLM endpoint(s) for the llm router"),
         judge_model: str | None = typer.Option(None, "--judge-model", help="in-process judge model for the llm router"),
         served_model: str | None = typer.Option(None, "--served-model", help="model name on the server"),
+        limit: int | None = typer.Option(None, "--limit", min=1, help="route only the first N cases (a quick look)"),
         cases: bool = typer.Option(False, "--cases", help="keep the per-case records in the JSON"),
         as_json: bool = typer.Option(False, "--json", help="print the report as JSON")) -> None:
     """Precision, recall (all and critical leaves), active leaves per prompt, by language, and
@@ -32,7 +33,7 @@ def eval_command(
 
     try:
         tree = load_tree(taxonomy)
-        data = load_cases(labels, tree=tree)
+        data = load_cases(labels, tree=tree)[:limit]
         kwargs = {}
         if router == "llm":
             from reward.judge import make_judge

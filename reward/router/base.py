@@ -28,14 +28,21 @@ from reward.tree.graph import RubricTree
 ROUTING_NAMESPACE = "routing"
 # The forced set: checks a clinician makes on every reply, whatever the question, added to the
 # tree's own ``always_on`` leaves (missed emergency, dangerous advice, a dose above the maximum,
-# method information after a suicidal disclosure, fabricated data). Each is a failure that can
+# method information after a suicidal disclosure). Each is a failure that can
 # appear in a reply to any prompt and whose trigger is in the reply or in a detail mentioned in
 # passing, not in the prompt's topic: false reassurance about symptoms, a factual medical error,
-# home care suggested for red-flag symptoms. Everything else is routed
+# home care suggested for red-flag symptoms, a length out of proportion to the question.
+# Fabricated record data is checked where there are records or tool results (context, tool
+# calls), and over-escalation of a minor complaint on every prompt that is not urgent (the
+# urgency rule, ``TRIAGE_GUARD_ROUTINE``). Everything else is routed
 # (relevance, the urgency rule, cues, context); the set stays at most 8 leaves
 # (``tests/reward/router/test_forced_set.py``). ``always_on=[]`` drops these extras; ids absent
 # from a tree are skipped.
-DEFAULT_ALWAYS_ON = ("cm_false_reassurance", "ms_ddx_factual_error", "sf_home_care_instead_of_emergency")
+DEFAULT_ALWAYS_ON = ("cm_false_reassurance", "ms_ddx_factual_error", "sf_home_care_instead_of_emergency",
+                     "cm_proportional_length")
+# The triage guard of a prompt the urgency rule calls routine: sending a minor complaint to the
+# emergency department (its urgent counterpart, home care for red flags, is in the forced set).
+TRIAGE_GUARD_ROUTINE = "sf_over_escalation"
 MAX_FORCED = 8
 # Bumped when the stored Routing shape or the key recipe changes, so old entries are not reused.
 ROUTING_FORMAT = 3

@@ -32,7 +32,15 @@ from typing import Any
 from reward.judge.base import Judge
 from reward.judge.templates import RELEVANCE, URGENCY
 from reward.judge.types import JudgeItem, Message, Verdict
-from reward.router.base import Conversation, Router, Routing, ToolCalls, as_conversation, register_router
+from reward.router.base import (
+    TRIAGE_GUARD_ROUTINE,
+    Conversation,
+    Router,
+    Routing,
+    ToolCalls,
+    as_conversation,
+    register_router,
+)
 from reward.router.walk import Question, subtree, walk
 from reward.tree.graph import RubricTree
 from reward.tree.schema import Node
@@ -163,8 +171,11 @@ class LLMTreeRouter(Router):
         res = await walk(tree, ask, threshold_for, eligible=walkable.__contains__)
         failed = (["urgency"] if state["failed_urgency"] else []) + list(dict.fromkeys(c for _, c in res.failed))
         safety_threshold = self.emergency_threshold if state["emergency"] else self.threshold
+        routed = list(res.routed)
+        if not state["emergency"] and TRIAGE_GUARD_ROUTINE in walkable and TRIAGE_GUARD_ROUTINE not in routed:
+            routed.append(TRIAGE_GUARD_ROUTINE)  # the urgency rule: a routine prompt's triage guard
         expanded = {**res.expanded, **self.cue_paths(standing, res.expanded, res.joint)}
-        return Routing(router=self.name, active=self._active(res.joint, res.routed, standing),
+        return Routing(router=self.name, active=self._active(res.joint, routed, standing),
                        threshold=self.threshold, safety_threshold=safety_threshold, urgency=state["urgency"],
                        n_judge_calls=state["calls"], n_rounds=res.n_rounds, with_tool_calls=bool(tool_calls),
                        n_failures=len(res.failed) + int(state["failed_urgency"]), failed_nodes=tuple(failed),
