@@ -34,7 +34,7 @@ ROUTING_NAMESPACE = "routing"
 # home care suggested for red-flag symptoms, a length out of proportion to the question.
 # Fabricated record data is checked where there are records or tool results (context, tool
 # calls), and over-escalation of a minor complaint on every prompt that is not urgent (the
-# urgency rule, ``TRIAGE_GUARD_ROUTINE``). Everything else is routed
+# urgency rule, ``ROUTINE_GUARDS``). Everything else is routed
 # (relevance, the urgency rule, cues, context); the set stays at most 8 leaves
 # (``tests/reward/router/test_forced_set.py``). ``always_on=[]`` drops these extras; ids absent
 # from a tree are skipped.
@@ -43,6 +43,9 @@ DEFAULT_ALWAYS_ON = ("cm_false_reassurance", "ms_ddx_factual_error", "sf_home_ca
 # The triage guard of a prompt the urgency rule calls routine: sending a minor complaint to the
 # emergency department (its urgent counterpart, home care for red flags, is in the forced set).
 TRIAGE_GUARD_ROUTINE = "sf_over_escalation"
+# The other reply-side failure of a routine prompt: questions before a useful answer when the user
+# gave enough (on an urgent prompt the check is that emergency advice comes first).
+ROUTINE_GUARDS = (TRIAGE_GUARD_ROUTINE, "cs_needless_questions")
 MAX_FORCED = 8
 # Bumped when the stored Routing shape or the key recipe changes, so old entries are not reused.
 ROUTING_FORMAT = 3

@@ -59,7 +59,7 @@ from typing import Any
 
 from reward._optional import require
 from reward.router.base import (
-    TRIAGE_GUARD_ROUTINE,
+    ROUTINE_GUARDS,
     Conversation,
     Router,
     Routing,
@@ -109,9 +109,9 @@ URGENCY_CUTOFF = 0.5
 # relevance reaches this is active even when its branch stays closed: a disclosure made in passing
 # ("I'm on warfarin") matches its leaf well but does not open the branch around it.
 CRITICAL_THRESHOLD: float | None = 0.35
-DEFAULT_BRANCH_THRESHOLDS: dict[str, float] = {"communication": 0.7, "context_seeking": 0.7,
-                                               "uncertainty": 0.7, "ms_explanations": 0.7,
-                                               "ms_action_plans": 0.7}
+DEFAULT_BRANCH_THRESHOLDS: dict[str, float] = {"communication": 0.8, "context_seeking": 0.8,
+                                               "uncertainty": 0.8, "ms_explanations": 0.8,
+                                               "ms_action_plans": 0.8, "health_memory": 0.7}
 
 _model_lock = threading.Lock()
 _encode_lock = threading.Lock()
@@ -232,7 +232,7 @@ class EmbeddingRouter(Router):
             prompt is read by ``model``).
     """
 
-    def __init__(self, tree: RubricTree, model: Any = None, threshold: float = 0.55,
+    def __init__(self, tree: RubricTree, model: Any = None, threshold: float = 0.65,
                  emergency_threshold: float = 0.35, leaf_ratio: float = 0.7,
                  urgency_cutoff: float = URGENCY_CUTOFF, lo: float = 0.10, hi: float = 0.50,
                  always_on: Iterable[str] | None = None, model_name: str | None = None,
@@ -453,8 +453,8 @@ class EmbeddingRouter(Router):
             elif gate[nid] >= self.threshold_for(nid, urgent):
                 expanded[nid] = gate[nid]
         expanded.pop(tree.root)
-        if not urgent and TRIAGE_GUARD_ROUTINE in eligible and TRIAGE_GUARD_ROUTINE not in routed:
-            routed.append(TRIAGE_GUARD_ROUTINE)  # the urgency rule: a routine prompt's triage guard
+        if not urgent:  # the urgency rule: a routine prompt's reply-side guards
+            routed += [g for g in ROUTINE_GUARDS if g in eligible and g not in routed]
         if self.critical_threshold is not None:  # the safety net: critical leaves on their own match
             routed_set = set(routed)
             routed += [lid for lid in self.critical_leaves if lid in eligible and lid not in routed_set
