@@ -12,7 +12,7 @@ from rt_fakes import FakeJudge
 
 from reward.judge.templates import URGENCY
 from reward.router import LLMTreeRouter
-from reward.router.base import DEFAULT_ALWAYS_ON, MAX_FORCED, TRIAGE_GUARD_ROUTINE, as_conversation
+from reward.router.base import DEFAULT_ALWAYS_ON, MAX_FORCED, ROUTINE_GUARDS, TRIAGE_GUARD_ROUTINE, as_conversation
 from reward.scoring.variants import RULE_REASONS, effective_weights
 from reward.tree import load_tree
 
@@ -36,12 +36,12 @@ def test_forced_set_is_at_most_eight_leaves(tree):
     assert len(forced) <= MAX_FORCED
     assert set(DEFAULT_ALWAYS_ON) <= set(forced)
     assert {"sf_red_flags_missed", "sf_dangerous_advice", "sf_dose_above_maximum"} <= set(forced)
-    assert TRIAGE_GUARD_ROUTINE not in forced
+    assert TRIAGE_GUARD_ROUTINE in ROUTINE_GUARDS and not set(ROUTINE_GUARDS) & set(forced)
     # a routine prompt with nothing relevant gets the forced set and, by the urgency rule, the
-    # routine triage guard (over-escalation of a minor complaint), nothing else
+    # routine guards (over-escalation of a minor complaint, needless questions), nothing else
     r = _route(router, "What is a good resting heart rate?")
-    assert set(r.leaf_ids) == set(forced) | {TRIAGE_GUARD_ROUTINE}
-    assert {a.reason for a in r.active if a.leaf_id != TRIAGE_GUARD_ROUTINE} == {"always_on"}
+    assert set(r.leaf_ids) == set(forced) | set(ROUTINE_GUARDS)
+    assert {a.reason for a in r.active if a.leaf_id not in ROUTINE_GUARDS} == {"always_on"}
 
 
 def test_universal_leaves_are_routed_not_forced(tree):
