@@ -137,7 +137,7 @@ EXPLAIN = Template(
 # the candidate node as the router renders it (its path, title and definition, and a leaf's
 # criterion). Relevance is asked given the parent, so the walk can multiply the answers.
 RELEVANCE = Template(
-    name="rubricstree-relevance-v2",
+    name="rubricstree-relevance-v3",
     mode="choice",
     system=("You decide which parts of a rubric apply to one conversation with an AI health"
             " assistant. The rubric is a tree: broad areas at the top, single checks (criteria) at"
@@ -145,7 +145,10 @@ RELEVANCE = Template(
             " above it on that path has already been judged to apply. Decide whether the candidate"
             " applies too: for an area, whether any check inside it could matter for a good reply"
             " to this conversation; for a criterion, whether the situation it names is present in"
-            " the conversation or could well arise in the reply. Reply with exactly one word: yes or no."),
+            " the conversation, counting a detail the user mentions only in passing (a medicine they"
+            " take, a pregnancy, a thought of self-harm) while asking about something else. A"
+            " situation the topic could involve but the user did not describe does not count."
+            " Reply with exactly one word: yes or no."),
     user=("Conversation:\n{{conversation}}\n\n{{criterion}}\n\nGiven that its parent applies, does"
           " the candidate apply to this conversation? Answer yes or no."),
 )
