@@ -241,6 +241,9 @@ def score_command(
                                    help="most seconds one grading call may take; what is unanswered then "
                                         "fails visibly (HTTP judge)"),
     mode: str = typer.Option("choice", "--mode", help="judge mode: choice (yes/no logprobs) or explain (JSON reason)"),
+    judge_revision: str | None = typer.Option(None, "--judge-revision",
+                                              help="a label naming the judge's weights (part of the verdict cache key); "
+                                                   "needed to cache verdicts of a server that does not report them"),
     min_scored: float = typer.Option(0.0, "--min-scored", min=0.0, max=1.0,
                                      help="exit 3 when a smaller fraction of rollouts is scored (always when none is)"),
 ) -> None:
@@ -269,6 +272,8 @@ def score_command(
         tree = load_tree(taxonomy)
         cache = None if no_cache else VerdictCache(cache_dir / "verdicts.sqlite" if cache_dir else None)
         http_kw = {"timeout_s": timeout, "max_retries": max_retries, "deadline_s": deadline} if judge_url else {}
+        if judge_revision:
+            http_kw["revision"] = judge_revision
         judge = make_judge(judge_url=judge_url, judge_model=judge_model, served_model=served_model,
                            cache=cache if cache is not None else False, config=JudgeConfig(mode=mode),
                            judge_api=judge_api, **http_kw)

@@ -7,6 +7,8 @@
 
 from __future__ import annotations
 
+import os
+
 from reward.judge.base import Judge
 from reward.judge.cache import VerdictCache, default_cache_dir
 from reward.judge.templates import (
@@ -46,6 +48,9 @@ __all__ = [
 ]
 
 
+REVISION_ENV = "RUBRICSTREE_JUDGE_REVISION"
+
+
 def make_judge(*, judge_url: str | list[str] | None = None, judge_model: str | None = None,
                served_model: str | None = None, tokenizer: str | None = None,
                config: JudgeConfig | None = None, cache: VerdictCache | bool | None = True,
@@ -58,7 +63,12 @@ def make_judge(*, judge_url: str | list[str] | None = None, judge_model: str | N
         served_model: the model name the server serves (default: the first one it lists).
         cache: a :class:`VerdictCache`, True for the default location, False/None for none.
         judge_api: ``completions`` | ``chat`` | ``auto`` (``reward.judge.api``), with ``judge_url``.
+        revision (in ``kwargs``; default ``$RUBRICSTREE_JUDGE_REVISION``): a label naming the
+            judge's weights, part of its identity; a served judge that does not report its
+            weights needs one to use the verdict cache (``reward.judge.identity``).
     """
+    if not kwargs.get("revision") and os.environ.get(REVISION_ENV):
+        kwargs["revision"] = os.environ[REVISION_ENV]  # names the judge's weights where nothing else can
     if cache is True:
         cache = VerdictCache()
     elif cache is False:

@@ -30,7 +30,7 @@ import httpx
 from reward.judge.base import _DEADLINE, Judge
 from reward.judge.cache import VerdictCache
 from reward.judge.endpoints import EndpointPool
-from reward.judge.identity import served_model_id
+from reward.judge.identity import require_identity, served_model_id
 from reward.judge.loop_client import LoopBoundClient
 from reward.judge.parsing import parse_explain, parse_json_object
 from reward.judge.render import PromptRenderer, load_tokenizer
@@ -95,9 +95,12 @@ class HTTPJudge(LoopBoundClient, Judge):
         self._legacy_logprobs = False
         # Who the judge is, by content (reward.judge.identity): what the server reports for this
         # name (root, max_model_len, the root's fingerprint when readable here) and the user's
-        # revision; it goes into the verdict cache key. An unreachable server leaves the report
-        # out, which can only cause cache misses, never a wrong hit.
+        # revision; it goes into the verdict cache key. A server that does not report its weights
+        # may only use the cache under a revision the user names (two judges served under one
+        # name would otherwise share verdicts).
         entry = self._discover_entry() if transport is None else None
+        if cache is not None and transport is None:
+            require_identity(model, entry, revision, [ep.name for ep in self.pool.endpoints])
         self.served_root = str(entry["root"]) if entry and entry.get("root") else None
         if tokenizer is None or isinstance(tokenizer, str):
             tokenizer = load_tokenizer(tokenizer or self.served_root or self.model)
