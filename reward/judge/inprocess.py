@@ -20,7 +20,7 @@ from reward._optional import require
 from reward.judge.base import Judge
 from reward.judge.cache import VerdictCache
 from reward.judge.identity import local_model_id
-from reward.judge.limits import context_failure, longest_token_chars, min_tokens
+from reward.judge.limits import answer_budget, context_failure, longest_token_chars, min_tokens
 from reward.judge.parsing import parse_explain, parse_json_object
 from reward.judge.prefix_reuse import common_prefix_len, encode_prefix, group_by_prefix, score_suffixes
 from reward.judge.render import PromptRenderer, load_tokenizer
@@ -74,7 +74,7 @@ class TransformersJudge(Judge):
     async def _grade_one(self, template: Template, item: JudgeItem, ids: list[int]) -> Verdict:
         return (await self._grade_uncached(template, [item]))[0]
 
-    def _within_context(self, template: Template, items: list[JudgeItem], max_new: int, failed):
+    def _within_context(self, template: Template, items: list[JudgeItem], failed):
         """(indices of the items that fit the context, their ids, results with a failure for the
         rest and None for these). Items far too long are refused from their length in characters,
         before they are tokenised (``reward.judge.limits``)."""
@@ -82,11 +82,10 @@ class TransformersJudge(Judge):
         fit, ids = [], []
         for i, it in enumerate(items):
             chars = sum(len(text) for text, _ in template.pieces(it)) + len(template.system)
-            reason = context_failure(min_tokens(chars, self._longest_token), max_new, self.max_model_len,
-                                     at_least=True)
+            reason = context_failure(min_tokens(chars, self._longest_token), self.max_model_len, at_least=True)
             if reason is None:
                 rendered = self.renderer.render_ids(template, it)
-                reason = context_failure(len(rendered), max_new, self.max_model_len)
+                reason = context_failure(len(rendered), self.max_model_len)
             if reason is None:
                 fit.append(i)
                 ids.append(rendered)
@@ -96,8 +95,7 @@ class TransformersJudge(Judge):
 
     async def _grade_uncached(self, template: Template, items: list[JudgeItem], *,
                               on_done=None) -> list[Verdict]:
-        max_new = 1 if template.mode == "choice" else self.config.max_explain_tokens
-        fit, ids, out = self._within_context(template, items, max_new, lambda r: Verdict.failed(r, mode=template.mode))
+        fit, ids, out = self._within_context(template, items, lambda r: Verdict.failed(r, mode=template.mode))
         if fit:
             done = None if on_done is None else (lambda j, v: on_done(fit[j], v))
             for i, v in zip(fit, await self._grade_fitting(template, [items[i] for i in fit], ids, done)):
@@ -228,8 +226,10 @@ class TransformersJudge(Judge):
             temp = max(temperature, 0.7) if attempt else temperature
             kw = {"do_sample": True, "temperature": temp} if temp > 0 else {"do_sample": False}
             with torch.inference_mode():
+                # the answer budget shrinks to what the context has left, as on the server
+                budget = answer_budget(max_tokens, max(len(batch[i]) for i in pending), self.max_model_len)
                 gen = self.model.generate(input_ids=input_ids, attention_mask=mask, pad_token_id=self.pad_id,
-                                          max_new_tokens=max_tokens, **kw)
+                                          max_new_tokens=budget, **kw)
             new = gen[:, input_ids.shape[1]:]
             self.stats.requests += len(pending)
             self.stats.prompt_tokens += sum(len(batch[i]) for i in pending)
@@ -257,7 +257,7 @@ class TransformersJudge(Judge):
     async def _generate_json_uncached(self, template: Template, items: list[JudgeItem], *, constraint: dict,
                                       required: tuple[str, ...], max_tokens: int, attempts: int,
                                       on_done=None) -> list[JSONResult]:
-        fit, ids, out = self._within_context(template, items, max_tokens, JSONResult.failed)
+        fit, ids, out = self._within_context(template, items, JSONResult.failed)
         if not fit:
             return out
         done = None if on_done is None else (lambda j, r: on_done(fit[j], r))

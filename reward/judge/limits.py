@@ -1,8 +1,10 @@
 """The judge's context limit, one rule for every backend.
 
-A vLLM server refuses a request whose prompt tokens plus ``max_tokens`` exceed its
-``max_model_len`` with HTTP 400 ("This model's maximum context length is ..."); the HTTP judge
-records that answer as the item's failure. The in-process judge has no server to refuse for it:
+A vLLM server (0.32, measured) refuses with HTTP 400 a prompt that leaves no room for one answer
+token in its ``max_model_len`` ("This model's maximum context length is ... However, your prompt
+contains N input tokens, which exceeds this limit even without any output tokens"; at exactly
+``max_model_len`` tokens, "max_tokens must be at least 1, got 0"), and shortens ``max_tokens`` to
+what is left for a prompt that fits; the HTTP judge records a 400 as the item's failure. The in-process judge has no server to refuse for it:
 it applies the same rule with the same words (:func:`context_failure`) to its own context
 (``max_position_embeddings`` of the model, or the ``max_model_len`` it is given), before any
 tensor is made, so the two backends fail the same items the same way instead of one grading a
@@ -19,17 +21,28 @@ from __future__ import annotations
 CONTEXT_EXCEEDED = "context_length_exceeded"
 
 
-def context_failure(prompt_tokens: int, max_new_tokens: int, max_model_len: int | None, *,
-                    at_least: bool = False) -> str | None:
-    """The failure reason when ``prompt_tokens + max_new_tokens`` exceed ``max_model_len`` (the
-    server's rule and wording), else None. ``at_least``: the prompt count is a lower bound."""
-    if not max_model_len or prompt_tokens + max_new_tokens <= max_model_len:
+def context_failure(prompt_tokens: int, max_model_len: int | None, *, at_least: bool = False) -> str | None:
+    """The failure reason when a prompt leaves no room for one answer token in the context
+    (``prompt_tokens >= max_model_len``: vLLM's rule), in the server's words; else None.
+    ``at_least``: the prompt count is a lower bound. A prompt that fits but leaves fewer tokens
+    than the answer budget is not refused: the answer budget shrinks to what is left
+    (:func:`answer_budget`), as the server does."""
+    if not max_model_len or prompt_tokens < max_model_len:
         return None
     least = "at least " if at_least else ""
-    return (f"{CONTEXT_EXCEEDED}: This model's maximum context length is {max_model_len} tokens. However, you "
-            f"requested {max_new_tokens} output tokens and your prompt contains {least}{prompt_tokens} input "
-            f"tokens, for a total of {least}{prompt_tokens + max_new_tokens} tokens. Please reduce the length "
-            "of the input prompt or the number of requested output tokens.")
+    why = ("which exceeds this limit even without any output tokens" if prompt_tokens > max_model_len
+           else "which leaves no room for an output token")
+    return (f"{CONTEXT_EXCEEDED}: This model's maximum context length is {max_model_len} tokens. However, your "
+            f"prompt contains {least}{prompt_tokens} input tokens, {why}. Please reduce the length of the "
+            "input prompt.")
+
+
+def answer_budget(max_new_tokens: int, prompt_tokens: int, max_model_len: int | None) -> int:
+    """The answer tokens a prompt of ``prompt_tokens`` may take: ``max_new_tokens``, or what the
+    context has left when that is less (at least 1; :func:`context_failure` refuses the rest)."""
+    if not max_model_len:
+        return max_new_tokens
+    return max(1, min(max_new_tokens, max_model_len - prompt_tokens))
 
 
 def longest_token_chars(tokenizer) -> int:

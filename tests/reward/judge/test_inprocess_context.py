@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 
 from reward.judge import JudgeItem, Message
-from reward.judge.limits import CONTEXT_EXCEEDED, context_failure, min_tokens
+from reward.judge.limits import CONTEXT_EXCEEDED, answer_budget, context_failure, min_tokens
 
 pytestmark = pytest.mark.slow
 CONV = (Message(role="user", content="I have chest pain."),)
@@ -21,11 +21,15 @@ def _item(response: str, k: int = 0) -> JudgeItem:
     return JudgeItem(conversation=CONV, response=response, criterion=f"Advises calling emergency services {k}.")
 
 
-def test_the_rule_is_prompt_plus_answer_within_the_context():
-    assert context_failure(4095, 1, 4096) is None
-    reason = context_failure(4096, 1, 4096)
+def test_the_rule_is_the_servers_room_for_one_answer_token():
+    """vLLM 0.32 answers a prompt of max_model_len - 1 tokens (max_tokens shortened to what is
+    left) and refuses max_model_len tokens or more with HTTP 400 (measured on the test server)."""
+    assert context_failure(4095, 4096) is None
+    reason = context_failure(4097, 4096)
     assert reason.startswith(CONTEXT_EXCEEDED) and "maximum context length is 4096 tokens" in reason
-    assert context_failure(10**9, 1, None) is None  # no known context: nothing to check
+    assert "your prompt contains 4097 input tokens, which exceeds this limit even without any output" in reason
+    assert context_failure(4096, 4096) and context_failure(10**9, None) is None  # no known context
+    assert answer_budget(512, 4000, 4096) == 96 and answer_budget(512, 10, 4096) == 512
     assert min_tokens(10_000_000, 50) == 100_000 and min_tokens(10, 0) == 0
 
 
@@ -50,7 +54,7 @@ def test_the_boundary_is_the_servers(judge, tiny_model_dir):
 
     item = _item("Call 911 now.")
     n = len(judge.renderer.render_ids(judge.template, item))
-    fits = TransformersJudge(str(tiny_model_dir), device="cpu", max_model_len=n + 1)  # n prompt + 1 answer
+    fits = TransformersJudge(str(tiny_model_dir), device="cpu", max_model_len=n + 1)  # room for 1 answer token
     assert fits.grade_sync([item])[0].ok
     too_small = TransformersJudge(str(tiny_model_dir), device="cpu", max_model_len=n)
     [v] = too_small.grade_sync([item])
