@@ -50,6 +50,7 @@ import httpx
 from reward.judge.base import Judge, run_staged
 from reward.judge.cache import VerdictCache
 from reward.judge.endpoints import EndpointPool
+from reward.judge.identity import require_identity
 from reward.judge.loop_client import LoopBoundClient
 from reward.judge.parsing import parse_explain, parse_json_object
 from reward.judge.templates import Template
@@ -179,7 +180,11 @@ class ChatJudge(LoopBoundClient, Judge):
         self._init_client_state()
         self.use_response_format = response_format
         host = urlparse(self.pool.endpoints[0].url).netloc
+        self._listed = False  # whether /v1/models lists this model (set by _discover_root)
         self.served_root = self._discover_root() if discover and transport is None else None
+        if cache is not None and discover and transport is None:  # who grades must be known to cache
+            require_identity(model, {"id": model} if self._listed else None, revision,
+                             [ep.name for ep in self.pool.endpoints], need_root=False)
         model_id = f"chat:{host}:{model}" + (f"@{self.served_root}" if self.served_root else "")
         model_id += f"!{revision}" if revision else ""  # a hosted model's name is all it reports
         super().__init__(None, model_id=model_id, config=config, cache=cache, concurrency=concurrency)
@@ -197,8 +202,10 @@ class ChatJudge(LoopBoundClient, Judge):
             try:
                 data = httpx.get(f"{ep.url}/models", headers=self._headers, timeout=10).json()
                 for m in data.get("data", []):
-                    if m.get("id") == self.model and m.get("root"):
-                        return str(m["root"])
+                    if m.get("id") == self.model:
+                        self._listed = True
+                        if m.get("root"):
+                            return str(m["root"])
             except (httpx.HTTPError, ValueError, AttributeError):
                 continue
         return None

@@ -227,14 +227,18 @@ def identity_established(entry: Mapping[str, Any] | None) -> bool:
     return bool(entry and entry.get("root"))
 
 
-def require_identity(model: str, entry: Mapping[str, Any] | None, revision: str | None, urls: list[str]) -> None:
+def require_identity(model: str, entry: Mapping[str, Any] | None, revision: str | None, urls: list[str], *,
+                     need_root: bool = True) -> None:
     """Refuse a verdict cache for a served judge whose identity cannot be established.
 
+    ``need_root``: the token-id backend (vLLM) needs the ``root`` naming the weights; the chat
+    backend (hosted graders name their models by dated ids) needs the model listed at all.
+
     Raises:
-        InputError: ``/v1/models`` gave no entry with a ``root`` for ``model`` and no revision
+        InputError: ``/v1/models`` gave no entry (with a ``root``) for ``model`` and no revision
             was named (two judges served under one name would share verdicts).
     """
-    if identity_established(entry) or revision:
+    if revision or (identity_established(entry) if need_root else bool(entry)):
         return
     why = ("gave no /v1/models entry for it (no answer at start-up, or another name)" if entry is None
            else "lists it without the 'root' that names its weights")

@@ -187,3 +187,16 @@ def test_served_judge_is_named_by_the_full_hash_of_its_weights(judge_url, tmp_pa
     if not Path(root).exists():
         pytest.skip("the served weights are not readable here")
     assert f"#{model_fingerprint(root)}" in judge.model_id
+
+
+def test_chat_judge_not_listed_by_its_server_is_refused_for_caching(tmp_path, rootless_server):
+    """The chat backend: a hosted grader is named by its listed (dated) model id; a server that
+    does not list the model (or does not answer) needs a revision to cache."""
+    from reward.judge.chat import ChatJudge
+
+    cache = VerdictCache(tmp_path / "v.sqlite")
+    assert ChatJudge(rootless_server, "judge", cache=cache).cache is cache  # listed: a known name
+    for url in (rootless_server, f"http://127.0.0.1:{_free_port()}/v1"):
+        with pytest.raises(InputError, match="revision"):
+            ChatJudge(url, "another-grader", cache=cache)
+        assert ChatJudge(url, "another-grader", cache=cache, revision="r1").model_id.endswith("!r1")
