@@ -99,11 +99,11 @@ class HTTPJudge(LoopBoundClient, Judge):
         # may only use the cache under a revision the user names (two judges served under one
         # name would otherwise share verdicts).
         entry = self._discover_entry() if transport is None else None
-        if cache is not None and transport is None:
-            require_identity(model, entry, revision, [ep.name for ep in self.pool.endpoints])
         self.served_root = str(entry["root"]) if entry and entry.get("root") else None
         if tokenizer is None or isinstance(tokenizer, str):
             tokenizer = load_tokenizer(tokenizer or self.served_root or self.model)
+        if cache is not None and transport is None:
+            require_identity(model, entry, revision, [ep.name for ep in self.pool.endpoints])
         model_id = served_model_id(model, entry, revision)
         block = (config or JudgeConfig()).prefix_block
         super().__init__(PromptRenderer(tokenizer, block_size=block), model_id=model_id, config=config,
