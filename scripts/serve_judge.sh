@@ -106,7 +106,7 @@ for _ in $(seq 1 "$WAIT_S"); do
     if ! kill -0 "$PID" 2>/dev/null; then
       echo "serve_judge.sh: the server exited; $URL answers for another process" >&2; give_up; exit 1
     fi
-    if ! printf '%s' "$MODELS" | grep -q "\"id\": *\"$NAME\""; then
+    if ! grep -q "\"id\": *\"$NAME\"" <<<"$MODELS"; then  # a here-string: no pipe to die of SIGPIPE
       echo "serve_judge.sh: $URL does not serve '$NAME' (it lists: $MODELS)" >&2
       give_up; exit 1
     fi
