@@ -53,26 +53,23 @@ import argparse
 import asyncio
 import json
 import random
-import re
 import secrets
 import sys
 import time
-from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 if __package__ in (None, ""):  # run as a script: make the repository importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import httpx
 
+from benchmarks.judge_cost_bounds import WATCHED, lower_bound, read_metrics, reset_prefix_cache
 from benchmarks.rubric_batch import grade_rubric_batch, rubric_batch_template
-from reward.judge import CHOICE, JudgeConfig, JudgeItem, Message, Template, make_judge
-from reward.judge.base import stage_by_prefix
+from reward.judge import CHOICE, JudgeConfig, JudgeItem, Message, Template
 from reward.judge.http import HTTPJudge
 from reward.judge.render import PromptRenderer
+from reward.judge.settings import add_judge_arguments, settings_from_args
 from reward.judge.types import Verdict
-from reward.serving import server_root
 
 # =============================================================================== workload
 # Four clinical situations written for this benchmark (benchmarks/data/judge_cost_scenarios.jsonl).
@@ -233,119 +230,6 @@ class ReferenceStyleJudge(HTTPJudge):
         return list(await asyncio.gather(*(self._grade_one(template, it, x) for it, x in zip(items, ids))))
 
 
-# =============================================================================== server metrics
-_METRIC = re.compile(r"^(vllm:[a-z_]+)(\{[^}]*\})?\s+([0-9.eE+-]+)$")
-WATCHED = ("vllm:prefix_cache_queries_total", "vllm:prefix_cache_hits_total",
-           "vllm:prompt_tokens_total", "vllm:generation_tokens_total")
-
-
-def read_metrics(url: str) -> tuple[dict[str, float] | None, int | None]:
-    """The watched counters (summed over label sets) and the KV cache block size, if exposed."""
-    try:
-        text = httpx.get(f"{server_root(url)}/metrics", timeout=10).text
-    except httpx.HTTPError:
-        return None, None
-    out = dict.fromkeys(WATCHED, 0.0)
-    block = None
-    for line in text.splitlines():
-        m = _METRIC.match(line.strip())
-        if not m:
-            continue
-        name, labels, value = m.groups()
-        if name in out:
-            out[name] += float(value)
-        elif name == "vllm:cache_config_info" and labels:
-            b = re.search(r'\bblock_size="(\d+)"', labels)
-            block = int(b.group(1)) if b else block
-    return out, block
-
-
-def reset_prefix_cache(url: str) -> str:
-    try:
-        r = httpx.post(f"{server_root(url)}/reset_prefix_cache", timeout=30)
-    except httpx.HTTPError as exc:
-        return f"unavailable ({type(exc).__name__})"
-    return "ok" if r.status_code == 200 else f"unavailable (HTTP {r.status_code})"
-
-
-# =============================================================================== lower bound
-def _lcp(a: Sequence[int], b: Sequence[int]) -> int:
-    n = min(len(a), len(b))
-    i = 0
-    while i < n and a[i] == b[i]:
-        i += 1
-    return i
-
-
-def trie_size(seqs: Sequence[Sequence[int]]) -> int:
-    """Distinct prefixes of ``seqs`` (nodes of their token trie): the tokens a perfect
-    token-level prefix cache computes to prefill them all."""
-    s = sorted(tuple(x) for x in seqs)
-    return sum(len(x) - (_lcp(x, s[i - 1]) if i else 0) for i, x in enumerate(s))
-
-
-def block_model(ids: list[list[int]], waves: list[list[int]], block: int) -> int:
-    """Prefill tokens under a cache that reuses only whole blocks: requests of one wave run
-    together (they do not see each other's blocks), waves run in order. vLLM always computes at
-    least a prompt's last token."""
-    seen: set[tuple[int, ...]] = set()
-    total = 0
-    for wave in waves:
-        new: list[tuple[int, ...]] = []
-        for i in wave:
-            x = ids[i]
-            hit = 0
-            while (hit + 1) * block <= len(x) - 1 and tuple(x[: (hit + 1) * block]) in seen:
-                hit += 1
-            total += len(x) - hit * block
-            new += [tuple(x[: (k + 1) * block]) for k in range(len(x) // block)]
-        seen.update(new)
-    return total
-
-
-def lower_bound(renderer, template: Template, items: list[JudgeItem], block: int | None) -> dict:
-    ids = [renderer.render_ids(template, it) for it in items]
-    by_conv: dict[tuple, list[int]] = {}
-    for i, it in enumerate(items):
-        by_conv.setdefault(it.conversation, []).append(i)
-    prefill = sum(trie_size([ids[i] for i in idx]) for idx in by_conv.values())
-    # the parts, for the report: the conversation prefix (instructions + conversation, the ids
-    # before the response), each response segment, each criterion segment (the ids after the
-    # response's fence), found structurally by rendering with a stand-in response / criterion
-    conv_tok = resp_tok = crit_tok = 0
-    for idx in by_conv.values():
-        first = items[idx[0]]
-        conv_len = _lcp(ids[idx[0]], renderer.render_ids(template, first.model_copy(update={"response": "\x01"})))
-        conv_tok += conv_len
-        seen_resp: set[str] = set()
-        for i in idx:
-            it = items[i]
-            resp_len = _lcp(ids[i], renderer.render_ids(template, it.model_copy(update={"criterion": "\x01"})))
-            if it.response not in seen_resp:
-                seen_resp.add(it.response)
-                resp_tok += resp_len - conv_len
-            crit_tok += len(ids[i]) - resp_len
-    out = {
-        "tokens": prefill + len(items),
-        "segments_tokens": conv_tok + resp_tok + crit_tok + len(items),
-        "prefill_tokens": prefill,
-        "decode_tokens": len(items),
-        "conversation_prefix_tokens": conv_tok,
-        "response_segment_tokens": resp_tok,
-        "criterion_segment_tokens": crit_tok,
-        "instructions_shared_tokens": trie_size(ids) + len(items),
-        "conversations": len(by_conv),
-        "responses": len({(it.conversation, it.response) for it in items}),
-        "items": len(items),
-    }
-    if block:
-        plans = stage_by_prefix(items)
-        waves = [[i for plan in plans for i in plan[k]] for k in range(3)]
-        out["block_size"] = block
-        out["block_model_tokens"] = block_model(ids, waves, block) + len(items)
-    return out
-
-
 # =============================================================================== running
 async def run_mode(judge: HTTPJudge, template: Template, items: list[JudgeItem], url: str, grade=None) -> dict:
     """Grade ``items`` once (``grade(judge, template, items)`` or ``judge.grade``) and report costs."""
@@ -392,19 +276,18 @@ def _ratio(a: float, b: float) -> float | None:
 
 async def benchmark(args) -> dict:
     items = build_workload(args.rollouts, args.criteria, group_size=args.group_size, seed=args.seed)
-    common = {"timeout_s": args.timeout_s, "max_retries": args.max_retries}
-    choice = make_judge(judge_url=args.judge_url, served_model=args.model, tokenizer=args.tokenizer,
-                        config=JudgeConfig(mode="choice"), cache=False, concurrency=args.concurrency, **common)
+    settings = settings_from_args(args, mode="choice", cache=False)
+    common = {"timeout_s": settings.timeout_s, "max_retries": settings.max_retries}
+    choice = settings.build()
     renderer = choice.renderer
-    reference = ReferenceStyleJudge(args.judge_url, choice.model, tokenizer=renderer.tokenizer,
+    reference = ReferenceStyleJudge(settings.url, choice.model, tokenizer=renderer.tokenizer,
                                     config=JudgeConfig(mode="explain", max_explain_tokens=256, explain_attempts=1),
-                                    cache=None, concurrency=max(args.concurrency, len(items)), **common)
-    rubric = make_judge(judge_url=args.judge_url, served_model=args.model, tokenizer=renderer.tokenizer,
-                        config=JudgeConfig(mode="explain"), cache=False, concurrency=args.concurrency, **common)
+                                    cache=None, concurrency=max(settings.concurrency, len(items)), **common)
+    rubric = settings.model_copy(update={"mode": "explain"}).build(tokenizer=renderer.tokenizer)
     run_id = secrets.token_hex(4)
     t_choice, t_ref = choice_template(f"{run_id}c"), reference_template(f"{run_id}r")
     t_rubric = rubric_batch_template(f"{run_id}b", _nonce_line(f"{run_id}b"))
-    _, block = read_metrics(args.judge_url)
+    _, block = read_metrics(settings.url)
     block = block or args.block_size
     tok = renderer.tokenizer
 
@@ -437,7 +320,7 @@ async def benchmark(args) -> dict:
     if args.reference_first:
         order = order[1:2] + order[:1] + order[2:]
     for name, judge, template, grade in order:
-        modes[name] = await run_mode(judge, template, items, args.judge_url, grade)
+        modes[name] = await run_mode(judge, template, items, settings.url, grade)
     c = modes["choice"]
     bound["choice_over_bound"] = _ratio(c["computed_tokens"], bound["tokens"])
     bound["unpadded_tokens"] = unpadded["tokens"]
@@ -496,21 +379,19 @@ def print_table(res: dict) -> None:
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--judge-url", required=True, help="vLLM server base URL")
-    p.add_argument("--model", default=None, help="served model name (default: the first the server lists)")
-    p.add_argument("--tokenizer", default=None, help="tokenizer path (default: the server's model root)")
     p.add_argument("--rollouts", type=int, default=16)
     p.add_argument("--criteria", type=int, default=12)
     p.add_argument("--group-size", type=int, default=4, help="rollouts per prompt (a GRPO group)")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--concurrency", type=int, default=64, help="choice mode's request cap (reference sends all at once)")
-    p.add_argument("--timeout-s", type=float, default=600.0)
-    p.add_argument("--max-retries", type=int, default=1)
     p.add_argument("--block-size", type=int, default=None, help="KV block size if /metrics does not say")
     p.add_argument("--reference-first", action="store_true", help="run reference-style grading first")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of tables")
     p.add_argument("--json-out", default=None, help="also write the JSON object to this file")
-    return p.parse_args(argv)
+    add_judge_arguments(p, defaults={"timeout_s": 600.0, "max_retries": 1})  # --judge-concurrency: choice mode's cap
+    args = p.parse_args(argv)
+    if not args.judge__url:
+        p.error("--judge-url is required (a vLLM server)")
+    return args
 
 
 def main(argv: list[str] | None = None) -> int:

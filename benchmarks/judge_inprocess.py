@@ -14,7 +14,7 @@ One model is loaded once and every mode grades the same items in the same run:
   (``rubric_batch.py``; in process the grammar is not enforced, so a weak model loses more).
 
 Workloads: ``demo`` (default) is what ``rubricstree demo`` grades: the bundled demo rollouts,
-routed by the embedding router, every active leaf and rubric item of each rollout (390 items);
+routed by the embedding router, every active leaf and rubric item of each rollout (the count is printed);
 ``synthetic`` is ``judge_cost.py``'s workload (``--rollouts`` x ``--criteria``).
 
 Models: ``--size demo`` (default) is the demo's tiny random-weight Qwen3; other sizes build a
@@ -84,13 +84,14 @@ def demo_items(model_dir: Path) -> list:
     """The judge items ``rubricstree demo`` grades: RubricReward over the bundled rollouts with
     the embedding router, its grade call recorded instead of run."""
     from reward.demo import demo_rollouts_path
-    from reward.judge import Verdict, make_judge
+    from reward.judge import Verdict
+    from reward.judge.settings import JudgeSettings
     from reward.router import make_router
     from reward.stages.rubric_reward import RubricReward, load_rollouts
     from reward.tree import load_tree
 
     tree = load_tree()
-    judge = make_judge(judge_model=str(model_dir), cache=False)
+    judge = JudgeSettings(model=str(model_dir), cache=False).build()
     seen: list = []
 
     async def record(items, *_, **__):

@@ -32,7 +32,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout without installing
 
 from reward.demo import demo_rollouts_path
-from reward.judge import make_judge
+from reward.judge.settings import add_judge_arguments, settings_from_args
 from reward.router import LLMTreeRouter
 from reward.stages.rubric_reward import Rollout, RubricReward, load_rollouts
 from reward.tree import load_tree
@@ -129,9 +129,6 @@ def plot(rows: list[dict], path: str) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--judge-url", help="vLLM endpoint(s), comma-separated")
-    ap.add_argument("--judge-model", help="in-process model path (or the tokenizer for --judge-url)")
-    ap.add_argument("--served-model", help="model name on the server")
     ap.add_argument("--taxonomy", help="taxonomy YAML (default: the packaged one)")
     ap.add_argument("--prompts", type=int, default=4, help="distinct prompts (from the bundled demo rows)")
     ap.add_argument("--sizes", default="1,2,4,8,16", help="rollouts per prompt, comma-separated")
@@ -142,7 +139,9 @@ def main(argv: list[str] | None = None) -> int:
                     help="answer the routing questions from the embedding router's relevance (no judge model)")
     ap.add_argument("--json", action="store_true", help="print JSON instead of a table")
     ap.add_argument("--plot", help="also write a PNG of judge calls per prompt against rollouts per prompt")
+    add_judge_arguments(ap)
     args = ap.parse_args(argv)
+    settings = settings_from_args(args, cache=False)
 
     tree = load_tree(args.taxonomy)
     demo = load_rollouts(demo_rollouts_path())
@@ -158,10 +157,9 @@ def main(argv: list[str] | None = None) -> int:
 
         judge = EmbeddingRelevanceJudge(EmbeddingRouter(tree))
     else:
-        if not (args.judge_url or args.judge_model):
+        if not (settings.url or settings.model):
             ap.error("give --judge-url or --judge-model (or --oracle embedding)")
-        judge = make_judge(judge_url=args.judge_url, judge_model=args.judge_model,
-                           served_model=args.served_model, cache=False)
+        judge = settings.build()
 
     async def run():
         try:

@@ -12,8 +12,8 @@ so one config line means one thing everywhere, without making omegaconf a depend
 
 An expression that is the whole value gives the value itself (None stays None); inside a longer
 string it is substituted as text. Other ``${...}`` (OmegaConf node references such as
-``${trainer.project_name}``) are left alone. The shell form ``${VAR:-default}`` of older configs
-is still read (an empty default is None), but the shipped configs use only ``oc.env``.
+``${trainer.project_name}``) are left alone. The shell form ``${VAR:-default}`` is refused with an
+error that shows the ``oc.env`` spelling (OmegaConf would not read it either).
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from reward.errors import InputError
 __all__ = ["expand_env", "resolve_env_string"]
 
 _OC_ENV = re.compile(r"\$\{oc\.env:\s*([A-Za-z_][A-Za-z0-9_]*)\s*(?:,([^}]*))?\}")
-_SHELL = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
+_SHELL = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*):-([^}]*)\}")
 _UNSET = object()
 
 
@@ -56,18 +56,15 @@ def resolve_env_string(value: str, *, where: str = "") -> Any:
     m = _OC_ENV.fullmatch(value.strip())
     if m:
         return _lookup(m.group(1), _oc_default(m.group(2)), where)
-    m = _SHELL.fullmatch(value.strip())
+    m = _SHELL.search(value)
     if m:
-        got = _lookup(m.group(1), _UNSET if m.group(2) is None else m.group(2), where)
-        return None if got == "" and m.group(2) == "" else got
+        raise InputError(f"'{m.group(0)}' is the shell form; write ${{oc.env:{m.group(1)},{m.group(2) or 'null'}}}",
+                         field=where or None)
 
     def oc(m: re.Match) -> str:
         return str(_lookup(m.group(1), _oc_default(m.group(2)), where))
 
-    def shell(m: re.Match) -> str:
-        return str(_lookup(m.group(1), _UNSET if m.group(2) is None else m.group(2), where))
-
-    return _SHELL.sub(shell, _OC_ENV.sub(oc, value))
+    return _OC_ENV.sub(oc, value)
 
 
 def expand_env(value: Any, *, where: str = "") -> Any:

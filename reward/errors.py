@@ -39,5 +39,28 @@ class JudgeError(RubricsTreeError, RuntimeError):
     """A judge call failed after its retries and the caller asked to stop on failure."""
 
 
+class JudgeStopped(JudgeError):
+    """The run stopped because no judge answer can come in time; what was graded is kept.
+    ``exit_code`` is the command line's exit status for it."""
+
+    exit_code = 4
+
+
+class JudgeDeadlineError(JudgeStopped):
+    """The run's judge deadline passed (``--deadline``)."""
+
+    exit_code = 4
+
+
+class JudgeUnavailableError(JudgeStopped):
+    """The circuit breaker opened: every judge endpoint left many requests in a row unanswered."""
+
+    exit_code = 5
+
+
 class MissingDependencyError(RubricsTreeError, ImportError):
     """An optional package is needed for this feature; the message says what to install."""
+
+
+class ModelNotFoundError(RubricsTreeError, FileNotFoundError):
+    """A model path names nothing on disk (said at once, before any model library is imported)."""

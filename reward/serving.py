@@ -26,6 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 __all__ = [
     "GENERATE_API_KEY_ENV",
+    "UnreachableServerError",
     "JUDGE_API_KEY_ENV",
     "NO_RETRY_STATUSES",
     "RetryPolicy",
@@ -93,6 +94,11 @@ def auth_headers(env: str) -> dict[str, str]:
     return {"Authorization": f"Bearer {key}"} if key else {}
 
 
+class UnreachableServerError(ValueError):
+    """No endpoint answered at all (connection refused, DNS, timeout): the URL is wrong or nothing
+    runs there. A ``ValueError``, as every bad judge setting is."""
+
+
 def list_models(urls: str | Iterable[str], *, api_key_env: str = JUDGE_API_KEY_ENV,
                 timeout_s: float = 10.0, transport: Any = None) -> list[dict[str, Any]]:
     """The ``data`` of ``GET /v1/models`` from the first endpoint that answers with a non-empty
@@ -103,7 +109,7 @@ def list_models(urls: str | Iterable[str], *, api_key_env: str = JUDGE_API_KEY_E
     """
     import httpx
 
-    errors = []
+    errors, unreachable = [], 0
     headers = auth_headers(api_key_env)
     with httpx.Client(timeout=timeout_s, headers=headers, transport=transport) as client:
         for base in split_urls(urls):
@@ -113,7 +119,10 @@ def list_models(urls: str | Iterable[str], *, api_key_env: str = JUDGE_API_KEY_E
                     raise ValueError("the server lists no model")
                 return [m for m in data if isinstance(m, dict)]
             except (httpx.HTTPError, KeyError, TypeError, ValueError) as exc:
+                unreachable += isinstance(exc, (httpx.ConnectError, httpx.ConnectTimeout))
                 errors.append(f"{redact_url(base)}: {type(exc).__name__}: {exc}".replace(base, redact_url(base)))
+    if errors and unreachable == len(errors):
+        raise UnreachableServerError(f"no server answers at {'; '.join(errors)}: is it running, and is the URL right?")
     raise ValueError(f"cannot list the served models ({'; '.join(errors)})")
 
 
@@ -126,6 +135,8 @@ def first_served_model(urls: str | Iterable[str], *, api_key_env: str = JUDGE_AP
     """
     try:
         return str(list_models(urls, api_key_env=api_key_env, transport=transport)[0]["id"])
+    except UnreachableServerError:
+        raise
     except (KeyError, ValueError) as exc:
         raise ValueError(f"{exc}; pass the served model name") from exc
 

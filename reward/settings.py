@@ -17,70 +17,14 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-__all__ = ["ErrorRubricSettings", "JudgeSettings", "MCQRuleSettings", "RubricRewardSettings",
+from reward.judge.settings import JudgeSettings
+
+__all__ = ["ErrorRubricSettings", "JudgeSettings", "RubricRewardSettings",
            "RubricScoringSettings", "StageRewardSettings"]
 
 
 class _Settings(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class JudgeSettings(_Settings):
-    """How to build a judge: a vLLM server (``url``) or a model in this process.
-
-    With ``url`` the judge is remote and ``model`` is never its tokenizer (configs default
-    ``model`` to what ``scripts/train.sh`` would serve, which need not be what a given server
-    runs); set ``tokenizer`` for that. Without ``url``, ``model`` runs in process unless
-    ``in_process`` is false (then a launcher such as ``scripts/train.sh`` serves it first).
-    """
-
-    url: str | None = Field(None, description="vLLM endpoint(s), comma-separated, with or without /v1")
-    model: str | None = Field(None, description="judge model: loaded in process (in_process, or no url), or the "
-                                                "model scripts/train.sh serves when no url is given")
-    served_model: str | None = Field(None, description="the name the server serves (default: the first it lists)")
-    tokenizer: str | None = Field(None, description="with a url: the judge's tokenizer (default: the model root "
-                                                    "the server reports)")
-    mode: Literal["choice", "explain"] = Field("choice", description="choice: yes/no by logprobs; explain: a "
-                                                                     "short reason before the verdict")
-    temperature: float = Field(0.0, ge=0.0, description="sampling temperature of generated (JSON) answers")
-    cache: bool | str = Field(True, description="true: the default verdict cache; a path: that cache; false: none")
-    concurrency: int = Field(64, ge=1, description="most judge requests in flight (HTTP judge)")
-    timeout_s: float = Field(120.0, gt=0, description="seconds before one judge request times out (HTTP judge)")
-    max_retries: int = Field(4, ge=0, description="retries of a failed judge request (HTTP judge)")
-    revision: str | None = Field(None, description="a label naming the judge's weights beyond what the server "
-                                                   "reports (part of the verdict cache key)")
-    deadline_s: float | None = Field(900.0, gt=0, description="most seconds one grading call may take (HTTP judge); "
-                                                              "what is unanswered then fails visibly")
-    in_process: bool | None = Field(None, description="true: run the judge model in this process (no server); "
-                                                      "null: in process when only model is given")
-
-    def resolved(self) -> JudgeSettings:
-        """The judge actually built: in process (``url`` dropped) or remote (``model`` dropped)."""
-        if self.in_process or (self.in_process is None and not self.url and self.model):
-            return self.model_copy(update={"url": None, "in_process": True})
-        return self.model_copy(update={"model": None})
-
-    def build(self):
-        """A live judge (``reward.judge.make_judge``)."""
-        from reward.judge import JudgeConfig, VerdictCache, make_judge
-
-        s = self.resolved()
-        cache = VerdictCache(s.cache) if isinstance(s.cache, str) else s.cache
-        config = JudgeConfig(mode=s.mode, temperature=s.temperature)
-        kw: dict[str, Any] = {}
-        if s.url:
-            kw = {"concurrency": s.concurrency, "timeout_s": s.timeout_s, "max_retries": s.max_retries,
-                  "deadline_s": s.deadline_s}
-        if s.revision:
-            kw["revision"] = s.revision
-        return make_judge(judge_url=s.url, judge_model=s.model, served_model=s.served_model,
-                          tokenizer=s.tokenizer, config=config, cache=cache, **kw)
-
-
-class MCQRuleSettings(_Settings):
-    """Stage 1: the multiple-choice rule reward (1 for the key, else 0)."""
-
-    name: str = Field("mcq_rule", description="metric key of the reward")
 
 
 class ErrorRubricSettings(_Settings):
@@ -118,7 +62,7 @@ class RubricScoringSettings(_Settings):
         "both", description="tree leaves and row items / tree only / row items only (the paper's stage 3)")
     scoring: Literal["hard", "soft"] = Field("hard", description="judge yes/no or p_yes")
     combine: Literal["tree", "points", "mean"] = Field("tree", description="the reward when both scores exist")
-    scoring_variant: Literal["paper", "penalty", "active", "penalty+active"] | None = Field(
+    scoring_variant: Literal["paper", "penalty", "active", "penalty+active", "severity"] | None = Field(
         None, description="tree score variant (reward.scoring.variants); null: the default one")
     grade: Literal["answer", "full"] = Field(
         "answer", description="stage 3 / rubricstree score: answer: the judge sees the text after </think>; "
@@ -129,6 +73,9 @@ class RubricScoringSettings(_Settings):
     format_failure_score: float | None = Field(
         0.0, description="score of an unclosed <think> (no final answer), counted as format_failures; "
                          "null: unscored")
+    applicability: bool = Field(
+        False, description="decide once per prompt which routed conditional leaves apply; the others are "
+                           "not graded or scored (reward.router.applicability, docs/scoring.md)")
 
 
 class RubricRewardSettings(RubricScoringSettings):

@@ -56,7 +56,13 @@ def clean_surrogates(obj: Any) -> Any:
 
 def load_yaml(path: str | Path) -> Any:
     """A YAML file (safe loader) read through :func:`read_text`; a mapping that repeats a key is
-    refused with its line (YAML would silently keep the last value)."""
+    refused with its line (YAML would silently keep the last value). Every YAML input of the
+    package is read here or by :func:`parse_yaml`."""
+    return parse_yaml(read_text(path), where=str(path))
+
+
+def parse_yaml(text: str, *, where: str = "<text>") -> Any:
+    """YAML text with the safe loader, refusing a repeated key (``where`` names the source)."""
     import yaml
 
     class _UniqueKeys(yaml.SafeLoader):
@@ -67,10 +73,10 @@ def load_yaml(path: str | Path) -> Any:
         for key_node, _ in node.value:
             key = loader.construct_object(key_node, deep=True)
             if isinstance(key, (str, int, float, bool)) and key in seen:
-                raise InputError(f"duplicate key {key!r}", file=str(path), record=f"line {key_node.start_mark.line + 1}")
+                raise InputError(f"duplicate key {key!r}", file=where, record=f"line {key_node.start_mark.line + 1}")
             if isinstance(key, (str, int, float, bool)):
                 seen.add(key)
         return loader.construct_mapping(node, deep=True)
 
     _UniqueKeys.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, mapping)
-    return yaml.load(read_text(path), Loader=_UniqueKeys)
+    return yaml.load(text, Loader=_UniqueKeys)

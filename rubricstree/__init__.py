@@ -14,6 +14,7 @@ from rubricstree import metaeval as metaeval_cli
 from rubricstree import train as train_cli
 from rubricstree.demo import demo_command  # light: heavy imports are inside
 from rubricstree.errors import SafeGroup
+from rubricstree.inspector import inspect_command
 from rubricstree.score import score_command
 from rubricstree.stress import stress_command
 
@@ -42,6 +43,7 @@ app.add_typer(cache.app, name="cache", help="Prune the durable verdict/routing c
 app.command("score")(score_command)
 app.command("demo")(demo_command)
 app.command("stress")(stress_command)
+app.command("inspect")(inspect_command)
 
 
 def main() -> None:

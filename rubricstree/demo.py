@@ -4,8 +4,11 @@ It builds the tiny random-weight Qwen3 (cached in ``DIR/tiny-model``), loads the
 taxonomy and our own demo rollouts (``reward/data/demo_rollouts.jsonl``: invented conversations,
 a good and a poor completion each, with HealthBench-style rubric items), routes each prompt with
 the embedding router, grades with the in-process judge on the tiny model, and writes
-``DIR/scores.jsonl`` and ``DIR/report.md``. The judge is random, so the scores mean nothing; every
-step they pass through is the real one.
+``DIR/scores.jsonl`` and ``DIR/report.md``. The judge is random, so those scores mean nothing: that
+part checks the wiring (every step they pass through is the real one). Then it shows the reward
+working without a model (``rubricstree.demo_reward``): the oracle stress table on the bundled
+labelled cases and one case's per-leaf breakdown of a good and a harmful reply (``DIR/reward.md``).
+With ``--json`` it prints ``{"wiring": ..., "reward": ...}``.
 """
 
 from __future__ import annotations
@@ -27,7 +30,8 @@ NOTE = ("The judge here is a tiny model with random weights, built on this machi
 def run_demo(out: Path, *, router: str = "embedding", scoring: str = "soft", progress: bool = True) -> dict:
     """Build (or reuse) the tiny model, score the demo rollouts into ``out``; return the summary."""
     from reward._optional import require
-    from reward.judge import VerdictCache, make_judge
+    from reward.judge import VerdictCache
+    from reward.judge.settings import JudgeSettings
     from reward.stages.rubric_reward import RubricReward, load_rollouts
     from reward.tree import load_tree
     from rubricstree.score import build_router, run_scoring
@@ -45,15 +49,21 @@ def run_demo(out: Path, *, router: str = "embedding", scoring: str = "soft", pro
     rows = load_rollouts(demo_rollouts_path())
     tree = load_tree()
     # The demo keeps its cache next to its outputs: a rerun is free and the user's cache is untouched.
-    judge = make_judge(judge_model=str(model_dir), cache=VerdictCache(out / "cache" / "verdicts.sqlite"))
+    judge = JudgeSettings(model=str(model_dir)).build(cache=VerdictCache(out / "cache" / "verdicts.sqlite"))
     rt = build_router(router, tree, judge)
     reward = RubricReward(tree, rt, judge, scoring=scoring, combine="mean")
     meta = {"rollouts": f"{DEMO_ROLLOUTS} (bundled, our own invented conversations)",
             "taxonomy": f"{tree.name} ({len(tree.leaves)} leaves)", "router": router,
             "judge": f"{judge.model_id} (tiny random-weight Qwen3, in-process)", "scoring": scoring,
             "combine": "mean (tree score and the rows' rubric points)"}
-    return asyncio.run(run_scoring(rollouts=rows, reward=reward, judge=judge, out=out / "scores.jsonl",
-                                   report=out / "report.md", meta=meta, progress=progress, note=NOTE))
+    summary = asyncio.run(run_scoring(rollouts=rows, reward=reward, judge=judge, out=out / "scores.jsonl",
+                                      report=out / "report.md", meta=meta, progress=progress, note=NOTE))
+    # the reward itself, on labelled cases with oracle verdicts (no model): embedding routing
+    from rubricstree.demo_reward import run_oracle_demo, write_oracle_demo
+
+    oracle = run_oracle_demo(tree, rt if router == "embedding" else build_router("embedding", tree, None))
+    write_oracle_demo(oracle, out)
+    return {"wiring": summary, "reward": oracle}
 
 
 def demo_command(
@@ -61,16 +71,26 @@ def demo_command(
     router: str = typer.Option("embedding", "--router", help="embedding, llm (the tiny judge walks the tree) or static"),
     as_json: bool = typer.Option(False, "--json", help="print the summary as one JSON line"),
 ) -> None:
-    """Score bundled demo rollouts with the tiny local model: the real pipeline, no download."""
+    """The tiny local judge on bundled rollouts (wiring), then the reward on labelled cases; no download."""
     from rubricstree.score import print_summary
 
     try:
         summary = run_demo(out, router=router, progress=not as_json)
+        from training.inspector import write_inspector  # the page that shows why each rollout scored what it did
+
+        page = write_inspector(out / "scores.jsonl", out, rollouts=demo_rollouts_path(), note=NOTE)
     except RubricsTreeError as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from exc
     if as_json:
         typer.echo(json.dumps(summary))
         return
-    print_summary(summary, title="RubricsTree demo (random tiny judge: scores are meaningless)")
-    typer.echo(f"scores: {out / 'scores.jsonl'}\nreport: {out / 'report.md'}")
+    from rubricstree.demo_reward import print_oracle_demo
+
+    print_summary(summary["wiring"], title="1. Wiring: the whole pipeline on the tiny random judge "
+                                           "(its verdicts, so these scores, are meaningless)")
+    typer.echo(f"scores: {out / 'scores.jsonl'}\nreport: {out / 'report.md'}\n")
+    typer.echo("2. The reward: labelled stress cases scored with oracle verdicts (no model)")
+    print_oracle_demo(summary["reward"])
+    typer.echo(f"reward report: {out / 'reward.md'}")
+    typer.echo(f"inspector: {page} (open it in a browser: why each rollout got its reward)")

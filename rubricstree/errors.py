@@ -36,7 +36,7 @@ def bounded(text: str, limit: int = MAX_LINE) -> str:
 def describe(exc: BaseException) -> tuple[str, int]:
     """(message, exit status) for an exception that reached the command line."""
     if isinstance(exc, RubricsTreeError):
-        return str(exc), 2
+        return str(exc), getattr(exc, "exit_code", 2)
     if isinstance(exc, UnicodeError):
         return f"a file is not valid UTF-8 text ({exc}); convert it to UTF-8", 2
     if isinstance(exc, OSError):
@@ -45,6 +45,13 @@ def describe(exc: BaseException) -> tuple[str, int]:
     if isinstance(exc, RecursionError):
         return "an input is nested too deeply to read", 2
     return f"internal error {type(exc).__name__}: {exc} (rerun with --debug for the traceback)", 1
+
+
+def fail(exc: Exception) -> typer.Exit:
+    """Print ``error: <exc>`` and return the exit to raise: 2 (bad input or settings), or the
+    error's own ``exit_code`` (a stopped judge run: 4 deadline, 5 judge unavailable)."""
+    typer.echo(f"error: {exc}", err=True)
+    return typer.Exit(getattr(exc, "exit_code", 2))
 
 
 class SafeGroup(TyperGroup):

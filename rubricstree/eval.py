@@ -14,14 +14,12 @@ from pathlib import Path
 import typer
 
 from reward.errors import RubricsTreeError
+from reward.judge.settings import JudgeSettings
+from rubricstree.errors import fail as _fail
 from rubricstree.guards import check_scored
+from rubricstree.judge_options import judge_options
 
 app = typer.Typer(no_args_is_help=True)
-
-
-def _fail(exc: Exception) -> typer.Exit:
-    typer.echo(f"error: {exc}", err=True)
-    return typer.Exit(2)
 
 
 def _console():
@@ -33,18 +31,27 @@ def _console():
     return Console(width=None if sys.stdout.isatty() else 160)
 
 
+def _check_models(policy: str | None, judge_model: str | None = None) -> None:
+    from reward._optional import require_model
+
+    if policy:
+        require_model(policy, "--model")
+    if judge_model:
+        require_model(judge_model, "--judge-model")
+
+
 def _logging() -> None:
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
 
 
-def _generation(max_new_tokens: int | None, temperature: float, top_p: float, seed: int,
-                thinking: bool | None, benchmark: str = "healthbench"):
-    from training.eval.budgets import default_max_new_tokens
+def _generation(max_new_tokens: int | None, temperature: float | None, top_p: float | None, seed: int,
+                thinking: bool | None, benchmark: str = "healthbench", top_k: int | None = None):
+    from training.eval.budgets import default_max_new_tokens, default_sampling
     from training.generation import GenerationSettings
 
     max_new_tokens = default_max_new_tokens(benchmark, thinking, max_new_tokens)
-    return GenerationSettings(max_new_tokens=max_new_tokens, temperature=temperature, top_p=top_p,
-                              seed=seed, thinking=thinking)
+    return GenerationSettings(max_new_tokens=max_new_tokens, seed=seed, thinking=thinking,
+                              **default_sampling(thinking, temperature, top_p, top_k))
 
 
 def _print_healthbench(m: dict) -> None:
@@ -57,6 +64,13 @@ def _print_healthbench(m: dict) -> None:
     if m["score"] is None:
         console.print(f"[bold red]no example could be scored[/] ({m['n_unscored']} unscored)")
         return
+    from training.eval.comparability import decoding_line
+    from training.eval.headline import baseline_text, headline_text, published_lines
+
+    console.print(f"[bold]HealthBench score: {headline_text(m)}[/]")
+    for line in [baseline_text(m), *published_lines(m), decoding_line(m)]:
+        if line:
+            console.print(line, markup=False, highlight=False)
     table = Table(title=f"HealthBench: {m['model']} ({m['grading']['mode']} grading, judge {m['grading']['judge_model']})")
     for col, just in (("metric", "left"), ("score", "right"), ("bootstrap std", "right"), ("n", "right")):
         table.add_column(col, justify=just, overflow="fold")
@@ -81,6 +95,7 @@ def _print_healthbench(m: dict) -> None:
 
 
 @app.command()
+@judge_options(defaults={"mode": "explain"})
 def healthbench(
     model: str = typer.Option(..., "--model", help="checkpoint path or name; with --generate-url, the served model name"),
     data: str = typer.Option(..., "--data", help="HealthBench JSONL: a path, an http(s) URL, or hard|consensus|full|easy "
@@ -89,42 +104,25 @@ def healthbench(
     out: Path = typer.Option(..., "--out", help="output folder; rerunning the same command resumes"),
     generate_url: str | None = typer.Option(None, "--generate-url", help="OpenAI-compatible server serving the "
                                                "checkpoint (vLLM); default: generate in-process with transformers"),
-    judge_url: str | None = typer.Option(None, "--judge-url", help="judge endpoint(s), comma-separated: vLLM or any "
-                                            "OpenAI-compatible chat API (e.g. https://api.openai.com)"),
-    judge_api: str = typer.Option("auto", "--judge-api", help="completions (vLLM, token ids) | chat (/v1/chat/"
-                                  "completions, hosted graders) | auto (vLLM's /v1/models root -> completions)"),
-    judge_api_key_env: str | None = typer.Option(None, "--judge-api-key-env", help="environment variable with the "
-                                                    "judge's API key (default RUBRICSTREE_JUDGE_API_KEY; OPENAI_API_KEY "
-                                                    "for api.openai.com)"),
-    judge_model: str | None = typer.Option(None, "--judge-model", help="in-process judge model (or, with "
-                                              "--judge-url, the judge's tokenizer)"),
-    served_judge: str | None = typer.Option(None, "--served-judge", help="judge model name on the server "
-                                               "(default: the first it lists)"),
-    grading: str = typer.Option("explain", "--grading", help="explain: JSON verdict with an explanation "
-                                "(official-comparable); choice: one yes/no token (fast)"),
     system_prompt: str = typer.Option("none", "--system-prompt", help="ours | none | handbook:FILE | FILE (the official setting is none)"),
     grader: str = typer.Option("ours", "--grader", help="ours | official (the reference HealthBench grader template, "
                                "fetched at run time and pinned by SHA-256)"),
-    grader_template: Path | None = typer.Option(None, "--grader-template", help="your grader template file "
-                                                   "(placeholders {{conversation}}, {{response}}, {{rubric_item}}, ... "
-                                                   "or the reference <<conversation>>, <<rubric_item>>)"),
     length_adjust: bool = typer.Option(False, "--length-adjust", help="also report the length-adjusted score "
                                        "(coefficient of the detected variant, hard when unknown)"),
     limit: int | None = typer.Option(None, "--limit", min=1, help="evaluate the first N rows only"),
     max_new_tokens: int | None = typer.Option(None, "--max-new-tokens", help="response budget in tokens (default: "
                                                  "16000, the training budget; 2048 with --no-thinking)"),
-    temperature: float = typer.Option(0.0, "--temperature", help="0 = greedy"),
-    top_p: float = typer.Option(1.0, "--top-p"),
+    temperature: float | None = typer.Option(None, "--temperature", help="0 = greedy; default: thinking models' "
+                                                "recommended sampling (0.6) with thinking on or left to the template, "
+                                                "greedy with --no-thinking"),
+    top_p: float | None = typer.Option(None, "--top-p", help="default 0.95 when sampling by default, else 1.0"),
+    top_k: int | None = typer.Option(None, "--top-k", min=1, help="default 20 when sampling by default, else off"),
     seed: int = typer.Option(0, "--seed", help="sampling and bootstrap seed"),
     thinking: bool | None = typer.Option(None, "--thinking/--no-thinking", help="chat template enable_thinking "
                                             "(default: the template's own default)"),
-    judge_max_tokens: int = typer.Option(512, "--judge-max-tokens", help="explain-mode verdict budget"),
+    baseline: Path | None = typer.Option(None, "--baseline", help="an earlier evaluation folder on the same data: "
+                                         "the report adds the difference and its paired 95% bootstrap interval"),
     concurrency: int = typer.Option(32, "--concurrency", help="generation requests in flight (server)"),
-    judge_concurrency: int = typer.Option(64, "--judge-concurrency", help="judge requests in flight (server)"),
-    timeout: float = typer.Option(120.0, "--timeout", min=0.001, help="seconds per judge request (server)"),
-    max_retries: int = typer.Option(4, "--max-retries", min=0, help="retries of a failed judge request (server)"),
-    deadline: float = typer.Option(900.0, "--deadline", min=0.001,
-                                   help="most seconds one grading call may take (server)"),
     min_scored: float = typer.Option(0.0, "--min-scored", min=0.0, max=1.0,
                                      help="exit 3 when a smaller fraction of examples is scored (always when none is)"),
     batch_size: int = typer.Option(8, "--batch-size", help="in-process generation batch size"),
@@ -134,6 +132,7 @@ def healthbench(
     worst: int = typer.Option(10, "--worst", help="lowest-scoring examples shown in the report"),
     wandb: bool = typer.Option(False, "--wandb", help="log metrics to Weights & Biases (offline without an API key)"),
     as_json: bool = typer.Option(False, "--json", help="print metrics.json instead of a table"),
+    judge: JudgeSettings = None,  # the judge options (rubricstree.judge_options); explain mode by default
 ) -> None:
     """Generate with a checkpoint, grade every rubric item with the judge, score like HealthBench.
 
@@ -145,21 +144,17 @@ def healthbench(
 
     _logging()
     try:
+        _check_models(None if generate_url else model, None if judge.url else judge.model)  # at once, before torch is imported
         from training.eval.healthbench import HealthBenchEvalConfig, run_healthbench
 
-        if grading not in ("explain", "choice"):
-            raise RubricsTreeError(f"--grading must be explain or choice, got '{grading}'")
-        if not judge_url and not judge_model:
+        if not judge.url and not judge.model:
             raise RubricsTreeError("give a judge: --judge-url URL (a vLLM server) or --judge-model PATH (in-process)")
         cfg = HealthBenchEvalConfig(
-            model=model, data=data, out=out, generate_url=generate_url, judge_url=judge_url, judge_model=judge_model,
-            served_judge=served_judge, grading=grading, system_prompt=system_prompt, grader=grader,
-            judge_api=judge_api, judge_api_key_env=judge_api_key_env,
-            grader_template=str(grader_template) if grader_template else None, length_adjust=length_adjust,
-            limit=limit, generation=_generation(max_new_tokens, temperature, top_p, seed, thinking),
-            judge_max_tokens=judge_max_tokens, concurrency=concurrency, judge_concurrency=judge_concurrency,
-            batch_size=batch_size, judge_passes=judge_passes, use_cache=cache, seed=seed, worst=worst, wandb=wandb,
-            judge_timeout_s=timeout, judge_max_retries=max_retries, judge_deadline_s=deadline)
+            model=model, data=data, out=out, generate_url=generate_url, judge=judge.model_copy(update={"cache": cache}),
+            system_prompt=system_prompt, grader=grader, length_adjust=length_adjust, limit=limit,
+            generation=_generation(max_new_tokens, temperature, top_p, seed, thinking, top_k=top_k),
+            baseline=str(baseline) if baseline else None, concurrency=concurrency, batch_size=batch_size,
+            judge_passes=judge_passes, seed=seed, worst=worst, wandb=wandb)
         metrics = run_healthbench(cfg)
     except (RubricsTreeError, ValidationError, FileNotFoundError, ValueError) as exc:
         raise _fail(exc) from exc
@@ -182,8 +177,11 @@ def mcq(
     limit: int | None = typer.Option(None, "--limit", min=1, help="evaluate the first N rows only"),
     max_new_tokens: int | None = typer.Option(None, "--max-new-tokens", help="default: 10000 (the training "
                                                  "budget); 1024 with --no-thinking"),
-    temperature: float = typer.Option(0.0, "--temperature", help="0 = greedy"),
-    top_p: float = typer.Option(1.0, "--top-p"),
+    temperature: float | None = typer.Option(None, "--temperature", help="0 = greedy; default: thinking models' "
+                                                "recommended sampling (0.6) with thinking on or left to the template, "
+                                                "greedy with --no-thinking"),
+    top_p: float | None = typer.Option(None, "--top-p", help="default 0.95 when sampling by default, else 1.0"),
+    top_k: int | None = typer.Option(None, "--top-k", min=1, help="default 20 when sampling by default, else off"),
     seed: int = typer.Option(0, "--seed"),
     thinking: bool | None = typer.Option(None, "--thinking/--no-thinking"),
     concurrency: int = typer.Option(32, "--concurrency"),
@@ -197,11 +195,12 @@ def mcq(
 
     _logging()
     try:
+        _check_models(None if generate_url else model)
         from training.eval.mcq import MCQEvalConfig, run_mcq
 
         cfg = MCQEvalConfig(model=model, data=data, out=out, format=fmt, generate_url=generate_url,
                             system_prompt=system_prompt, limit=limit,
-                            generation=_generation(max_new_tokens, temperature, top_p, seed, thinking, "mcq"),
+                            generation=_generation(max_new_tokens, temperature, top_p, seed, thinking, "mcq", top_k),
                             concurrency=concurrency, batch_size=batch_size, wandb=wandb)
         m = run_mcq(cfg)
     except (RubricsTreeError, ValidationError, FileNotFoundError, ValueError) as exc:
@@ -238,7 +237,7 @@ def compare(
     try:
         result = compare_runs(dirs, n_resamples=resamples, seed=seed, length_adjusted=length_adjusted)
         if published or published_file:
-            from training.eval.published import attach_published
+            from training.eval.compare import attach_published
 
             attach_published(result, dirs[0], published_file)
     except RubricsTreeError as exc:

@@ -7,6 +7,9 @@ writing anything, and its (scored, total) counts to :func:`check_scored` at the 
 
 from __future__ import annotations
 
+import re
+from collections import Counter
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 import typer
@@ -57,15 +60,28 @@ def check_distinct_paths(inputs: dict[str, Path | None], outputs: dict[str, Path
         seen[key] = name
 
 
-def check_scored(scored: int, total: int, min_scored: float, what: str = "rollouts") -> None:
-    """Print the scored fraction when part is missing; exit 3 when nothing was scored or less
-    than ``min_scored`` (a fraction) was."""
+_WHERE = re.compile(r"^(leaf \S+|rubric item \d+|item \d+|\S+/(clean|perturbed)): ")
+
+
+def failure_reasons(failures: Iterable[str], top: int = 3) -> list[tuple[str, int]]:
+    """The ``top`` most common failure reasons with their counts, the item they happened to
+    (``leaf X: ``, ``rubric item N: ``) taken off so one cause counts once per occurrence."""
+    counts = Counter(_WHERE.sub("", str(f)).strip() for f in failures if f)
+    return counts.most_common(top)
+
+
+def check_scored(scored: int, total: int, min_scored: float, what: str = "rollouts",
+                 reasons: Sequence[tuple[str, int]] = ()) -> None:
+    """Print the scored fraction when part is missing, with the most common failure ``reasons``
+    (``failure_reasons``); exit 3 when nothing was scored or less than ``min_scored`` (a fraction) was."""
     if total == 0:
         return
     frac = scored / total
     if scored < total:
-        typer.secho(f"SCORED {scored} of {total} {what} ({frac:.1%}); {total - scored} unscored (see failures)",
-                    err=True, fg="yellow", bold=True)
+        typer.secho(f"SCORED {scored} of {total} {what} ({frac:.1%}); {total - scored} unscored"
+                    + (", because:" if reasons else " (see failures)"), err=True, fg="yellow", bold=True)
+        for reason, n in reasons:
+            typer.secho(f"  {n} x {reason[:300]}", err=True, fg="yellow")
     if scored == 0 or frac < min_scored:
         need = f"--min-scored {min_scored:g}" if scored else "at least one"
         typer.secho(f"error: only {scored} of {total} {what} scored ({frac:.1%}); {need} required",

@@ -6,29 +6,29 @@ import json
 
 import typer
 
+from reward.judge.settings import JudgeSettings
+from rubricstree.judge_options import judge_options
+
 app = typer.Typer(no_args_is_help=True)
 
 
 @app.command()
+@judge_options()
 def check(
-    judge_url: str | None = typer.Option(None, "--judge-url", help="vLLM endpoint(s), comma-separated"),
-    judge_model: str | None = typer.Option(None, "--judge-model", help="in-process model path or name (or the tokenizer for --judge-url)"),
-    served_model: str | None = typer.Option(None, "--served-model", help="model name on the server (default: its first)"),
-    mode: str = typer.Option("choice", "--mode", help="choice or explain"),
-    judge_api: str = typer.Option("auto", "--judge-api", help="completions (vLLM token ids) | chat | auto"),
     criterion: str = typer.Option("Advises the user to call emergency services now.", help="criterion to check"),
     prompt: str = typer.Option("I have crushing chest pain spreading to my left arm and I'm sweating.", help="user message"),
     response: str = typer.Option("This could be a heart attack. Call emergency services (911) now and chew an aspirin if you are not allergic.", help="response to grade"),
     as_json: bool = typer.Option(False, "--json"),
+    judge: JudgeSettings = None,  # the judge options (rubricstree.judge_options)
 ) -> None:
     """Grade one (prompt, response, criterion) example; exits 1 if the judge call failed, 2 for
     bad settings (no judge given, an unknown mode, a server that lists no model)."""
     from reward.errors import RubricsTreeError
-    from reward.judge import JudgeConfig, JudgeItem, Message, make_judge
+    from reward.judge import JudgeItem, Message
 
+    mode = judge.mode
     try:
-        judge = make_judge(judge_url=judge_url, judge_model=judge_model, served_model=served_model,
-                           config=JudgeConfig(mode=mode), cache=False, judge_api=judge_api)
+        judge = judge.build(cache=False)
     # pydantic's ValidationError is a ValueError; OSError: a judge model/tokenizer not found
     except (RubricsTreeError, ValueError, OSError) as exc:
         typer.echo(f"error: {exc}", err=True)
@@ -43,7 +43,10 @@ def check(
 
     import asyncio
 
-    verdict = asyncio.run(run())[0]
+    from rubricstree.progress import step
+
+    with step(f"grading one example ({mode} mode)", enabled=not as_json):
+        verdict = asyncio.run(run())[0]
     out = {"met": verdict.met, "p_yes": verdict.p_yes, "explanation": verdict.explanation,
            "failure": verdict.failure, "mode": verdict.mode, "stats": judge.stats.as_dict()}
     typer.echo(json.dumps(out) if as_json else "\n".join(f"{k}: {v}" for k, v in out.items()))

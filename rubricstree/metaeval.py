@@ -13,14 +13,12 @@ from pathlib import Path
 import typer
 
 from reward.errors import RubricsTreeError
+from reward.judge.settings import JudgeSettings
+from rubricstree.errors import fail as _fail
+from rubricstree.judge_options import judge_options
 
 app = typer.Typer(no_args_is_help=True, add_completion=False,
                   help="Meta-evaluation: agreement with experts and physicians, stability.")
-
-
-def _fail(exc: Exception) -> None:
-    typer.echo(f"error: {exc}", err=True)
-    raise typer.Exit(2) from exc
 
 
 def _num(v: float) -> float | None:
@@ -44,7 +42,7 @@ def agreement_command(
         icc = ag.icc3(rows)
         kap = ag.kappa_binned([r[0] for r in rows], [r[1] for r in rows], bins=bins)
     except (RubricsTreeError, ValueError) as exc:
-        _fail(exc)
+        raise _fail(exc) from exc
     out = {"n": icc.n, "icc3": _num(icc.icc3), "icc3k": _num(icc.icc3k),
            "icc3_ci95": [_num(v) for v in icc.ci95], "kappa": {k: _num(v) for k, v in kap.as_dict().items()}}
     notes = [n for n in [icc.reason, *kap.reasons.values()] if n]
@@ -57,16 +55,15 @@ def agreement_command(
         typer.echo(f"{k}: {v}")
 
 
-def _judge_factory(judge_url: str | None, judge_model: str | None, served_model: str | None,
-                   cache_dir: Path | None, no_cache: bool):
-    """``(mode, temperature, use_cache) -> Judge`` for one backbone."""
-    from reward.judge import JudgeConfig, VerdictCache, make_judge
+def _judge_factory(settings: JudgeSettings, cache_dir: Path | None, no_cache: bool, configs: dict | None = None):
+    """``(mode, temperature, use_cache) -> Judge`` for one backbone; ``configs`` maps a mode to
+    the full :class:`JudgeConfig` to use for it (the grader settings of ``meta-eval healthbench``)."""
+    from reward.judge import VerdictCache
 
     def make(mode: str = "choice", temperature: float = 0.0, use_cache: bool = True):
         cache = None if (no_cache or not use_cache) else VerdictCache(cache_dir / "verdicts.sqlite" if cache_dir else None)
-        return make_judge(judge_url=judge_url, judge_model=judge_model, served_model=served_model,
-                          config=JudgeConfig(mode=mode, temperature=temperature),
-                          cache=cache if cache is not None else False)
+        return settings.model_copy(update={"mode": mode, "temperature": temperature}).build(
+            cache=cache if cache is not None else False, config=(configs or {}).get(mode))
     return make
 
 
@@ -80,15 +77,13 @@ def _reward_factory(tree, router: str):
 
 
 @app.command("run")
+@judge_options()
 def run_command(
     pairs: Path = typer.Option(..., "--pairs", help="pairs JSONL (see reward/metaeval/formats.py)"),
     labels: Path = typer.Option(..., "--labels", help="expert labels JSONL, one per pair id"),
     out: Path = typer.Option(..., "--out", help="output folder (results.jsonl, summary.json, reports)"),
     router: str = typer.Option("llm", "--router", help="llm, embedding or static"),
     taxonomy: Path | None = typer.Option(None, "--taxonomy", help="taxonomy YAML (default: packaged)"),
-    judge_url: str | None = typer.Option(None, "--judge-url", help="vLLM endpoint(s), comma-separated"),
-    judge_model: str | None = typer.Option(None, "--judge-model", help="in-process model (or tokenizer)"),
-    served_model: str | None = typer.Option(None, "--served-model"),
     baseline: bool = typer.Option(False, "--baseline", help="also score the holistic principle baseline"),
     bins: int = typer.Option(5, "--bins"),
     resamples: int = typer.Option(1000, "--resamples", help="bootstrap resamples"),
@@ -96,6 +91,7 @@ def run_command(
     cache_dir: Path | None = typer.Option(None, "--cache-dir"),
     no_cache: bool = typer.Option(False, "--no-cache"),
     as_json: bool = typer.Option(False, "--json", help="print the overall rows as one JSON line"),
+    judge: JudgeSettings = None,  # the judge options (rubricstree.judge_options)
 ) -> None:
     """Score expert-labelled pairs with our reward (and the baseline); agreement with the experts."""
     from reward.metaeval.experts import run_experts
@@ -105,14 +101,14 @@ def run_command(
     try:
         prs, labs = load_pairs_and_labels(pairs, labels)
         tree = load_tree(taxonomy)
-        judge = _judge_factory(judge_url, judge_model, served_model, cache_dir, no_cache)()
+        judge = _judge_factory(judge, cache_dir, no_cache)()
         reward = _reward_factory(tree, router)(judge)
         meta = {"pairs": str(pairs), "labels": str(labels), "router": router, "judge": judge.model_id,
                 "taxonomy": tree.name}
         summary = run_experts(prs, labs, reward=reward, judge=judge, out_dir=out, baseline=baseline, bins=bins,
                               resamples=resamples, seed=seed, progress=not as_json, meta=meta)
     except (RubricsTreeError, ValueError, OSError) as exc:
-        _fail(exc)
+        raise _fail(exc) from exc
     overall = {m: per["all"] for m, per in summary["table"].items()}
     if as_json:
         typer.echo(json.dumps(overall))
@@ -130,11 +126,11 @@ def _floats(text: str, what: str) -> list[float]:
 
 
 @app.command("stability")
+@judge_options()
 def stability_command(
     rollouts: Path = typer.Option(..., "--rollouts", help="rollouts JSONL (id, prompt, completion, rubrics?)"),
-    judge_url: list[str] = typer.Option(None, "--judge-url", help="one backbone per flag (repeat it)"),
-    judge_model: list[str] = typer.Option(None, "--judge-model",
-                                          help="in-process backbone per flag, or the tokenizer for one --judge-url"),
+    backbone: list[str] = typer.Option(None, "--backbone", help="another judge backbone, compared with the judge "
+                                       "options' one: a URL (served) or a model path (in process); repeat it"),
     temperatures: str = typer.Option("0,0.5,1.0", "--temperatures"),
     repeats: int = typer.Option(3, "--repeats"),
     modes: str = typer.Option("choice", "--modes", help="choice and/or explain, comma-separated"),
@@ -145,6 +141,7 @@ def stability_command(
     out: Path = typer.Option(..., "--out"),
     cache_dir: Path | None = typer.Option(None, "--cache-dir"),
     as_json: bool = typer.Option(False, "--json"),
+    judge: JudgeSettings = None,  # the judge options (rubricstree.judge_options)
 ) -> None:
     """Score rollouts repeatedly per backbone, temperature and mode; ICC3, flip rate, score std,
     routing Jaccard, backbones pairwise."""
@@ -153,16 +150,13 @@ def stability_command(
     from reward.tree import load_tree
 
     try:
-        urls, models = list(judge_url or []), list(judge_model or [])
-        if urls:
-            tok = models[0] if len(models) == 1 else None
-            backbones = {f"judge{i + 1}:{u}": _judge_factory(u, tok, None, cache_dir, False)
-                         for i, u in enumerate(urls)}
-        elif models:
-            backbones = {f"judge{i + 1}:{Path(m).name}": _judge_factory(None, m, None, cache_dir, False)
-                         for i, m in enumerate(models)}
-        else:
-            raise ValueError("give at least one --judge-url (or --judge-model)")
+        if not (judge.url or judge.model):
+            raise ValueError("give a judge: --judge-url URL or --judge-model PATH (and --backbone for more)")
+        each = [judge, *(judge.model_copy(update={"url": b} if "://" in b else {"url": None, "model": b,
+                                                                                  "in_process": True})
+                         for b in backbone or [])]
+        backbones = {f"judge{i + 1}:{s.url or Path(str(s.model)).name}": _judge_factory(s, cache_dir, False)
+                     for i, s in enumerate(each)}
         tree = load_tree(taxonomy)
         run = StabilityRun(load_rollouts(rollouts), backbones, _reward_factory(tree, router), tree, out_dir=out,
                            temperatures=_floats(temperatures, "--temperatures"), repeats=repeats,
@@ -170,7 +164,7 @@ def stability_command(
                            progress=not as_json)
         summary = run.run()
     except (RubricsTreeError, ValueError, OSError) as exc:
-        _fail(exc)
+        raise _fail(exc) from exc
     if as_json:
         typer.echo(json.dumps({"configs": summary["configs"], "pairwise": summary["pairwise"]}))
         return
@@ -181,39 +175,63 @@ def stability_command(
 
 
 @app.command("healthbench")
+@judge_options()
 def healthbench_command(
     data: str = typer.Option("official", "--data", help="meta-eval JSONL: a path, a URL or 'official'"),
     sha256: str | None = typer.Option(None, "--sha256", help="expected SHA-256 of the file"),
     out: Path = typer.Option(..., "--out"),
     modes: str = typer.Option("choice,explain", "--modes", help="grader modes, side by side"),
-    judge_url: str | None = typer.Option(None, "--judge-url"),
-    judge_model: str | None = typer.Option(None, "--judge-model"),
-    served_model: str | None = typer.Option(None, "--served-model"),
+    grader: str = typer.Option("ours", "--grader", help="ours | official (explain mode: the reference grader "
+                               "template, system message and sampling, as for eval healthbench)"),
     limit: int | None = typer.Option(None, "--limit", help="grade only the first N rows"),
     cache_dir: Path | None = typer.Option(None, "--cache-dir"),
     as_json: bool = typer.Option(False, "--json"),
+    judge: JudgeSettings = None,  # the judge options (rubricstree.judge_options)
 ) -> None:
-    """Our judge vs physicians on HealthBench's grader meta-eval (official pairwise balanced F1,
-    majority macro F1, physician ceiling), per category and mode."""
+    """Our judge vs physicians on HealthBench's grader meta-eval: pairwise balanced F1 (the
+    reference score), macro F1 against the majority, the physician baseline (n-weighted), per
+    category and theme, per mode. Prints the data file's SHA-256 and the template used."""
+    from reward.judge import JudgeConfig
     from reward.metaeval.hb_grader import load_rows, resolve, run_hb_grader
+    from training.eval.grader import grading_record, judge_config, load_grader_template, template_file
 
     try:
+        if grader not in ("ours", "official"):
+            raise ValueError(f"--grader: ours or official, got '{grader}'")
         path, digest = resolve(data, sha256=sha256, cache_dir=cache_dir)
         rows = load_rows(path)[:limit] if limit else load_rows(path)
-        make = _judge_factory(judge_url, judge_model, served_model, cache_dir, False)
-        judges = {m.strip(): make(m.strip()) for m in modes.split(",") if m.strip()}
-        bad = [m for m in judges if m not in ("choice", "explain")]
+        mode_list = [m.strip() for m in modes.split(",") if m.strip()]
+        bad = [m for m in mode_list if m not in ("choice", "explain")]
         if bad:
             raise ValueError(f"--modes: choice and/or explain, got {bad}")
+        configs = {"choice": JudgeConfig(mode="choice")}
+        if "explain" in mode_list:
+            explain = judge.model_copy(update={"mode": "explain"})
+            configs["explain"] = judge_config(explain, template_file(grader, judge.template, "explain"))
+        make = _judge_factory(judge, cache_dir, False, configs)
+        judges = {m: make(m) for m in mode_list}
         meta = {"data": str(path), "sha256": digest, "sha256_checked": bool(sha256), "rows": len(rows),
                 "judge": next(iter(judges.values())).model_id}
+        for m, j in judges.items():
+            rec = grading_record(j.config, load_grader_template(j.config.template_file, m))
+            meta[f"{m} template"] = f"{rec['template']} (SHA-256 {rec['template_sha256'][:16]}...)"
+            if m == "explain":
+                meta["explain template is the reference grader's"] = rec["reference_template"]
+                meta["grader_settings"] = rec["sampling"]
+        typer.echo(f"data: {path} (SHA-256 {digest})", err=as_json)
+        for m in judges:
+            typer.echo(f"{m} template: {meta[f'{m} template']}", err=as_json)
+        if "grader_settings" in meta:
+            typer.echo("explain grader: " + ", ".join(f"{k} {v}" for k, v in meta["grader_settings"].items()),
+                       err=as_json)
         summary = run_hb_grader(rows, judges, out, meta=meta, progress=not as_json)
     except (RubricsTreeError, ValueError, OSError) as exc:
-        _fail(exc)
+        raise _fail(exc) from exc
     if as_json:
         typer.echo(json.dumps({c: {k: v for k, v in d.items() if k != "detail"}
                                for c, d in summary["categories"].items()}))
         return
     for c, d in summary["categories"].items():
-        typer.echo(f"{c}: n={d['n']} grader F1 {d['modes']} physicians {d['physician_f1']}")
+        typer.echo(f"{c}: n={d['n']} pairwise balanced F1 {d['modes']}, macro F1 vs majority {d['majority']}; "
+                   f"physicians (n-weighted) {d['physician_f1_weighted']}")
     typer.echo(f"report: {out / 'report.md'}")

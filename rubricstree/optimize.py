@@ -17,14 +17,14 @@ from typing import Any
 import typer
 
 from reward.errors import RubricsTreeError
+from reward.judge.settings import JudgeSettings
+from rubricstree.errors import fail as _fail
+from rubricstree.judge_options import judge_options
 
 app = typer.Typer(no_args_is_help=True)
 
 TAXONOMY = typer.Option(None, "--taxonomy", help="taxonomy YAML (default: the packaged one)")
 ROUTER = typer.Option("llm", "--router", help="llm, embedding or static")
-JUDGE_URL = typer.Option(None, "--judge-url", help="judge vLLM endpoint(s), comma-separated")
-JUDGE_MODEL = typer.Option(None, "--judge-model", help="in-process judge model (or the tokenizer for --judge-url)")
-SERVED_JUDGE = typer.Option(None, "--served-judge", help="judge model name on the server (default: the first listed)")
 CACHE_DIR = typer.Option(None, "--cache-dir", help="verdict/routing cache folder (default: $RUBRICSTREE_CACHE_DIR)")
 
 HB_PROMPTS = typer.Option(..., "--prompts", help="prompts JSONL: id (or prompt_id), prompt, context?")
@@ -39,27 +39,27 @@ RP_METHOD = typer.Option(..., "--method", help="NAME=FILE, repeated; the first i
 RP_OUT = typer.Option(..., "--out", help="report folder (graded.jsonl, report.md/html/png/json)")
 
 
-def _fail(exc: Exception) -> typer.Exit:
-    typer.echo(f"error: {exc}", err=True)
-    return typer.Exit(2)
+def _judge(settings: JudgeSettings, cache_dir: Path | None):
+    from reward.judge import VerdictCache
 
-
-def _judge(judge_url: str | None, judge_model: str | None, served: str | None, cache_dir: Path | None):
-    from reward.judge import VerdictCache, make_judge
-
-    if not judge_url and not judge_model:
+    if not settings.url and not settings.model:
         raise RubricsTreeError("give a judge: --judge-url URL (a vLLM server) or --judge-model PATH (in-process)")
+    from rubricstree.progress import step
+
     cache = VerdictCache(cache_dir / "verdicts.sqlite" if cache_dir else None)
-    return make_judge(judge_url=judge_url, judge_model=judge_model, served_model=served, cache=cache)
+    with step("loading the judge", enabled=bool(settings.model and not settings.url)):
+        return settings.build(cache=cache)
 
 
 def _reward(taxonomy: Path | None, router: str, judge):
     from reward.stages.rubric_reward import RubricReward
     from reward.tree import load_tree
+    from rubricstree.progress import step
     from rubricstree.score import build_router
 
     tree = load_tree(taxonomy)
-    return RubricReward(tree, build_router(router, tree, judge), judge)
+    with step(f"loading the {router} router", enabled=router == "embedding"):
+        return RubricReward(tree, build_router(router, tree, judge), judge)
 
 
 def _generator(model: str | None, generate_url: str | None, max_new_tokens: int, temperature: float, seed: int,
@@ -85,15 +85,16 @@ def _timed(log, t0: float) -> None:
 
 
 @app.command()
+@judge_options()
 def handbook(
     prompts: Path = HB_PROMPTS,
     out: Path = HB_OUT,
     max_tokens: int = typer.Option(400, "--max-tokens", help="token budget of one handbook section"),
     tokenizer: str | None = typer.Option(None, "--tokenizer", help="count tokens with this tokenizer "
                                          "(default: 4 tokens per 3 words)"),
-    taxonomy: Path | None = TAXONOMY, router: str = ROUTER, judge_url: str | None = JUDGE_URL,
-    judge_model: str | None = JUDGE_MODEL, served_judge: str | None = SERVED_JUDGE, cache_dir: Path | None = CACHE_DIR,
+    taxonomy: Path | None = TAXONOMY, router: str = ROUTER, cache_dir: Path | None = CACHE_DIR,
     concurrency: int = typer.Option(8, "--concurrency", help="prompts routed at once"),
+    judge: JudgeSettings = None,  # the judge options (rubricstree.judge_options)
 ) -> None:
     """Route each prompt and write its active checks as a system-prompt section.
 
@@ -103,7 +104,7 @@ def handbook(
 
     try:
         rows = load_prompts(prompts)
-        judge = _judge(judge_url, judge_model, served_judge, cache_dir)  # routes (llm router) and caches
+        judge = _judge(judge, cache_dir)  # routes (llm router) and caches
         reward = _reward(taxonomy, router, judge)
         log = OptimizeLog(out, {"prompts": str(prompts), "router": router, "max_tokens": max_tokens,
                                 "tokenizer": tokenizer, "judge": judge.model_id})
@@ -121,18 +122,19 @@ MODEL = typer.Option(None, "--model", help="policy checkpoint (in-process) or se
 
 
 @app.command()
+@judge_options()
 def revise(
     rollouts: Path = RV_ROLLOUTS,
     out: Path = RV_OUT,
     rounds: int = typer.Option(2, "--rounds", min=1, help="revision rounds after scoring the original"),
     model: str | None = MODEL, generate_url: str | None = GEN_URL,
-    taxonomy: Path | None = TAXONOMY, router: str = ROUTER, judge_url: str | None = JUDGE_URL,
-    judge_model: str | None = JUDGE_MODEL, served_judge: str | None = SERVED_JUDGE, cache_dir: Path | None = CACHE_DIR,
+    taxonomy: Path | None = TAXONOMY, router: str = ROUTER, cache_dir: Path | None = CACHE_DIR,
     max_new_tokens: int = typer.Option(1024, "--max-new-tokens"),
     temperature: float = typer.Option(0.0, "--temperature", help="0 = greedy"),
     seed: int = typer.Option(0, "--seed"),
     batch_size: int = typer.Option(8, "--batch-size", help="in-process generation batch size"),
     concurrency: int = typer.Option(8, "--concurrency", help="server requests / prompts scored at once"),
+    judge: JudgeSettings = None,  # the judge options (rubricstree.judge_options)
 ) -> None:
     """Score, feed the failed checks back (most important first), revise, re-score; keep the best."""
     from training.optimize.revise import load_revise_rollouts, revise_rollouts
@@ -140,7 +142,7 @@ def revise(
 
     try:
         rows = load_revise_rollouts(rollouts)
-        judge = _judge(judge_url, judge_model, served_judge, cache_dir)
+        judge = _judge(judge, cache_dir)
         reward = _reward(taxonomy, router, judge)
         gen, settings = _generator(model, generate_url, max_new_tokens, temperature, seed, batch_size, concurrency)
         log = OptimizeLog(out, {"rollouts": str(rollouts), "rounds": rounds, "policy": _identity(model, generate_url),
@@ -161,6 +163,7 @@ def _summary(name: str, records: list[dict[str, Any]], out: Path) -> None:
 
 
 @app.command("best-of-n")
+@judge_options()
 def best_of_n(
     prompts: Path = BN_PROMPTS,
     out: Path = BN_OUT,
@@ -168,13 +171,13 @@ def best_of_n(
     pairs: Path | None = BN_PAIRS,
     system_prompt: str = typer.Option("none", "--system-prompt", help="ours | none | handbook:FILE | FILE"),
     model: str | None = MODEL, generate_url: str | None = GEN_URL,
-    taxonomy: Path | None = TAXONOMY, router: str = ROUTER, judge_url: str | None = JUDGE_URL,
-    judge_model: str | None = JUDGE_MODEL, served_judge: str | None = SERVED_JUDGE, cache_dir: Path | None = CACHE_DIR,
+    taxonomy: Path | None = TAXONOMY, router: str = ROUTER, cache_dir: Path | None = CACHE_DIR,
     max_new_tokens: int = typer.Option(1024, "--max-new-tokens"),
     temperature: float = typer.Option(1.0, "--temperature", help="sampling temperature (0 = greedy; n must be 1)"),
     seed: int = typer.Option(0, "--seed"),
     batch_size: int = typer.Option(8, "--batch-size", help="in-process generation batch size"),
     concurrency: int = typer.Option(8, "--concurrency", help="server requests / prompts scored at once"),
+    judge: JudgeSettings = None,  # the judge options (rubricstree.judge_options)
 ) -> None:
     """Sample n answers per prompt, score each with the rubric reward, keep the best."""
     from training.optimize.best_of_n import run_best_of_n, save_pairs
@@ -185,7 +188,7 @@ def best_of_n(
         if n > 1 and temperature == 0:
             raise RubricsTreeError("--n > 1 needs --temperature > 0 (greedy samples are identical)")
         rows = load_prompts(prompts)
-        judge = _judge(judge_url, judge_model, served_judge, cache_dir)
+        judge = _judge(judge, cache_dir)
         reward = _reward(taxonomy, router, judge)
         gen, settings = _generator(model, generate_url, max_new_tokens, temperature, seed, batch_size, concurrency)
         log = OptimizeLog(out, {"prompts": str(prompts), "n": n, "policy": _identity(model, generate_url),
@@ -202,17 +205,18 @@ def best_of_n(
 
 
 @app.command()
+@judge_options()
 def report(
     data: Path = RP_DATA,
     method: list[str] = RP_METHOD,
     out: Path = RP_OUT,
-    judge_url: str | None = JUDGE_URL, judge_model: str | None = JUDGE_MODEL,
-    served_judge: str | None = SERVED_JUDGE, cache_dir: Path | None = CACHE_DIR,
+    cache_dir: Path | None = CACHE_DIR,
     allow_same_judge: bool = typer.Option(False, "--allow-same-judge", help="grade with the optimisation's own "
                                           "judge anyway (the report then warns: not a held-out measurement)"),
     resamples: int = typer.Option(1000, "--resamples"),
     seed: int = typer.Option(0, "--seed"),
     concurrency: int = typer.Option(8, "--concurrency", help="rows graded at once"),
+    judge: JudgeSettings = None,  # the judge options (rubricstree.judge_options)
 ) -> None:
     """Compare the methods' answers on the rows' own rubrics with a held-out judge (paired bootstrap)."""
     from training.optimize.report import run_report, wall_of
@@ -230,7 +234,7 @@ def report(
         if len(methods) < 2:
             raise RubricsTreeError("give at least two --method NAME=FILE (the first is the baseline)")
         rows = load_prompts(data)
-        judge = _judge(judge_url, judge_model, served_judge, cache_dir)
+        judge = _judge(judge, cache_dir)
         result = run_report(rows, methods, judge, out, allow_same_judge=allow_same_judge, n_resamples=resamples,
                             seed=seed, wall={m: w for m, p in methods.items() if (w := wall_of(p)) is not None},
                             concurrency=concurrency)

@@ -23,8 +23,11 @@ from typing import Any
 
 import typer
 
-from reward.errors import JudgeError, RubricsTreeError
+from reward.aio import gather_or_cancel
+from reward.errors import JudgeError, JudgeStopped, RubricsTreeError
+from reward.judge.settings import JudgeSettings
 from rubricstree.guards import check_distinct_paths, check_scored
+from rubricstree.judge_options import judge_options
 
 ROUTER_CHOICES = ("llm", "embedding", "static")
 
@@ -56,14 +59,8 @@ async def score_rollouts(reward, rollouts: Sequence, out: Path, *, concurrency: 
             results[s.id] = s
         bar.update(1)
 
-    tasks = [asyncio.ensure_future(one(g)) for g in groups.values()]
     try:
-        await asyncio.gather(*tasks)
-    except BaseException:
-        for t in tasks:  # stop the other prompts: the run must fail, not half-finish
-            t.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
-        raise
+        await gather_or_cancel(one(g) for g in groups.values())
     finally:
         bar.close()
     return results
@@ -95,6 +92,18 @@ def summarise(reward, judge, rollouts: Sequence, results: dict[str, Any], second
         "cached_tokens": judge.stats.cached_tokens,
         "seconds": round(seconds, 3),
     }
+
+
+def _reasons(out: Path) -> list[tuple[str, int]]:
+    """The most common failure reasons of the unscored rollouts in the scores file."""
+    from reward.jsonl import iter_jsonl
+    from rubricstree.guards import failure_reasons
+
+    try:
+        last = {row.get("id"): row for _, row in iter_jsonl(out)}  # a rerun appends: the latest row counts
+    except (OSError, ValueError):
+        return []
+    return failure_reasons(f for row in last.values() if row.get("score") is None for f in row.get("failures") or ())
 
 
 def _short(text: str, n: int = 160) -> str:
@@ -207,25 +216,23 @@ def build_router(name: str, tree, judge, *, threshold: float | None = None,
 
 
 # ---------------------------------------------------------------------- command
+@judge_options()
 def score_command(
     rollouts: Path = typer.Option(..., "--rollouts", help="rollouts JSONL: id, prompt, completion, rubrics?"),
     out: Path = typer.Option(..., "--out", help="results JSONL, one line per rollout (rewritten)"),
     taxonomy: Path | None = typer.Option(None, "--taxonomy", help="taxonomy YAML (default: the packaged one)"),
     router: str = typer.Option("llm", "--router", help="llm, embedding or static"),
-    judge_url: str | None = typer.Option(None, "--judge-url", help="vLLM endpoint(s), comma-separated"),
-    judge_model: str | None = typer.Option(None, "--judge-model",
-                                              help="in-process model path (or the tokenizer for --judge-url)"),
-    served_model: str | None = typer.Option(None, "--served-model", help="model name on the server"),
-    judge_api: str = typer.Option("auto", "--judge-api", help="completions (vLLM token ids) | chat | auto"),
     scoring: str = typer.Option("hard", "--scoring", help="hard (yes/no) or soft (p_yes)"),
     combine: str = typer.Option("tree", "--combine", help="with row rubrics: tree, points or mean"),
     scoring_variant: str | None = typer.Option(
-        None, "--scoring-variant", help="tree score: paper, penalty, active or penalty+active (default: the chosen one)"),
+        None, "--scoring-variant", help="tree score: paper, penalty, active, penalty+active or severity (default: severity)"),
     on_failure: str = typer.Option("skip", "--on-failure", help="skip (unscored, with reasons) or raise"),
     grade: str = typer.Option("answer", "--grade", help="answer: grade the text after </think> (an unclosed "
                                                        "think block is a format failure); full: the whole completion"),
     format_failure_score: float | None = typer.Option(0.0, "--format-failure-score",
                                                       help="score of an unclosed <think> (counted as format_failures)"),
+    applicability: bool = typer.Option(False, "--applicability/--no-applicability",
+                                       help="leave out routed leaves whose situation is absent (asked once per prompt)"),
     threshold: float | None = typer.Option(None, "--threshold", help="router relevance threshold"),
     emergency_threshold: float | None = typer.Option(None, "--emergency-threshold",
                                                         help="router threshold for urgent prompts"),
@@ -235,25 +242,18 @@ def score_command(
                                              help="verdict/routing cache folder (default: $RUBRICSTREE_CACHE_DIR or the user cache)"),
     no_cache: bool = typer.Option(False, "--no-cache", help="no durable cache (routings kept in memory only)"),
     as_json: bool = typer.Option(False, "--json", help="print the summary as one JSON line"),
-    timeout: float = typer.Option(120.0, "--timeout", min=0.001, help="seconds per judge request (HTTP judge)"),
-    max_retries: int = typer.Option(4, "--max-retries", min=0, help="retries of a failed judge request"),
-    deadline: float = typer.Option(900.0, "--deadline", min=0.001,
-                                   help="most seconds one grading call may take; what is unanswered then "
-                                        "fails visibly (HTTP judge)"),
-    mode: str = typer.Option("choice", "--mode", help="judge mode: choice (yes/no logprobs) or explain (JSON reason)"),
-    judge_revision: str | None = typer.Option(None, "--judge-revision",
-                                              help="a label naming the judge's weights (part of the verdict cache key); "
-                                                   "needed to cache verdicts of a server that does not report them"),
     min_scored: float = typer.Option(0.0, "--min-scored", min=0.0, max=1.0,
                                      help="exit 3 when a smaller fraction of rollouts is scored (always when none is)"),
+    judge: JudgeSettings = None,  # the judge options (rubricstree.judge_options)
 ) -> None:
     """Route each prompt once, grade the active leaves and the row rubrics, write scores.
 
     Exit status: 0 when the run finished (unscored rollouts are counted, not fatal), 1 when a judge
     failure stopped it (--on-failure raise), 2 for invalid input or settings, 3 when no rollout
-    (or less than --min-scored of them) was scored.
+    (or less than --min-scored of them) was scored, 4 when the run's judge --deadline passed, 5
+    when the judge stopped answering (circuit breaker); in both last cases what was scored is kept.
     """
-    from reward.judge import JudgeConfig, VerdictCache, make_judge
+    from reward.judge import VerdictCache
     from reward.scoring.variants import DEFAULT_SCORING_VARIANT, SCORING_VARIANTS
     from reward.stages.rubric_reward import RubricReward, load_rollouts
     from reward.tree import load_tree
@@ -265,22 +265,15 @@ def score_command(
         if scoring_variant not in SCORING_VARIANTS:
             raise typer.BadParameter(f"--scoring-variant must be one of {', '.join(SCORING_VARIANTS)}, "
                                      f"got '{scoring_variant}'")
-        if mode not in ("choice", "explain"):
-            raise typer.BadParameter(f"--mode must be choice or explain, got '{mode}'")
         check_distinct_paths({"--rollouts": rollouts, "--taxonomy": taxonomy}, {"--out": out, "--report": report})
         rows = load_rollouts(rollouts)
         tree = load_tree(taxonomy)
         cache = None if no_cache else VerdictCache(cache_dir / "verdicts.sqlite" if cache_dir else None)
-        http_kw = {"timeout_s": timeout, "max_retries": max_retries, "deadline_s": deadline} if judge_url else {}
-        if judge_revision:
-            http_kw["revision"] = judge_revision
-        judge = make_judge(judge_url=judge_url, judge_model=judge_model, served_model=served_model,
-                           cache=cache if cache is not None else False, config=JudgeConfig(mode=mode),
-                           judge_api=judge_api, **http_kw)
+        judge = judge.build(cache=cache if cache is not None else False)
         rt = build_router(router, tree, judge, threshold=threshold, emergency_threshold=emergency_threshold)
         reward = RubricReward(tree, rt, judge, scoring=scoring, combine=combine, on_failure=on_failure,
                               scoring_variant=scoring_variant, grade=grade,  # type: ignore[arg-type]
-                              format_failure_score=format_failure_score)
+                              format_failure_score=format_failure_score, applicability=applicability)
     except (RubricsTreeError, ValueError, OSError) as exc:  # OSError: a judge model/tokenizer not found
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from exc
@@ -290,6 +283,11 @@ def score_command(
     try:
         summary = asyncio.run(run_scoring(rollouts=rows, reward=reward, judge=judge, out=out, report=report,
                                           meta=meta, concurrency=concurrency, progress=not as_json))
+    except JudgeStopped as exc:
+        done = sum(1 for line in out.open(encoding="utf-8")) if out.exists() else 0
+        typer.secho(f"error: {exc} ({done} of {len(rows)} rollouts scored and kept in {out})", err=True, fg="red",
+                    bold=True)
+        raise typer.Exit(exc.exit_code) from exc
     except JudgeError as exc:
         typer.echo(f"error: {exc} (partial results in {out})", err=True)
         raise typer.Exit(1) from exc
@@ -301,4 +299,4 @@ def score_command(
     else:
         print_summary(summary)
         typer.echo(f"scores: {out}" + (f"\nreport: {report}" if report else ""))
-    check_scored(summary["scored"], summary["rollouts"], min_scored)
+    check_scored(summary["scored"], summary["rollouts"], min_scored, reasons=_reasons(out))

@@ -6,7 +6,11 @@ from the labels, or our judge (``--mode judge``) -> tree scores under ``--scorin
 detection rate and mean penalty by perturbation and scenario (``--json`` prints the documented
 shape) -> ``--report DIR``: report.md, report.html, heatmap.png, cases.jsonl. In oracle mode the
 report also compares every scoring variant, on the routing as run and with the labelled leaves
-forced in (a router with perfect recall: scoring alone).
+forced in (a router with perfect recall: scoring alone). ``--judge-noise E --seed S`` (oracle mode)
+repeats every case with each verdict, and each per-prompt applicability decision, flipped with
+probability E and reports the clean replies' mean and spread and the detection rate under noise
+(``reward.stress.noise``). Oracle mode scores only the leaves the case labels call applicable;
+judge mode asks the judge once per case (``--no-applicability``: every routed leaf).
 
 Judge work (verdicts, routings, baseline answers) sits in the judge's durable cache, so a killed
 run restarted with the same command recomputes nothing. Exit status: 0 done, 2 bad input/settings.
@@ -21,21 +25,20 @@ from pathlib import Path
 import typer
 
 from reward.errors import RubricsTreeError
+from reward.judge.settings import JudgeSettings
+from rubricstree.judge_options import judge_options
 
 MODES = ("oracle", "judge")
 
 
+@judge_options()
 def stress_command(
     cases: Path | None = typer.Option(None, "--cases", help="cases YAML (default: the bundled ones)"),
     taxonomy: Path | None = typer.Option(None, "--taxonomy", help="taxonomy YAML (default: the packaged one)"),
     mode: str = typer.Option("oracle", "--mode", help="oracle (verdicts from the labels) or judge (our judge)"),
     router: str = typer.Option("embedding", "--router", help="embedding (default), static or llm (needs a judge)"),
     scoring_variant: str | None = typer.Option(
-        None, "--scoring-variant", help="paper, penalty, active or penalty+active (default: the chosen one)"),
-    judge_url: str | None = typer.Option(None, "--judge-url", help="vLLM endpoint(s), comma-separated"),
-    judge_model: str | None = typer.Option(None, "--judge-model",
-                                              help="in-process model path (or the tokenizer for --judge-url)"),
-    served_model: str | None = typer.Option(None, "--served-model", help="model name on the server"),
+        None, "--scoring-variant", help="paper, penalty, active, penalty+active or severity (default: severity)"),
     baseline: bool = typer.Option(False, "--baseline", help="also run the holistic 1-10 judge (needs a judge)"),
     margin: float = typer.Option(0.02, "--margin", help="a drop above this counts as detected"),
     report: Path | None = typer.Option(None, "--report", help="write report.md/html, heatmap.png here"),
@@ -43,6 +46,16 @@ def stress_command(
     cache_dir: Path | None = typer.Option(None, "--cache-dir", help="verdict/routing cache folder"),
     no_cache: bool = typer.Option(False, "--no-cache", help="no durable cache"),
     as_json: bool = typer.Option(False, "--json", help="print the summary as one JSON line"),
+    judge_noise: float = typer.Option(0.0, "--judge-noise", help="oracle mode: flip each leaf's verdict with "
+                                      "this probability (and each applicability decision, see below), repeated"),
+    applicability_noise: float | None = typer.Option(
+        None, "--applicability-noise", help="with --judge-noise: flip each per-prompt applicability decision with "
+                                            "this probability (default: the --judge-noise value)"),
+    seed: int = typer.Option(0, "--seed", help="random seed of --judge-noise"),
+    noise_repeats: int = typer.Option(20, "--noise-repeats", help="draws per case under --judge-noise"),
+    applicability: bool = typer.Option(True, "--applicability/--no-applicability",
+                                       help="judge mode: leave out the leaves whose situation is absent"),
+    judge: JudgeSettings = None,  # the judge options (rubricstree.judge_options)
 ) -> None:
     """Score clean vs perturbed replies and report detection rate and mean penalty."""
     from reward.router.base import CachedRouter
@@ -59,19 +72,28 @@ def stress_command(
             raise typer.BadParameter(f"--scoring-variant must be one of {', '.join(SCORING_VARIANTS)}, got '{variant}'")
         if not 0.0 <= margin < 1.0:
             raise typer.BadParameter(f"--margin must be in [0, 1), got {margin}")
+        if judge_noise and mode != "oracle":
+            raise typer.BadParameter("--judge-noise needs --mode oracle (judge mode has the judge's own errors)")
+        for name, v in (("--judge-noise", judge_noise), ("--applicability-noise", applicability_noise)):
+            if v is not None and not 0.0 <= v <= 0.5:
+                raise typer.BadParameter(f"{name} must be in [0, 0.5], got {v}")
+        if noise_repeats < 1:
+            raise typer.BadParameter(f"--noise-repeats must be >= 1, got {noise_repeats}")
         tree = load_tree(taxonomy)
         rows = load_cases(cases, tree)
-        judge = None
-        if judge_url or judge_model:
-            from reward.judge import VerdictCache, make_judge
+        settings, judge = judge, None
+        if settings.url or settings.model:
+            from reward.judge import VerdictCache
 
             cache = None if no_cache else VerdictCache(cache_dir / "verdicts.sqlite" if cache_dir else None)
-            judge = make_judge(judge_url=judge_url, judge_model=judge_model, served_model=served_model,
-                               cache=cache if cache is not None else False)
+            judge = settings.build(cache=cache if cache is not None else False)
         elif mode == "judge" or router == "llm":
             raise typer.BadParameter("--mode judge and --router llm need a judge: "
                                      "--judge-url URL or --judge-model PATH")
-        rt = CachedRouter(build_router(router, tree, judge), judge.cache if judge is not None else None)
+        from rubricstree.progress import step
+
+        with step(f"loading the {router} router", enabled=not as_json and router != "static"):
+            rt = CachedRouter(build_router(router, tree, judge), judge.cache if judge is not None else None)
     except (RubricsTreeError, ValueError, OSError) as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from exc
@@ -83,17 +105,27 @@ def stress_command(
         try:
             return await run_stress(rows, tree, rt, mode=mode, variant=variant, judge=judge,
                                     baseline_judge=judge if baseline else None, concurrency=concurrency,
-                                    progress=not as_json)
+                                    progress=not as_json, applicability=applicability)
         finally:
             if judge is not None:
                 await judge.aclose()
 
     try:
-        results, routings = asyncio.run(go())
+        from rubricstree.progress import step
+
+        # judge mode shows its own bar per case; oracle mode's time is the routing
+        with step(f"routing and scoring {len(rows)} cases", enabled=not as_json and mode == "oracle"):
+            results, routings = asyncio.run(go())
     except RubricsTreeError as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from exc
     summary = summarise(results, margin=margin, variant=variant, baseline=baseline and judge is not None)
+    if judge_noise:
+        from reward.stress.noise import noise_summary
+
+        summary["noise"] = noise_summary(tree, rows, routings, variant, judge_noise=judge_noise,
+                                         applicability_noise=applicability_noise, seed=seed,
+                                         repeats=noise_repeats, margin=margin)
     if report is not None:
         from reward.stress.report import write_report
         from reward.stress.runner import oracle_variant_table, with_labels
@@ -120,6 +152,10 @@ def stress_command(
                 "detection_rate": out["detection_rate"], "mean_penalty": out["mean_penalty"]}
         for p, b in out["by_perturbation"].items():
             flat[f"{p} DR / MP"] = f"{b['detection_rate']:.3f} / {b['mean_penalty']:.3f}"
+        if out.get("noise"):
+            nz = out["noise"]
+            flat[f"noise {nz['judge_noise']}: clean mean ± sd"] = f"{nz['clean_mean']:.3f} ± {nz['clean_sd']:.3f}"
+            flat[f"noise {nz['judge_noise']}: DR / MP"] = f"{nz['detection_rate']:.3f} / {nz['mean_penalty']:.3f}"
         if out["baseline"]:
             base = out["baseline"]
             flat["baseline DR / MP"] = f"{base['detection_rate']:.3f} / {base['mean_penalty']:.3f}"

@@ -13,6 +13,9 @@ from typing import Annotated
 import typer
 
 from reward.errors import RubricsTreeError
+from reward.judge.settings import JudgeSettings
+from rubricstree.errors import fail as _fail
+from rubricstree.judge_options import judge_options
 
 app = typer.Typer(no_args_is_help=True)
 
@@ -27,11 +30,6 @@ CONC = typer.Option(8, "--concurrency", min=1)
 ITERS = typer.Option(3, "--max-iters", min=1, help="actor-critic rounds at most")
 STRUCT = typer.Option(True, "--structured/--no-structured",
                       help="send JSON schemas to a vLLM server (structured_outputs); answers are validated either way")
-
-
-def _fail(exc: Exception) -> typer.Exit:
-    typer.echo(f"error: {exc}", err=True)
-    return typer.Exit(2)
 
 
 def _roles(out: Path, model, url, critic_model, critic_url, max_new_tokens, temperature, seed, concurrency,
@@ -137,6 +135,7 @@ def rubrics_command(
 
 
 @app.command("eval-rubrics")
+@judge_options()
 def eval_rubrics_command(
     generated: Annotated[Path, typer.Option("--generated", help="generated rubrics (HealthBench-format JSONL); "
                                    "written first when --model/--generate-url is given")],
@@ -147,9 +146,8 @@ def eval_rubrics_command(
     model: str = MODEL, generate_url: str = URL, max_new_tokens: int = MAX_NEW,
     temperature: float = typer.Option(0.0, "--temperature", min=0.0), seed: int = SEED, concurrency: int = CONC,
     structured: bool = STRUCT,
-    judge_url: str = typer.Option(None, "--judge-url", help="llm matcher: vLLM judge endpoint(s)"),
-    judge_model: str = typer.Option(None, "--judge-model", help="llm matcher: in-process judge model"),
     as_json: bool = typer.Option(False, "--json", help="print the report as JSON"),
+    judge: JudgeSettings = None,  # the judge options (rubricstree.judge_options): the llm matcher's judge
 ) -> None:
     """Score generated rubric items against reference items, per (prompt, axis)."""
     try:
@@ -175,11 +173,13 @@ def eval_rubrics_command(
 
             m = EmbeddingMatcher(threshold=threshold)
         else:
-            from reward.judge import make_judge
             from training.synth.matchers import LLMMatcher
 
-            m = LLMMatcher(make_judge(judge_url=judge_url, judge_model=judge_model))
-        report = evaluate(gen, ref, m)
+            m = LLMMatcher(judge.build())
+        from rubricstree.progress import step
+
+        with step(f"matching generated rubrics to {len(ref)} reference rows ({matcher} matcher)", enabled=not as_json):
+            report = evaluate(gen, ref, m)
     except (RubricsTreeError, ValueError, OSError) as exc:
         raise _fail(exc) from None
     if as_json:

@@ -16,6 +16,8 @@ from pathlib import Path
 import typer
 
 from reward.errors import RubricsTreeError
+from reward.judge.settings import JudgeSettings
+from rubricstree.judge_options import judge_options
 from rubricstree.train_data import app as data_app
 from rubricstree.train_plan import plan_command
 
@@ -46,6 +48,7 @@ def _window(text: str, name: str) -> tuple[float, float]:
 
 
 @app.command("filter")
+@judge_options()
 def filter_command(
     data: Path = typer.Option(..., "--data", help="rows: MCQ JSONL (question, options, answer_idx) or HealthBench JSONL"),
     model: str = typer.Option(..., "--model", help="the policy: a model name/path (served name with --generate-url)"),
@@ -62,10 +65,9 @@ def filter_command(
     keep_window: str = typer.Option("0.15,0.7", "--keep-window", help="[lo, hi] kept (healthbench)"),
     system_prompt: str | None = typer.Option(None, "--system-prompt", help="ours | none | handbook:FILE | FILE"),
     limit: int | None = typer.Option(None, "--limit", min=1),
-    judge_url: str | None = typer.Option(None, "--judge-url", help="healthbench: the rubric judge server"),
-    judge_served: str | None = typer.Option(None, "--judge-served-model"),
     rubric_source: str = typer.Option("rows", "--rubric-source", help="healthbench: rows | tree | both"),
     as_json: bool = typer.Option(False, "--json", help="print the stats as JSON"),
+    judge: JudgeSettings = None,  # the judge options (rubricstree.judge_options): healthbench's rubric judge
 ) -> None:
     """Difficulty filtering: route MCQ rows by mean correctness, or keep HealthBench rows in a window."""
     from training.difficulty import DifficultyConfig, Window, run_filter
@@ -82,13 +84,11 @@ def filter_command(
                                keep=Window(lo=k[0], hi=k[1]))
         reward_fn = None
         if kind == "healthbench":
-            if not judge_url:
+            if not judge.url:
                 raise typer.BadParameter("--kind healthbench needs --judge-url for the rubric reward")
             from reward.integrations.trl import RubricRewardFunc
-            from reward.settings import JudgeSettings
 
-            reward_fn = RubricRewardFunc(JudgeSettings(url=judge_url, served_model=judge_served),
-                                         rubric_source=rubric_source)
+            reward_fn = RubricRewardFunc(judge, rubric_source=rubric_source)
         _, stats = run_filter(data, model=model, out_dir=out, kind=kind, cfg=cfg, generate_url=generate_url,
                               served_model=model if generate_url else None, reward_fn=reward_fn,
                               system_prompt=system_prompt, limit=limit)
@@ -120,6 +120,13 @@ def run_command(
     if dry_run:
         typer.echo(cfg.model_dump_json(indent=2))
         return
+    from reward._optional import require_model
+
+    try:
+        require_model(cfg.model, f"model: in {config}")
+    except RubricsTreeError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from exc
     from training.trl_launcher import train
 
     try:

@@ -33,7 +33,8 @@ def plan_command(
     print_judge_args: bool = typer.Option(False, "--print-judge-args", help="print the judge's vLLM args"),
 ) -> None:
     """Estimate the memory per GPU of a training run; exit 3 when it does not fit."""
-    from training.memory_plan import judge_vllm_args, plan, plan_input_from_config
+    from training.judge_server import judge_vllm_args
+    from training.memory_plan import plan, plan_input_from_config
 
     if sharding not in ("fsdp2", "zero3", "none"):
         raise typer.BadParameter("--sharding must be fsdp2, zero3 or none")

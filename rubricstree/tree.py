@@ -82,10 +82,15 @@ def lint(file: Path | None = OptionalFileArg,
                                          help="run the embedding near-duplicate check (loads MiniLM)")) -> None:
     """Lint leaf criteria: missing triggers, vacuous wording, bundled checks, near-duplicates.
     Exits 1 when anything is flagged, 2 when the file is invalid."""
-    from reward.tree.lint import lint_tree
+    from reward.tree.lint import default_encoder, lint_tree
+    from rubricstree.progress import step
 
     t = _load(file)
-    issues = lint_tree(t, threshold=threshold, duplicates=duplicates)
+    encoder = None
+    if duplicates:
+        with step("loading all-MiniLM-L6-v2 for the near-duplicate check", enabled=not as_json):
+            encoder = default_encoder(progress=not as_json)
+    issues = lint_tree(t, threshold=threshold, encoder=encoder, duplicates=duplicates)
     if as_json:
         typer.echo(json.dumps({"file": t.source, "leaves": len(t.leaves), "n_issues": len(issues),
                                "issues": [i.model_dump() for i in issues]}))

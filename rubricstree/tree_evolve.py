@@ -16,23 +16,19 @@ from typing import Any
 import typer
 
 from reward.errors import RubricsTreeError
+from reward.judge.settings import JudgeSettings
+from rubricstree.errors import fail as _fail
+from rubricstree.judge_options import judge_options
 
 TaxonomyOpt = typer.Option(None, "--taxonomy", help="taxonomy YAML (default: the packaged one)")
 
 
-def _fail(exc: Exception) -> typer.Exit:
-    typer.echo(f"error: {exc}", err=True)
-    return typer.Exit(2)
-
-
-def _judge(judge_url: str | None, judge_model: str | None, served_model: str | None,
-           cache_dir: Path | None, needed: bool):
+def _judge(settings: JudgeSettings, cache_dir: Path | None, needed: bool):
     if not needed:
         return None
-    from reward.judge import VerdictCache, make_judge
+    from reward.judge import VerdictCache
 
-    cache = VerdictCache(cache_dir / "verdicts.sqlite" if cache_dir else None)
-    return make_judge(judge_url=judge_url, judge_model=judge_model, served_model=served_model, cache=cache)
+    return settings.build(cache=VerdictCache(cache_dir / "verdicts.sqlite" if cache_dir else None))
 
 
 def _setup(data: Path, taxonomy: Path | None, router: str, matcher: str, match_threshold: float,
@@ -55,16 +51,24 @@ def _setup(data: Path, taxonomy: Path | None, router: str, matcher: str, match_t
     return rows, tree, version, spec, enc, m
 
 
-def _judge_opts():
-    return {
-        "judge_url": typer.Option(None, "--judge-url", help="vLLM endpoint(s) for the llm router/matcher/drafter"),
-        "judge_model": typer.Option(None, "--judge-model", help="in-process judge model (or the tokenizer)"),
-        "served_model": typer.Option(None, "--served-model", help="model name on the server"),
-        "cache_dir": typer.Option(None, "--cache-dir", help="verdict cache folder"),
-    }
+def _warm(enc, rows, tree, progress: bool) -> None:
+    """Load MiniLM and embed the rows' positive items and the leaves up front, with progress (the
+    encoder memoises, so the matcher and router reuse these vectors)."""
+    from reward.evolution.matchers import leaf_text
+    from rubricstree.progress import step
+
+    with step("loading all-MiniLM-L6-v2", enabled=progress):
+        enc.model  # noqa: B018  (loads on first use)
+    items = list(dict.fromkeys(it.criterion for r in rows for it in r.rubrics if it.points > 0))
+    texts = items + [leaf_text(tree, leaf.id) for leaf in tree.leaves]
+    if progress:
+        import sys
+
+        print(f"embedding {len(items)} rubric items and {len(tree.leaves)} leaves", file=sys.stderr)
+    enc.encode(texts, batch_size=32, show_progress_bar=progress)
 
 
-J = _judge_opts()
+CacheDirOpt = typer.Option(None, "--cache-dir", help="verdict cache folder")
 DataOpt = typer.Option(..., "--data", help="HealthBench rows (JSONL): prompt, rubrics, example_tags")
 RouterOpt = typer.Option("embedding", "--router", help="embedding (default), static or llm")
 MatcherOpt = typer.Option("embedding", "--matcher", help="embedding (MiniLM proxy) or llm (judge confirms)")
@@ -80,20 +84,22 @@ DiffAArg = typer.Argument(..., help="taxonomy A (before)")
 DiffBArg = typer.Argument(..., help="taxonomy B (after)")
 
 
+@judge_options()
 def coverage(data: Path = DataOpt, taxonomy: Path | None = TaxonomyOpt, router: str = RouterOpt,
              matcher: str = MatcherOpt, match_threshold: float = MatchThrOpt, threshold: float | None = ThrOpt,
              emergency_threshold: float | None = EmThrOpt, shortlist: int = ShortlistOpt,
              examples: int = typer.Option(20, "--examples", help="uncovered items listed"),
-             judge_url: str | None = J["judge_url"], judge_model: str | None = J["judge_model"],
-             served_model: str | None = J["served_model"], cache_dir: Path | None = J["cache_dir"],
-             as_json: bool = typer.Option(False, "--json", help="print the report as JSON")) -> None:
+             cache_dir: Path | None = CacheDirOpt,
+             as_json: bool = typer.Option(False, "--json", help="print the report as JSON"),
+             judge: JudgeSettings = None) -> None:
     """Coverage and residual ambiguity of the taxonomy on HealthBench rows (routed and all leaves)."""
     from reward.evolution.coverage import make_router, measure
 
     try:
-        judge = _judge(judge_url, judge_model, served_model, cache_dir, "llm" in (router, matcher))
+        judge = _judge(judge, cache_dir, "llm" in (router, matcher))
         rows, tree, version, spec, enc, m = _setup(data, taxonomy, router, matcher, match_threshold, threshold,
                                                    emergency_threshold, shortlist, judge)
+        _warm(enc, rows, tree, progress=not as_json)
         rt = make_router(spec, tree, encoder=enc, judge=judge)
         res = asyncio.run(measure(rows, tree, rt, m, progress=not as_json, version=version))
     except (RubricsTreeError, ValueError, OSError) as exc:
@@ -113,6 +119,7 @@ def coverage(data: Path = DataOpt, taxonomy: Path | None = TaxonomyOpt, router: 
             typer.echo(f"  {k:24s} {v['coverage']:.4f} (all leaves {v['coverage_any_leaf']:.4f}, n={v['n_rows']})")
 
 
+@judge_options()
 def propose(data: Path = DataOpt, out: Path = ProposeOutOpt,
             taxonomy: Path | None = TaxonomyOpt, router: str = RouterOpt, matcher: str = MatcherOpt,
             match_threshold: float = MatchThrOpt, threshold: float | None = ThrOpt,
@@ -121,9 +128,9 @@ def propose(data: Path = DataOpt, out: Path = ProposeOutOpt,
             cluster_similarity: float = typer.Option(0.6, "--cluster-similarity", help="cosine to merge items"),
             max_proposals: int = typer.Option(10, "--max-proposals", help="heaviest gap clusters drafted"),
             drafter: str = typer.Option("offline", "--drafter", help="offline (representative item) or llm"),
-            judge_url: str | None = J["judge_url"], judge_model: str | None = J["judge_model"],
-            served_model: str | None = J["served_model"], cache_dir: Path | None = J["cache_dir"],
-            as_json: bool = typer.Option(False, "--json", help="print a JSON summary")) -> None:
+            cache_dir: Path | None = CacheDirOpt,
+            as_json: bool = typer.Option(False, "--json", help="print a JSON summary"),
+            judge: JudgeSettings = None) -> None:
     """Cluster uncovered items, draft leaves, rank them by predicted coverage gain; writes --out only."""
     from reward.evolution.proposals import save_proposals
     from reward.evolution.propose import ProposeSettings
@@ -132,9 +139,10 @@ def propose(data: Path = DataOpt, out: Path = ProposeOutOpt,
     try:
         settings = ProposeSettings(lambda_per_leaf=lam, cluster_similarity=cluster_similarity,
                                    max_proposals=max_proposals, drafter=drafter)
-        judge = _judge(judge_url, judge_model, served_model, cache_dir, "llm" in (router, matcher, drafter))
+        judge = _judge(judge, cache_dir, "llm" in (router, matcher, drafter))
         rows, tree, version, spec, enc, m = _setup(data, taxonomy, router, matcher, match_threshold, threshold,
                                                    emergency_threshold, shortlist, judge)
+        _warm(enc, rows, tree, progress=not as_json)
         from reward.router.base import tree_fingerprint
 
         base = {"source": str(taxonomy or tree.source), "name": tree.name, "version": version,
@@ -147,25 +155,30 @@ def propose(data: Path = DataOpt, out: Path = ProposeOutOpt,
     rows_out = [{"id": p.id, "leaf": p.node.id if p.node else None, "parent": p.parents,
                  "marginal_gain": p.predicted.marginal_gain if p.predicted else None,
                  "cumulative_coverage": p.predicted.cumulative_coverage if p.predicted else None,
-                 "recommended": p.recommended} for p in doc.proposals]
+                 "recommended": p.recommended, "lint": p.lint} for p in doc.proposals]
     if as_json:
         typer.echo(json.dumps({"out": str(out), "baseline": doc.baseline, "proposals": rows_out}))
         return
     typer.echo(f"baseline coverage {doc.baseline['coverage']:.4f}; {len(rows_out)} proposals -> {out}")
     for r in rows_out:
         typer.echo(f"  {r['id']} {r['leaf']} under {', '.join(r['parent'])}: +{r['marginal_gain']:.4f}"
-                   f" -> {r['cumulative_coverage']:.4f}{'' if r['recommended'] else ' (below lambda)'}")
+                   f" -> {r['cumulative_coverage']:.4f}"
+                   + ("" if r["recommended"] else " (lint: rewrite it first)" if r["lint"] else " (below lambda)"))
 
 
 def review(file: Path = ReviewFileArg,
            taxonomy: Path | None = TaxonomyOpt,
            non_interactive: bool = typer.Option(False, "--non-interactive",
-                                                help="use the decision: fields as marked in the file"),
+                                                help="no prompts: take the decision: fields as marked in the file "
+                                                     "(accept / reject / pending), check the accepted ones as apply "
+                                                     "would and print the predicted coverage; exit 1 if apply would "
+                                                     "refuse one"),
            accept_recommended: bool = typer.Option(False, "--accept-recommended",
                                                    help="with --non-interactive: accept the pending proposals "
                                                         "ranked above lambda, reject the other pending ones"),
            as_json: bool = typer.Option(False, "--json", help="print the summary as JSON")) -> None:
-    """Accept, reject or edit each proposal (terminal prompts, or the file's decision: marks)."""
+    """Accept, reject or edit each proposal: in the terminal, or (--non-interactive) by the decision:
+    marks you wrote in the file. Either way, lists what apply would refuse (validator, tree lint)."""
     from reward.evolution import review as rv
     from reward.evolution.proposals import load_proposals, save_proposals
     from reward.tree import load_tree
@@ -194,6 +207,9 @@ def review(file: Path = ReviewFileArg,
                        + ("" if s["prediction_exact"] else "; estimate: not the top of the ranking, or edited") + ")")
         for r in refused:
             typer.echo(f"would be refused: {r.proposal}: {r.reason}")
+        if non_interactive and s["pending"]:
+            typer.echo(f"{len(s['pending'])} still pending ({', '.join(s['pending'])}): mark decision: accept or "
+                       f"reject in {file}, or add --accept-recommended")
     if refused:
         raise typer.Exit(1)
 

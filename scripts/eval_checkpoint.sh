@@ -3,7 +3,7 @@
 # evaluation (and an MCQ one), stop the servers.
 #
 #   scripts/eval_checkpoint.sh CHECKPOINT [--judge MODEL] [--data FILE|URL|hard] [--mcq FILE]
-#       [--out DIR] [--grading explain|choice] [--system-prompt ours|none|FILE] [--limit N]
+#       [--out DIR] [--judge-mode explain|choice] [--system-prompt ours|none|FILE] [--limit N]
 #       [--max-new-tokens N] [--no-thinking] [--length-adjust] [--policy-url URL] [--judge-url URL]
 #       [--policy-port 8100] [--judge-port 8101] [-- extra options for `rubricstree eval healthbench`]
 #
@@ -11,7 +11,7 @@
 # Budgets follow training: 16000 new tokens on HealthBench, 10000 on MCQ (a thinking model needs
 # them); --no-thinking asks for direct answers (2048 / 1024). A CPU policy server's context is
 # POLICY_MAX_LEN (default 20480; on GPU vLLM takes the model's own). Options after `--` (e.g. --judge-api chat --grader official
-# --served-judge gpt-4.1) go to the HealthBench command.
+# --served-model gpt-4.1) go to the HealthBench command.
 # --judge (or $JUDGE_MODEL) is the grader model. --policy-url / --judge-url reuse servers that
 # are already running instead of starting them (with --judge-url, --judge is the served name).
 # GPUs: with two or more, the policy server gets POLICY_CUDA_VISIBLE_DEVICES (default 0) and the
@@ -36,7 +36,7 @@ while [ $# -gt 0 ]; do
     --data) DATA=$2; shift 2 ;;
     --mcq) MCQ=$2; shift 2 ;;
     --out) OUT=$2; shift 2 ;;
-    --grading) GRADING=$2; shift 2 ;;
+    --judge-mode|--grading) GRADING=$2; shift 2 ;;
     --system-prompt) SYSTEM_PROMPT=$2; shift 2 ;;
     --limit) LIMIT=$2; shift 2 ;;
     --max-new-tokens) MAX_NEW=$2; shift 2 ;;
@@ -99,10 +99,10 @@ if [ -z "$JUDGE_URL" ]; then
 fi
 
 HB=("$RT" eval healthbench --model "$POLICY_NAME" --generate-url "$POLICY_URL" --judge-url "$JUDGE_URL"
-    --data "$DATA" --grading "$GRADING" --system-prompt "$SYSTEM_PROMPT" "${THINK[@]}" "${LENGTH_ADJUST[@]}"
+    --data "$DATA" --judge-mode "$GRADING" --system-prompt "$SYSTEM_PROMPT" "${THINK[@]}" "${LENGTH_ADJUST[@]}"
     --out "$OUT/healthbench")
 [ -n "$MAX_NEW" ] && HB+=(--max-new-tokens "$MAX_NEW")
-[ -n "$JUDGE" ] && HB+=(--served-judge "$JUDGE")
+[ -n "$JUDGE" ] && HB+=(--served-model "$JUDGE")
 [ -n "$LIMIT" ] && HB+=(--limit "$LIMIT")
 echo "+ ${HB[*]} ${EXTRA[*]}" >&2
 "${HB[@]}" "${EXTRA[@]}"

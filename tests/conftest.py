@@ -7,7 +7,9 @@ Server tests are marked ``server`` and need ``RUBRICSTREE_JUDGE_URL`` (``make te
 
 from __future__ import annotations
 
+import inspect
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -64,12 +66,57 @@ def _stage1_checkpoint(monkeypatch):
     monkeypatch.setenv("FV_STAGE1_MODEL", "Qwen/Qwen3-8B")
 
 
+# What makes a test slow besides the tiny model: a subprocess, the MiniLM embedding model (the
+# embedding router, matcher or encoder), a Hydra compose. Looked for in the test's own source,
+# the fixtures it uses and the module's helper functions it calls (transitively).
+COSTLY = re.compile(r"MiniLM|sentence.transformers|"
+                    r"subprocess\.|Popen\(|sys\.executable|EmbeddingRouter\(|CachedEncoder\(|EmbeddingMatcher\("
+                    r"|make_router\(\s*[\"']embedding|[\"']--router[\"'],\s*[\"']embedding|[\"']--matcher[\"'],\s*"
+                    r"[\"']embedding|initialize_config|\bcompose\(|needs_minilm|lint_tree\(load_tree\([^)]*\)\)"
+                    r"|[\"']eval-rubrics[\"']|\[\s*[\"']stress[\"']|[\"'](coverage|propose|lint)[\"']")
+
+
+def _source(obj) -> str:
+    try:
+        return inspect.getsource(obj)
+    except (OSError, TypeError):
+        return ""
+
+
+def _costly_helpers(module) -> set[str]:
+    """Names of the module's functions that are costly, directly or by calling one that is."""
+    funcs = {n: _source(f) for n, f in vars(module).items()
+             if inspect.isfunction(f) and getattr(f, "__module__", None) == module.__name__}
+    costly = {n for n, src in funcs.items() if COSTLY.search(src)}
+    grew = True
+    while grew:
+        more = {n for n, src in funcs.items() if n not in costly
+                and any(re.search(rf"\b{re.escape(c)}\(", src) for c in costly)}
+        costly |= more
+        grew = bool(more)
+    return costly
+
+
+def is_costly(item) -> bool:
+    module = getattr(item, "module", None)
+    fn = getattr(item, "function", None)
+    if module is None or fn is None:
+        return False
+    helpers = _costly_helpers(module)
+    sources = [_source(fn), " ".join(str(m.kwargs.get("reason", "")) for m in item.iter_markers("skipif"))]
+    defs = getattr(getattr(item, "_fixtureinfo", None), "name2fixturedefs", {}) or {}
+    sources += [_source(d[-1].func) for d in defs.values() if d]
+    return any(COSTLY.search(src) or any(re.search(rf"\b{re.escape(h)}\(", src) for h in helpers)
+               for src in sources)
+
+
 def pytest_collection_modifyitems(config, items):
-    """Cost is a marker, not a folder: a test that uses the tiny model is ``slow``, one that
-    needs the judge server is ``server`` (explicit marks in the files add to these)."""
+    """Cost is a marker, not a folder: a test that uses the tiny model, starts a subprocess,
+    loads MiniLM or composes Hydra is ``slow`` (:func:`is_costly`); one that needs the judge
+    server is ``server`` (explicit marks in the files add to these)."""
     for item in items:
         names = set(getattr(item, "fixturenames", ()))
-        if "tiny_model_dir" in names:
+        if "tiny_model_dir" in names or is_costly(item):
             item.add_marker(pytest.mark.slow)
         if "judge_url" in names:
             item.add_marker(pytest.mark.server)

@@ -28,31 +28,19 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field
 
 from reward.errors import InputError
+from reward.textio import load_yaml
+from training.judge_server import JudgeServer
 from training.model_dims import ModelDims, model_dims
 
-__all__ = ["JudgeServer", "Plan", "PlanInput", "judge_vllm_args", "plan", "plan_input_from_config"]
+__all__ = ["Plan", "PlanInput", "plan", "plan_input_from_config"]
 
 GIB = 2**30
 OVERHEAD_GIB = 3.0
 JUDGE_OVERHEAD_GIB = 2.0
 Sharding = Literal["none", "fsdp2", "zero3", "fsdp"]
-
-
-class JudgeServer(BaseModel):
-    """How the judge's vLLM server is sized (``judge_server:`` in a TRL config)."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    tensor_parallel_size: int | None = Field(None, ge=1, description="default: the judge's GPU count")
-    max_model_len: int = Field(16384, ge=256, description="judge prompt + verdict tokens")
-    gpu_memory_utilization: float = Field(0.9, gt=0.0, le=1.0)
-    quantization: str | None = Field(None, description="e.g. fp8 (halves the weights)")
-    min_sequences: int = Field(4, ge=1, description="contexts of max_model_len the KV cache must hold at once")
-    extra_args: list[str] = Field(default_factory=list, description="more `vllm serve` arguments")
 
 
 class PlanInput(BaseModel):
@@ -185,15 +173,6 @@ def plan(p: PlanInput, *, gpus: int, gpu_memory_gb: float, judge_gpus: int = 0) 
                 judge_gpus=judge_gpus, gpu_memory_gb=gpu_memory_gb, problems=problems)
 
 
-def judge_vllm_args(j: JudgeServer, judge_gpus: int) -> list[str]:
-    """The `vllm serve` arguments that size the judge as planned (scripts/serve_judge.sh `--`)."""
-    args = ["--tensor-parallel-size", str(j.tensor_parallel_size or max(1, judge_gpus)),
-            "--max-model-len", str(j.max_model_len), "--gpu-memory-utilization", str(j.gpu_memory_utilization)]
-    if j.quantization:
-        args += ["--quantization", j.quantization]
-    return args + list(j.extra_args)
-
-
 # ---------------------------------------------------------------------------------- configs
 def _get(raw: dict, dotted: str, default: Any = None) -> Any:
     node: Any = raw
@@ -214,7 +193,7 @@ def plan_input_from_config(path: str | Path, overrides: list[str] | None = None,
     path = Path(path)
     if not path.is_file():
         raise InputError("config file not found", file=str(path))
-    raw = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    raw = load_yaml(path) or {}
     if "actor_rollout_ref" not in raw:
         return _from_trl(path, overrides or [], sharding, judge_model)
     raw = expand_env(apply_overrides(raw, [o.lstrip("+") for o in (overrides or [])]))

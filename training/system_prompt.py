@@ -15,6 +15,7 @@ Mode ``handbook:FILE`` gives each conversation its own system text: the routed c
 from __future__ import annotations
 
 import hashlib
+import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -39,10 +40,31 @@ HANDBOOK_PREFIX = "handbook:"
 _HANDBOOKS: dict[str, dict[str, str]] = {}
 
 
+def conversation_key(messages: Sequence[Any]) -> str:
+    """A stable key of a conversation (how a handbook file finds its section): sha256 of its
+    (role, content) turns, 16 hex digits."""
+    turns = [[m["role"], m["content"]] if isinstance(m, dict) else [m.role, m.content] for m in messages]
+    return hashlib.sha256(json.dumps(turns, ensure_ascii=False).encode()).hexdigest()[:16]
+
+
+def load_handbooks(path: str) -> dict[str, str]:
+    """``{conversation_key: handbook text}`` from a handbook file (``optimize handbook --out``)."""
+    from reward.errors import InputError
+    from reward.jsonl import iter_jsonl
+
+    out: dict[str, str] = {}
+    for lineno, obj in iter_jsonl(path):
+        if obj.get("kind", "handbook") != "handbook":
+            continue
+        if "conversation_key" not in obj or "handbook" not in obj:
+            raise InputError("a handbook record needs 'conversation_key' and 'handbook'", file=str(path),
+                             record=f"line {lineno}", field="conversation_key")
+        out[obj["conversation_key"]] = obj["handbook"]
+    return out
+
+
 def _handbook_text(mode: str, messages: Sequence[Any]) -> str | None:
     """The handbook section for ``messages`` from the file named in ``handbook:FILE``."""
-    from training.optimize.handbook import conversation_key, load_handbooks
-
     path = mode[len(HANDBOOK_PREFIX):]
     if not Path(path).is_file():
         raise FileNotFoundError(f"system prompt: handbook file '{path}' not found "

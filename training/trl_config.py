@@ -20,10 +20,10 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from reward.envvars import expand_env
 from reward.errors import InputError
 from reward.settings import JudgeSettings, StageRewardSettings
-from reward.textio import load_yaml
-from training.memory_plan import JudgeServer
+from reward.textio import load_yaml, parse_yaml
+from training.judge_server import JudgeServer
 
-__all__ = ["DataConfig", "DifficultyOptions", "Stage", "TrainConfig", "apply_overrides", "load_config"]
+__all__ = ["CompletionLogOptions", "DataConfig", "DifficultyOptions", "Stage", "TrainConfig", "apply_overrides", "load_config"]
 
 Stage = Literal["mcq", "error_rubric", "clinical_rubric"]
 
@@ -39,6 +39,15 @@ class DataConfig(BaseModel):
     exclude: list[str] = Field(
         default_factory=list, description="evaluation JSONL files (HealthBench-Hard, the eval set in use): training "
                                           "rows with the same normalised prompt are dropped and counted")
+
+
+class CompletionLogOptions(BaseModel):
+    """How much of each completion TRL's ``log_completions`` table keeps (``training.trl_logging``)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    max_chars: int | None = Field(2000, ge=1, description="first N characters of each prompt and completion")
+    max_rows: int | None = Field(64, ge=1, description="first N rows of the generation batch (whole groups)")
 
 
 class DifficultyOptions(BaseModel):
@@ -88,6 +97,7 @@ class TrainConfig(BaseModel):
         default_factory=JudgeServer, description="sizing of the judge server train.sh starts (vLLM arguments)")
     reward: StageRewardSettings = StageRewardSettings()
     difficulty: DifficultyOptions = DifficultyOptions()
+    completion_log: CompletionLogOptions = CompletionLogOptions()
     generation_bias: dict[str, float] = Field(
         default_factory=dict, description="text -> logit bias for transformers generation (sequence_bias); "
                                           "the smoke configs use it so a random policy answers with letters")
@@ -133,7 +143,7 @@ def apply_overrides(raw: dict, overrides: Sequence[str]) -> dict:
             node = node.setdefault(p, {})
             if not isinstance(node, dict):
                 raise InputError(f"--set {key}: '{p}' is not a mapping")
-        node[parts[-1]] = yaml.safe_load(text) if text.strip() else None
+        node[parts[-1]] = parse_yaml(text, where=f"--set {key}") if text.strip() else None
     return raw
 
 

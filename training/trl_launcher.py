@@ -39,7 +39,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from reward.errors import InputError
+from reward._optional import require_model
+from reward.errors import InputError, ModelNotFoundError
 from reward.settings import JudgeSettings
 from training.trl_config import TrainConfig, load_config
 
@@ -242,6 +243,8 @@ def _step_of(checkpoint: str | None) -> int:
 def make_trainer(cfg: TrainConfig, train_dataset, reward_funcs: list, **arg_overrides: Any):
     from trl import GRPOTrainer
 
+    from training.trl_logging import bound_completion_logs, wandb_mode_for
+
     args = grpo_args(cfg, **arg_overrides)
     world = max(1, int(os.environ.get("WORLD_SIZE", "1")))
     per_step = args.per_device_train_batch_size * args.gradient_accumulation_steps * world
@@ -250,8 +253,12 @@ def make_trainer(cfg: TrainConfig, train_dataset, reward_funcs: list, **arg_over
              "(per_device_train_batch_size %d x gradient_accumulation_steps %d x %d processes)",
              per_step, f"{per_step / args.num_generations:g}", args.num_generations,
              args.per_device_train_batch_size, args.gradient_accumulation_steps, world)
-    return GRPOTrainer(model=cfg.model, reward_funcs=reward_funcs, args=args,
-                       train_dataset=train_dataset, callbacks=[_save_at_end_callback()])
+    wandb_mode_for(args.report_to)  # offline, said in a log line, when there is no key
+    trainer = GRPOTrainer(model=cfg.model, reward_funcs=reward_funcs, args=args,
+                          train_dataset=train_dataset, callbacks=[_save_at_end_callback()])
+    c = cfg.completion_log  # small completions tables: first rows, first characters
+    trainer.add_callback(bound_completion_logs(trainer, c.max_chars, c.max_rows))
+    return trainer
 
 
 def train(cfg: TrainConfig) -> TrainResult:
@@ -411,7 +418,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     try:
         cfg = load_config(a.config, a.overrides)
-    except InputError as exc:
+        if not (a.print_judge or a.print_output_dir):
+            require_model(cfg.model, f"model: in {a.config}")
+    except (InputError, ModelNotFoundError) as exc:
         print(f"error: {exc}", flush=True)
         return 2
     if a.print_judge:

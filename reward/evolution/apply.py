@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from pydantic import BaseModel, ConfigDict
 
 from reward.errors import TaxonomyError
-from reward.evolution.proposals import GROUNDING_TODO, Proposal
+from reward.evolution.proposals import GROUNDING_TODO, Proposal, draft_lint
 from reward.tree.graph import RubricTree
 from reward.tree.schema import Node
 
@@ -93,17 +93,23 @@ def check(tree: RubricTree, nodes: dict[str, Node], proposal_id: str) -> RubricT
     return RubricTree(list(nodes.values()), tree.root, name=tree.name, source=f"proposal {proposal_id}")
 
 
-def apply_proposals(tree: RubricTree, proposals: Sequence[Proposal], *, accepted_only: bool = True) -> ApplyResult:
+def apply_proposals(tree: RubricTree, proposals: Sequence[Proposal], *, accepted_only: bool = True,
+                    lint: bool = True) -> ApplyResult:
     """Apply ``proposals`` (only those with ``decision: accept`` unless ``accepted_only`` is False).
 
     Returns the validated tree, refusals with reasons, a change line per applied proposal and
-    warnings (e.g. a grounding still to be filled in).
+    warnings (e.g. a grounding still to be filled in). With ``lint`` (the default), a new leaf
+    that ``tree lint``'s text rules flag, as its text stands now, is refused with the rule.
     """
     nodes = dict(tree.nodes)
     applied, refused, changes, warnings = [], [], [], []
     current = tree
     for p in proposals:
         if accepted_only and p.decision != "accept":
+            continue
+        issues = draft_lint(p.node) if lint and p.kind == "add_leaf" else []
+        if issues:
+            refused.append(Refusal(proposal=p.id, reason="tree lint flags the leaf: " + "; ".join(issues)))
             continue
         try:
             candidate, change = _apply_one(nodes, p)

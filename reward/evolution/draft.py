@@ -3,12 +3,19 @@
 Placement: the internal node (not the root) whose ``title: definition`` is most similar to the
 cluster's centroid; the next best are kept as alternatives for the reviewer. Text, two ways:
 
-- ``offline``: the representative item's criterion becomes the leaf's criterion, its first words
-  the title; the trigger is left empty for the reviewer (a specific item makes a narrow leaf: the
-  review step is where it is generalised).
+- ``offline``: the representative item's criterion becomes the leaf's criterion, its main clause
+  the title (whole words, never cut mid-clause with "..."). A criterion that names no situation
+  gets a trigger from the cluster's most common HealthBench theme ("If the user describes symptoms
+  that may need urgent care, ..."), so the draft passes ``tree lint``'s trigger rule; a specific
+  item still makes a narrow leaf: the review step is where it is generalised.
 - ``llm``: the judge writes a general check from up to ``max_examples`` items with our prompt
   (``Judge.generate_json``, cached), choosing the parent among the shortlisted nodes; an answer
-  that cannot be used falls back to the offline draft, and the proposal says so.
+  that cannot be used falls back to the offline draft, and the proposal says so. Its trigger is
+  written into the criterion when the criterion names no situation itself.
+
+Every draft is then checked with ``tree lint``'s text rules (:func:`draft_lint`); what they still
+flag (a vacuous or bundled criterion copied from a rubric item) is recorded on the proposal, which
+is then not recommended, and ``tree apply`` refuses it until a reviewer rewrites it.
 
 The grounding is always left to fill in: no model should invent a guideline reference.
 """
@@ -22,7 +29,7 @@ from typing import Any
 
 from reward.evolution.cluster import Cluster
 from reward.evolution.encoder import CachedEncoder
-from reward.evolution.proposals import GROUNDING_TODO, Evidence, NodeDraft, Proposal
+from reward.evolution.proposals import GROUNDING_TODO, Evidence, NodeDraft, Proposal, draft_lint
 from reward.judge.templates import Template
 from reward.judge.types import JudgeItem, Message
 from reward.router.embedding import node_text
@@ -76,10 +83,57 @@ def _slug(text: str, taken: set[str], prefix: str = "ev_") -> str:
     return nid
 
 
-def _title(text: str, words: int = 8) -> str:
-    ws = text.split()
-    t = " ".join(ws[:words]).rstrip(",.;:")
-    return t + ("..." if len(ws) > words else "")
+# The situation each HealthBench theme is about: the trigger of an offline draft whose criterion
+# names none. Our wording; a reviewer narrows it.
+THEME_TRIGGERS = {
+    "emergency_referrals": "the user describes symptoms or events that may need urgent care",
+    "context_seeking": "the user's message leaves out details needed to answer safely",
+    "hedging": "the right answer is uncertain or depends on facts the user has not given",
+    "global_health": "the user's setting may limit access to care, tests or medicines",
+    "health_data_tasks": "the user asks for work on health records, notes or health data",
+    "communication": "the user asks a health question",
+    "complex_responses": "the user asks a question that needs a detailed answer",
+}
+DEFAULT_TRIGGER = "the user asks a health question"
+_LEADING_TRIGGER = re.compile(r"^\s*(if|when|whenever|for|once|unless)\b[^,]*,\s*", re.IGNORECASE)
+
+
+def with_trigger(criterion: str, trigger: str) -> str:
+    """``criterion`` if it names a situation already (``tree lint``'s rule), else
+    ``"If <trigger>, <criterion>"``."""
+    from reward.tree.lint import has_trigger
+
+    criterion = criterion.strip()
+    trig = re.sub(r"^\s*(if|when|whenever)\s+", "", trigger.strip(), flags=re.IGNORECASE).rstrip(" ,.;:")
+    if has_trigger(criterion) or not trig or not criterion:
+        return criterion
+    return f"If {trig}, {criterion[0].lower()}{criterion[1:]}"
+
+
+def _title(text: str, max_words: int = 14) -> str:
+    """A leaf title from a criterion: its main clause (the trigger clause dropped), in whole words."""
+    main = _LEADING_TRIGGER.sub("", text.strip(), count=1) or text.strip()
+    clause = re.split(r"[.;:(]\s|\s[-\u2013\u2014]\s|, (?=(?:and|but|or|which|so|such as|e\.g\.)\b)", main)[0]
+    words = clause.rstrip(" ,.;:").split()
+    if len(words) > max_words:  # end at the last comma inside the limit, else at the limit
+        head = " ".join(words[:max_words])
+        words = (head[: head.rfind(",")] if "," in head else head).split()
+    title = " ".join(words).rstrip(" ,.;:") or text.strip()[:80]
+    return (title[0].upper() + title[1:])[:120]
+
+
+def theme_trigger(cluster: Cluster) -> str:
+    """The trigger of the cluster's most common theme (``DEFAULT_TRIGGER`` when it has none)."""
+    themes = Counter(t for i in cluster.items for t in i.themes)
+    for theme, _ in themes.most_common():
+        if theme in THEME_TRIGGERS:
+            return THEME_TRIGGERS[theme]
+    return DEFAULT_TRIGGER
+
+
+def linted(p: Proposal) -> Proposal:
+    """``p`` with its draft's lint problems in ``lint`` (and so not recommended)."""
+    return p.model_copy(update={"lint": draft_lint(p.node)})
 
 
 def _tags(cluster: Cluster) -> LeafTags:
@@ -94,9 +148,11 @@ def offline_proposal(pid: str, tree: RubricTree, cluster: Cluster, encoder: Cach
     """A proposal drafted from the cluster's representative item (no model)."""
     rep = cluster.items[0].criterion
     where = placements(tree, cluster, encoder)
+    trigger = theme_trigger(cluster)
     return Proposal(
         id=pid, kind="add_leaf",
-        node=NodeDraft(id=_slug(rep, taken), title=_title(rep), trigger="", criterion=rep, polarity="positive",
+        node=NodeDraft(id=_slug(rep, taken), title=_title(rep), trigger=trigger,
+                       criterion=with_trigger(rep, trigger), polarity="positive",
                        grounding=GROUNDING_TODO, tags=_tags(cluster)),
         parents=[where[0]["id"]], placement_alternatives=where, drafted_by="offline",
         evidence=Evidence(n_items=len(cluster.items), points=cluster.points, rows=cluster.rows,
@@ -126,8 +182,10 @@ async def llm_proposals(props: Sequence[Proposal], tree: RubricTree, judge, take
         polarity = v.get("polarity") if v.get("polarity") in ("positive", "negative") else "positive"
         assert p.node is not None
         taken.discard(p.node.id)
-        node = p.node.model_copy(update={"id": _slug(title, taken), "title": title[:120], "criterion": crit,
-                                         "trigger": str(v.get("trigger", "")).strip(), "polarity": polarity})
+        trigger = str(v.get("trigger", "")).strip()
+        node = p.node.model_copy(update={"id": _slug(title, taken), "title": title[:120],
+                                         "criterion": with_trigger(crit, trigger or p.node.trigger),
+                                         "trigger": trigger or p.node.trigger, "polarity": polarity})
         out.append(p.model_copy(update={
             "node": node, "parents": [parent if parent in allowed else allowed[0]], "drafted_by": "llm",
             "note": "" if parent in allowed else f"llm parent '{parent}' not among the candidates: best match used"}))

@@ -31,7 +31,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from reward.errors import InputError
-from reward.textio import read_text
+from reward.textio import parse_yaml, read_text
 from reward.tree.schema import LeafTags, Node
 
 FORMAT = "rubricstree-proposals/1"
@@ -112,6 +112,8 @@ class Proposal(BaseModel):
     predicted: Prediction | None = None
     evidence: Evidence = Evidence()
     note: str = ""
+    lint: list[str] = Field(default_factory=list, description=(
+        "what tree lint's text rules flag in the drafted leaf (rewrite it: apply refuses it as it is)"))
 
     def fields_missing(self) -> str | None:
         """Why this proposal lacks a field its kind needs (None when complete)."""
@@ -126,6 +128,21 @@ class Proposal(BaseModel):
         if self.kind == "add_node" and self.node and self.node.criterion is not None:
             return "node.criterion (an internal node has none: use add_leaf)"
         return None
+
+
+def draft_lint(node: NodeDraft | None) -> list[str]:
+    """``tree lint``'s text rules (trigger, vacuous wording, bundled checks) on a drafted leaf:
+    one ``kind: message`` line per problem, empty when the draft is clean."""
+    from reward.tree.lint import bundled_match, has_trigger, vacuous_reasons
+
+    if node is None or not node.criterion:
+        return []
+    c = node.criterion
+    out = [] if has_trigger(c) else ["missing_trigger: the criterion names no situation ('If the user ...')"]
+    out += [f"vacuous: {why}" for why in vacuous_reasons(c)]
+    if (frag := bundled_match(c)) is not None:
+        out.append(f"bundled: '{frag}' joins a second check: split it into two leaves")
+    return out
 
 
 class ProposalsFile(BaseModel):
@@ -149,7 +166,7 @@ def load_proposals(path: str | Path) -> ProposalsFile:
         raise InputError("file not found", file=src)
     text = read_text(path)  # a folder, or bytes that are not UTF-8: named with the file and line
     try:
-        raw = yaml.safe_load(text)
+        raw = parse_yaml(text, where=src)
     except yaml.YAMLError as exc:
         raise InputError(f"invalid YAML: {exc}", file=src) from exc
     if not isinstance(raw, dict):

@@ -26,7 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from reward.evolution.apply import apply_proposals
 from reward.evolution.cluster import cluster_items
 from reward.evolution.coverage import CoverageResult, RouterSpec, make_router, measure
-from reward.evolution.draft import llm_proposals, offline_proposal
+from reward.evolution.draft import linted, llm_proposals, offline_proposal
 from reward.evolution.encoder import CachedEncoder
 from reward.evolution.matchers import Matcher
 from reward.evolution.proposals import Prediction, Proposal, ProposalsFile
@@ -47,7 +47,8 @@ class ProposeSettings(BaseModel):
 
 async def _coverage_with(tree: RubricTree, props: Sequence[Proposal], rows, spec: RouterSpec, matcher: Matcher,
                          encoder: CachedEncoder, judge) -> tuple[float, CoverageResult]:
-    res = apply_proposals(tree, [p.model_copy(update={"decision": "accept"}) for p in props])
+    # lint=False: a draft's predicted gain is measured as written; apply refuses it until it is fixed
+    res = apply_proposals(tree, [p.model_copy(update={"decision": "accept"}) for p in props], lint=False)
     if res.refused:
         raise ValueError(f"proposal {res.refused[0].proposal} cannot be applied: {res.refused[0].reason}")
     cov = await measure(rows, res.tree, make_router(spec, res.tree, encoder=encoder, judge=judge), matcher)
@@ -81,6 +82,7 @@ async def propose(rows: Sequence[HealthBenchRow], tree: RubricTree, spec: Router
         if judge is None:
             raise ValueError("the llm drafter needs a judge: give --judge-url or --judge-model")
         drafts = await llm_proposals(drafts, tree, judge, taken)
+    drafts = [linted(p) for p in drafts]  # what lint still flags is recorded, and not recommended
 
     # Greedy ranking by exact re-measurement: n + (n-1) + ... evaluations, each cheap once the
     # encoder has seen the rows (only new leaf texts are encoded; judge answers are cached).
@@ -92,18 +94,22 @@ async def propose(rows: Sequence[HealthBenchRow], tree: RubricTree, spec: Router
     bar = tqdm(total=n * (n + 1) // 2, desc="ranking proposals", unit="eval", file=sys.stderr, disable=not progress)
     try:
         while remaining:
+            # lint-clean drafts rank first, so the recommended ones are a prefix of the ranking
+            # (accepting the first k stays exact); flagged ones follow, measured after them
+            pool = {p.id for p in remaining if not p.lint} or {p.id for p in remaining}
             scored = []
-            for p in remaining:
+            for p in remaining if not chosen else [p for p in remaining if p.id in pool]:
                 cov, _ = await _coverage_with(tree, [*chosen, p], rows, spec, matcher, encoder, judge)
                 bar.update(1)
                 if not chosen:
                     gains_alone[p.id] = cov - baseline.coverage
-                scored.append((cov, p))
+                if p.id in pool:
+                    scored.append((cov, p))
             cov, best = max(scored, key=lambda x: (x[0], -drafts.index(x[1])))
             marginal = cov - current
             score = marginal - settings.lambda_per_leaf
             chosen.append(best.model_copy(update={
-                "recommended": score > 0,
+                "recommended": score > 0 and not best.lint,
                 "predicted": Prediction(gain_alone=gains_alone[best.id], marginal_gain=marginal,
                                         cumulative_coverage=cov, score=score)}))
             remaining = [p for p in remaining if p.id != best.id]

@@ -44,6 +44,7 @@ def describe(p: Proposal) -> str:
     if ev.n_items:
         lines.append(f"  evidence:  {ev.n_items} uncovered items, {ev.points:g} points, {len(ev.rows)} conversations")
         lines += [f"    - {t[:160]}" for t in ev.items[:4]]
+    lines += [f"  lint:      {x}" for x in p.lint]
     if p.note:
         lines.append(f"  note: {p.note}")
     return "\n".join(lines)

@@ -16,8 +16,8 @@ from pathlib import Path
 import yaml
 from pydantic import ValidationError
 
-from reward.errors import TaxonomyError
-from reward.textio import read_text
+from reward.errors import InputError, TaxonomyError
+from reward.textio import parse_yaml, read_text
 from reward.tree.graph import RubricTree
 from reward.tree.loader import default_taxonomy_path, load_tree
 from reward.tree.schema import ChangelogEntry, Node, TaxonomyFile
@@ -31,7 +31,7 @@ def read_header(path: str | Path | None) -> TaxonomyFile:
     path = Path(path) if path is not None else default_taxonomy_path()
     text = read_text(path)  # a folder, or bytes that are not UTF-8: named with the file and line
     try:
-        return TaxonomyFile.model_validate(yaml.safe_load(text))
+        return TaxonomyFile.model_validate(parse_yaml(text, where=str(path)))
     except (OSError, yaml.YAMLError, ValidationError, TypeError) as exc:
         raise TaxonomyError(f"cannot read the taxonomy header: {exc}", file=str(path)) from exc
 
@@ -145,9 +145,9 @@ def _edit_text(text: str, old: RubricTree, nodes: list[Node], version: int, entr
 
 def _matches(text: str, nodes: list[Node], version: int, changelog: list[ChangelogEntry]) -> bool:
     try:
-        doc = TaxonomyFile.model_validate(yaml.safe_load(text))
+        doc = TaxonomyFile.model_validate(parse_yaml(text, where="<the taxonomy as written>"))
         parsed = [Node.model_validate(d) for d in doc.nodes]
-    except (yaml.YAMLError, ValidationError, TypeError):
+    except (yaml.YAMLError, ValidationError, TypeError, InputError):
         return False
     return (doc.version == version and doc.changelog == changelog
             and [n.model_dump() for n in parsed] == [n.model_dump() for n in nodes])

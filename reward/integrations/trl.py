@@ -21,7 +21,9 @@ failed gets None (TRL leaves it out of that reward), or, with ``on_failure="rais
 raises :class:`reward.errors.JudgeError`. The ``__name__`` (TRL's metric key, default ``mcq_rule``,
 ``error_rubric``, ``clinical_rubric``) is stable and settable. Through ``log_metric`` each logs
 its diagnostics (per-macro-capability and per-axis means, penalties, unscored fraction) and the
-judge counters of the batch (requests, cache hits, failures, retries, tokens).
+judge counters of the batch (requests, cache hits, failures, retries, tokens). The stage 3 tree
+reward also logs, through ``log_extra``, per-completion columns of its leaf verdicts (failed and
+uncertain leaves, macro scores: ``reward.integrations.rollout_log``) for TRL's completions table.
 
 A judge is given as :class:`reward.settings.JudgeSettings` (or its dict), built lazily in the
 process that calls the reward and dropped when pickled, or as a live :class:`reward.judge.Judge`
@@ -36,6 +38,7 @@ import weakref
 from collections.abc import Callable, Mapping
 from typing import Any, Literal
 
+from reward.integrations.rollout_log import leaf_columns
 from reward.settings import ErrorRubricSettings, JudgeSettings, RubricRewardSettings
 from reward.stages.mcq import grade_mcq
 from reward.stages.rollout_text import (
@@ -252,6 +255,7 @@ class RubricRewardFunc(_JudgeReward):
         scoring: ``"hard"`` (yes/no) or ``"soft"`` (p_yes); combine: ``tree``/``points``/``mean``.
         on_failure: ``"skip"`` (None) or ``"raise"``.
         scoring_variant: the tree score's variant (``reward.scoring.variants``); None: the default.
+        applicability: leave out the routed leaves whose situation is absent (decided once per prompt).
 
     Columns: ``rubrics`` (optional), ``judge_prompt`` (else ``prompts``) is the conversation the
     router and judge see. Each prompt is routed once per batch (RubricReward groups by prompt).
@@ -262,7 +266,8 @@ class RubricRewardFunc(_JudgeReward):
                  rubric_source: Literal["both", "tree", "rows"] = "both", scoring: str = "hard",
                  combine: str = "tree", on_failure: str = "skip", name: str = "clinical_rubric",
                  scoring_variant: str | None = None, grade: str = "answer",
-                 format_failure_score: float | None = 0.0, clip_below_zero: bool = False) -> None:
+                 format_failure_score: float | None = 0.0, clip_below_zero: bool = False,
+                 applicability: bool = False) -> None:
         from reward.scoring.variants import DEFAULT_SCORING_VARIANT, check_variant
 
         super().__init__(judge, name, on_failure)
@@ -276,6 +281,7 @@ class RubricRewardFunc(_JudgeReward):
         self.rubric_source, self.scoring, self.combine = rubric_source, scoring, combine
         self.grade, self.format_failure_score = grade, format_failure_score
         self.clip_below_zero = clip_below_zero
+        self.applicability = applicability
 
     @classmethod
     def from_settings(cls, judge: Any, settings: RubricRewardSettings | Mapping[str, Any]) -> RubricRewardFunc:
@@ -301,7 +307,7 @@ class RubricRewardFunc(_JudgeReward):
                                          scoring_variant=self.scoring_variant, on_failure=self.on_failure,
                                          grade=self.grade,  # type: ignore[arg-type]
                                          format_failure_score=self.format_failure_score,
-                                         clip_below_zero=self.clip_below_zero)
+                                         clip_below_zero=self.clip_below_zero, applicability=self.applicability)
         return self._runtime
 
     async def __call__(self, prompts: list, completions: list, completion_ids: list | None = None,
@@ -315,7 +321,7 @@ class RubricRewardFunc(_JudgeReward):
         if self.rubric_source == "rows":
             scores, metrics = await self._score_rows(shown, completions, rubrics)
         else:
-            scores, metrics = await self._score_tree(shown, completions, rubrics)
+            scores, metrics = await self._score_tree(shown, completions, rubrics, kwargs.get("log_extra"))
         metrics["unscored"] = sum(s is None for s in scores) / n if n else None
         # an unclosed <think> (no final answer): scored format_failure_score, not a judge failure
         metrics["format_failures"] = self._format_failures / n if n else None
@@ -323,7 +329,7 @@ class RubricRewardFunc(_JudgeReward):
         self._log(kwargs.get("log_metric"), metrics)
         return scores
 
-    async def _score_tree(self, shown, completions, rubrics) -> tuple[list[float | None], dict]:
+    async def _score_tree(self, shown, completions, rubrics, log_extra=None) -> tuple[list[float | None], dict]:
         reward = self._reward()
         recs = []
         for j, (p, c) in enumerate(zip(shown, completions)):
@@ -333,6 +339,9 @@ class RubricRewardFunc(_JudgeReward):
             recs.append(rec)
         results = await reward.score(recs)
         self._format_failures = sum(r.format_failure for r in results)
+        if log_extra is not None:  # the leaf verdicts behind each reward, as completions-table columns
+            for col, vals in leaf_columns(results, reward.tree.macro_capabilities).items():
+                log_extra(f"{self.__name__}/{col}", vals)
         metrics: dict[str, float | None] = {}
         macro: dict[str, list[float]] = {}
         axis: dict[str, list[float]] = {}

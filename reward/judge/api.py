@@ -23,15 +23,28 @@ def is_loopback(url: str) -> bool:
     return (urlparse(url if "//" in url else f"http://{url}").hostname or "") in LOOPBACK
 
 
-def list_models(url: str, api_key: str = "", timeout: float = 10.0) -> list[dict] | None:
-    """The server's ``/v1/models`` entries, or None when it cannot be listed."""
+def list_models(url: str, api_key: str = "", timeout: float = 10.0, strict: bool = False) -> list[dict] | None:
+    """The server's ``/v1/models`` entries, or None when it cannot be listed.
+
+    Raises:
+        UnreachableServerError: with ``strict``, when nothing accepts a connection at ``url``
+            (without it, None: a judge built anyway reports each failed call).
+    """
     import httpx
 
-    from reward.serving import normalise_url
+    from reward.serving import UnreachableServerError, normalise_url, redact_url
 
     headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
     try:
         data = httpx.get(f"{normalise_url(url)}/models", headers=headers, timeout=timeout).json()
+    except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
+        if not strict:
+            return None
+        raise UnreachableServerError(f"no server answers at {redact_url(url)} ({type(exc).__name__}: {exc}): "
+                                     "is it running, and is the URL right?") from exc
+    except (httpx.HTTPError, ValueError):
+        return None
+    try:
         models = data["data"]
         return [m for m in models if isinstance(m, dict)] if isinstance(models, list) else None
     except (httpx.HTTPError, KeyError, TypeError, ValueError):
@@ -57,12 +70,12 @@ def resolve_judge_api(urls: list[str], api: str = "auto", api_key: str = "") -> 
 def chat_served_model(urls: list[str], api_key: str = "") -> str:
     """The model to ask over the chat API when none is named: the server's only model. A hosted
     API lists many, and picking the first would grade with an arbitrary model."""
-    models = list_models(urls[0], api_key)
+    models = list_models(urls[0], api_key, strict=True)
     ids = [str(m.get("id")) for m in models or [] if m.get("id")]
     if len(ids) == 1:
         return ids[0]
     listed = f"it lists {len(ids)} models" if models is not None else "its models cannot be listed"
-    raise ValueError(f"name the judge model for {urls[0]} ({listed}): pass --served-judge / --served-model, "
+    raise ValueError(f"name the judge model for {urls[0]} ({listed}): pass --served-model, "
                      "e.g. gpt-4.1-2025-04-14")
 
 

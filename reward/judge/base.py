@@ -10,32 +10,29 @@ rest. Concurrent siblings would otherwise all miss a prefix that the first is st
 from __future__ import annotations
 
 import asyncio
-import contextvars
 import hashlib
 import json
-import time
 from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Literal, TypeVar
 
+from reward.aio import gather_or_cancel
 from reward.errors import JudgeError
+from reward.judge.budget import call_deadline
 from reward.judge.cache import VerdictCache, verdict_key
 from reward.judge.render import PromptRenderer
 from reward.judge.templates import Template, default_template, load_template
-from reward.judge.types import JSONResult, JudgeConfig, JudgeItem, JudgeStats, Verdict
+from reward.judge.types import JSONResult, JudgeConfig, JudgeItem, JudgeStats, Verdict, sampling_suffix
 
 OnFailure = Literal["record", "raise"]
 T = TypeVar("T")
-# Monotonic time by which the current grade/generate_json call must end (None: unbounded); the
-# backend's transport reads it, so every request of one call shares one deadline.
-_DEADLINE: contextvars.ContextVar[float | None] = contextvars.ContextVar("judge_deadline", default=None)
 JSON_NAMESPACE = "json"  # JSON generations live in the cache's key-value store, apart from verdicts
 
 
 class Judge(ABC):
     """Grades (conversation, response, criterion) items; one verdict per item, in order."""
 
-    deadline_s: float | None = None  # overall bound of one grade call; backends that can honour it set it
+    deadline_s: float | None = None  # bound of one grade call outside a run; served backends set it
 
     def __init__(self, renderer: PromptRenderer, *, model_id: str, config: JudgeConfig | None = None,
                  cache: VerdictCache | None = None, concurrency: int = 64) -> None:
@@ -44,6 +41,7 @@ class Judge(ABC):
         # cache keys (unpadded keys stay as they were).
         self.model_id = model_id + (f"+block{renderer.block_size}" if getattr(renderer, "block_size", 0) else "")
         self.config = config or JudgeConfig()
+        self.model_id += sampling_suffix(self.config)  # other explain sampling: other verdicts
         self.cache = cache
         self.concurrency = concurrency
         self.stats = JudgeStats()
@@ -106,12 +104,9 @@ class Judge(ABC):
         """The flow shared by verdicts and JSON generations: serve cache hits, compute the rest
         (``compute(items, on_done)``), store each success the moment it arrives (a crash or kill
         mid-batch loses only requests in flight), count, and apply the failure policy."""
-        token = _DEADLINE.set(None if self.deadline_s is None else time.monotonic() + self.deadline_s)
-        try:
+        with call_deadline(self.deadline_s):  # unless a run deadline (reward.judge.budget) bounds it already
             return await self._through_cache_in_deadline(items, keys, load=load, save=save, compute=compute,
                                                          failed=failed, what=what, on_failure=on_failure)
-        finally:
-            _DEADLINE.reset(token)
 
     async def _through_cache_in_deadline(self, items, keys, *, load, save, compute, failed, what: str,
                                          on_failure: OnFailure):
@@ -212,9 +207,10 @@ async def run_staged(items: Sequence[JudgeItem], one: Callable[[int], Awaitable[
     async def run_conversation(stages: list[list[int]]) -> None:
         for stage in stages:
             if stage:
-                await asyncio.gather(*(run(i) for i in stage))
+                await gather_or_cancel(run(i) for i in stage)
 
-    await asyncio.gather(*(run_conversation(s) for s in stage_by_prefix(items)))
+    # a stopped run (deadline, circuit breaker) cancels every sibling request at once
+    await gather_or_cancel(run_conversation(s) for s in stage_by_prefix(items))
     return out
 
 

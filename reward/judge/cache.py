@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import sqlite3
 import threading
 from collections.abc import Iterable, Sequence
@@ -20,18 +19,7 @@ from pathlib import Path
 
 from reward.judge.templates import Template
 from reward.judge.types import JudgeItem, Verdict
-
-ENV_DIR = "RUBRICSTREE_CACHE_DIR"
-
-
-def default_cache_dir() -> Path:
-    """``$RUBRICSTREE_CACHE_DIR`` or the user's cache directory (platformdirs)."""
-    env = os.environ.get(ENV_DIR)
-    if env:
-        return Path(env)
-    from platformdirs import user_cache_dir
-
-    return Path(user_cache_dir("rubricstree"))
+from reward.paths import default_cache_dir
 
 
 def verdict_key(model_id: str, template: Template, item: JudgeItem) -> str:

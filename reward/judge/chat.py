@@ -20,7 +20,9 @@ explain mode: the JSON verdict ``{"explanation", "criteria_met"}``, constrained 
 expression in ``structured_outputs`` instead); a server that rejects the field is
 asked again without it, and the text is parsed robustly either way. Only an answer that arrived
 but does not parse is resampled (bounded attempts, later ones at a raised temperature with a
-seed); transport faults are retried at the original settings.
+seed); transport faults are retried at the original settings. ``JudgeConfig(constrained=False,
+retry_temperature=None, parse="reference")`` sends the reference HealthBench grader's request
+instead: no constraint, the same settings on every attempt, its strict parse.
 
 Transport: a bounded semaphore, a pool of endpoints (least outstanding), retries with exponential
 backoff and jitter on timeouts, connection errors and 5xx; HTTP 429 waits what ``Retry-After``
@@ -35,26 +37,25 @@ token-id backend's or another provider's.
 
 from __future__ import annotations
 
-import asyncio
-import email.utils
 import logging
 import math
 import os
-import random
-import time
 from collections.abc import Callable
 from urllib.parse import urlparse
 
 import httpx
 
+from reward.judge import defaults as D
 from reward.judge.base import Judge, run_staged
 from reward.judge.cache import VerdictCache
 from reward.judge.endpoints import EndpointPool
 from reward.judge.identity import require_identity
-from reward.judge.loop_client import LoopBoundClient
-from reward.judge.parsing import parse_explain, parse_json_object
+from reward.judge.parsing import explain_parser, parse_json_object
 from reward.judge.templates import Template
+from reward.judge.transport import RequestFailed as _Failed
+from reward.judge.transport import ServedTransport
 from reward.judge.types import JSONResult, JudgeConfig, JudgeItem, Verdict
+from reward.serving import RetryPolicy
 
 log = logging.getLogger(__name__)
 
@@ -72,11 +73,6 @@ EXPLAIN_SCHEMA = {
 # vLLM's JSON-schema grammar admits any whitespace, and a weak model can spend its whole budget on
 # blanks; on vLLM the verdict is constrained by this whitespace-free pattern instead.
 EXPLAIN_REGEX = r'\{"explanation": "[^"\\\n]{0,400}", "criteria_met": (true|false)\}'
-_NO_RETRY = (400, 401, 403, 404, 422)
-
-
-class _Failed(Exception):
-    """A request that failed after its retries (the reason is redacted)."""
 
 
 def template_messages(template: Template, item: JudgeItem) -> list[dict[str, str]]:
@@ -116,29 +112,6 @@ def p_yes_from_top(top: list[dict], *, prefixes: bool = False) -> float | None:
     return py / (py + pn)
 
 
-def retry_after_seconds(headers: httpx.Headers, now: float | None = None) -> float | None:
-    """The wait a 429/503 asks for: ``retry-after-ms``, or ``Retry-After`` in seconds or as an
-    HTTP date. None when absent or unreadable."""
-    ms = headers.get("retry-after-ms")
-    if ms:
-        try:
-            return max(0.0, float(ms) / 1000.0)
-        except ValueError:
-            pass
-    value = headers.get("retry-after")
-    if not value:
-        return None
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError, IndexError):
-        return None
-    return max(0.0, when.timestamp() - (time.time() if now is None else now))
-
-
 def api_key_for(urls: list[str], api_key_env: str = API_KEY_ENV) -> str:
     """The key from ``api_key_env``; for api.openai.com also ``OPENAI_API_KEY``."""
     key = os.environ.get(api_key_env, "")
@@ -147,7 +120,7 @@ def api_key_for(urls: list[str], api_key_env: str = API_KEY_ENV) -> str:
     return key
 
 
-class ChatJudge(LoopBoundClient, Judge):
+class ChatJudge(ServedTransport, Judge):
     """Judge served by one or more OpenAI-compatible chat endpoints.
 
     Args:
@@ -164,16 +137,18 @@ class ChatJudge(LoopBoundClient, Judge):
     """
 
     def __init__(self, urls: list[str] | str, model: str, *, config: JudgeConfig | None = None,
-                 cache: VerdictCache | None = None, concurrency: int = 16, timeout_s: float = 120.0,
-                 max_retries: int = 5, backoff_s: float = 1.0, max_backoff_s: float = 30.0,
+                 cache: VerdictCache | None = None, concurrency: int = 16, timeout_s: float = D.TIMEOUT_S,
+                 max_retries: int = D.MAX_RETRIES, backoff_s: float = 1.0, max_backoff_s: float = 30.0,
                  max_retry_after_s: float = 120.0, api_key_env: str = API_KEY_ENV, cooldown_s: float = 10.0,
                  response_format: bool = True, transport: httpx.AsyncBaseTransport | None = None,
-                 discover: bool = True, deadline_s: float | None = 900.0, revision: str | None = None) -> None:
+                 discover: bool = True, deadline_s: float | None = D.DEADLINE_S,
+                 circuit_breaker: int = D.CIRCUIT_BREAKER, revision: str | None = None) -> None:
         urls = [urls] if isinstance(urls, str) else list(urls)
         self.pool = EndpointPool(urls, cooldown_s=cooldown_s)
         self.model = model
         self.timeout_s, self.max_retries = timeout_s, max_retries
-        self.backoff_s, self.max_backoff_s, self.max_retry_after_s = backoff_s, max_backoff_s, max_retry_after_s
+        self.retry = RetryPolicy(max_retries=max_retries, backoff_s=backoff_s, max_backoff_s=max_backoff_s)
+        self.max_retry_after_s, self.circuit_breaker = max_retry_after_s, circuit_breaker
         self._key = api_key_for(urls, api_key_env)
         self._headers = {"Authorization": f"Bearer {self._key}"} if self._key else {}
         self._transport = transport
@@ -188,12 +163,13 @@ class ChatJudge(LoopBoundClient, Judge):
         model_id = f"chat:{host}:{model}" + (f"@{self.served_root}" if self.served_root else "")
         model_id += f"!{revision}" if revision else ""  # a hosted model's name is all it reports
         super().__init__(None, model_id=model_id, config=config, cache=cache, concurrency=concurrency)
-        self.deadline_s = deadline_s  # overall bound of one grade call (reward.judge.base)
+        self.deadline_s = deadline_s  # bound of one grade call outside a run (reward.judge.budget)
 
     def __repr__(self) -> str:  # never show the key
         return f"ChatJudge(urls={[e.url for e in self.pool.endpoints]}, model={self.model!r})"
 
     def _redact(self, text: str) -> str:
+        text = super()._redact(text)
         return text.replace(self._key, "***") if self._key else text
 
     def _discover_root(self) -> str | None:
@@ -211,53 +187,17 @@ class ChatJudge(LoopBoundClient, Judge):
         return None
 
     # ------------------------------------------------------------------ transport
-    def _backoff(self, attempt: int) -> float:
-        return min(self.max_backoff_s, self.backoff_s * 2 ** (attempt - 1)) * random.uniform(0.5, 1.5)
+    async def _post(self, body: dict, read: Callable[[dict], object] | None = None):
+        """One chat request through the shared retry loop (``reward.judge.transport``): returns
+        ``read(json)`` (the JSON by default) and counts its tokens; raises ``_Failed`` after the
+        last attempt."""
+        data, value = await self._request("/chat/completions", body,
+                                          read=lambda d: (d, read(d) if read is not None else d))
+        self._account(data)
+        return value
 
-    async def _post(self, body: dict) -> dict:
-        """One chat request with retries across endpoints; raises ``_Failed`` after the last."""
-        client = self._ensure_client()
-        last, avoid, wait = "no attempt", None, 0.0
-        for attempt in range(self.max_retries + 1):
-            if attempt:
-                self.stats.retries += 1
-                await asyncio.sleep(max(wait, self._backoff(attempt)))
-            wait = 0.0
-            async with self._sem:
-                ep = self.pool.acquire(avoid=avoid)
-                ok = dead = False
-                try:
-                    resp = await client.post(f"{ep.url}/chat/completions", json=body)
-                    self.stats.requests += 1
-                    if resp.status_code == 200:
-                        try:
-                            data = resp.json()
-                        except ValueError:
-                            last = f"HTTP 200 from {ep.url} without a JSON body: {resp.text[:200]!r}"
-                        else:
-                            ok = True
-                            self.stats.by_endpoint[ep.url] = self.stats.by_endpoint.get(ep.url, 0) + 1
-                            return data
-                    else:
-                        last = f"HTTP {resp.status_code} from {ep.url}: {resp.text[:300]}"
-                        if resp.status_code in (429, 503):
-                            asked = retry_after_seconds(resp.headers)
-                            if asked is not None:
-                                wait = min(asked, self.max_retry_after_s)
-                        elif resp.status_code in _NO_RETRY:
-                            if self._drop_response_format(resp, body):
-                                continue  # asked again without the field: a missing feature, not a fault
-                            raise _Failed(self._redact(last))  # a bad request stays bad
-                except httpx.TimeoutException:
-                    last = f"timeout after {self.timeout_s}s at {ep.url}"
-                except (httpx.ConnectError, httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError) as exc:
-                    dead = True
-                    last = f"{type(exc).__name__} at {ep.url}: {exc}"
-                finally:
-                    self.pool.release(ep, ok=ok, dead=dead)
-            avoid = ep.url
-            log.debug("chat judge attempt %d failed: %s", attempt + 1, self._redact(last))
-        raise _Failed(self._redact(last) + f" (after {self.max_retries + 1} attempts)")
+    def _on_refused(self, resp: httpx.Response, body: dict) -> bool:
+        return self._drop_response_format(resp, body)
 
     def _drop_response_format(self, resp: httpx.Response, body: dict) -> bool:
         """A server that does not take ``response_format`` is asked without it (parse only)."""
@@ -285,6 +225,8 @@ class ChatJudge(LoopBoundClient, Judge):
     def explain_body(self, messages: list[dict]) -> dict:
         body = {"model": self.model, "messages": messages, "max_tokens": self.config.max_explain_tokens,
                 "temperature": self.config.temperature}
+        if not self.config.constrained:  # the reference grader's request: no constraint at all
+            return body
         if self.served_root:
             body["structured_outputs"] = {"regex": EXPLAIN_REGEX}
         elif self.use_response_format:
@@ -314,7 +256,6 @@ class ChatJudge(LoopBoundClient, Judge):
             data = await self._post(self.choice_body(messages))
         except _Failed as exc:
             return Verdict.failed(str(exc))
-        self._account(data)
         try:
             top = data["choices"][0]["logprobs"]["content"][0]["top_logprobs"]
         except (KeyError, IndexError, TypeError):
@@ -336,14 +277,15 @@ class ChatJudge(LoopBoundClient, Judge):
                 data = await self._post(body)
             except _Failed as exc:
                 return Verdict.failed(str(exc), mode="explain")
-            self._account(data)
             text = _content(data)
-            parsed = parse_explain(text)
+            parsed = explain_parser(cfg.parse)(text)
             if parsed is not None:
                 met, why = parsed
                 return Verdict(met=met, p_yes=1.0 if met else 0.0, explanation=why, mode="explain")
             last = f"unparseable grader output: {text[:200]!r}"
-            body = {**self.explain_body(messages), "temperature": max(cfg.temperature, 0.7), "seed": attempt + 1}
+            if cfg.retry_temperature is not None:  # None: ask again at the same settings
+                body = {**self.explain_body(messages), "temperature": max(cfg.temperature, cfg.retry_temperature),
+                        "seed": attempt + 1}
         return Verdict.failed(f"{last} after {cfg.explain_attempts} attempts", mode="explain")
 
     async def _generate_json_uncached(self, template: Template, items: list[JudgeItem], *, constraint: dict,
@@ -374,7 +316,6 @@ class ChatJudge(LoopBoundClient, Judge):
                 data = await self._post(body)
             except _Failed as exc:
                 return JSONResult.failed(str(exc))
-            self._account(data)
             text = _content(data)
             obj = parse_json_object(text, required)
             if obj is not None:

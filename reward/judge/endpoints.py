@@ -20,6 +20,7 @@ class Endpoint:
     failures: int = 0
     served: int = 0
     last_failure: float = field(default=0.0)
+    unanswered_in_row: int = 0  # requests in a row that got no answer (timeout, refused connection)
 
     @property
     def name(self) -> str:
@@ -44,8 +45,9 @@ class EndpointPool:
         ep.outstanding += 1
         return ep
 
-    def release(self, ep: Endpoint, *, ok: bool, dead: bool = False) -> None:
+    def release(self, ep: Endpoint, *, ok: bool, dead: bool = False, unanswered: bool = False) -> None:
         ep.outstanding -= 1
+        ep.unanswered_in_row = ep.unanswered_in_row + 1 if unanswered else 0
         if ok:
             ep.served += 1
             ep.failures = 0
@@ -53,3 +55,7 @@ class EndpointPool:
             ep.failures += 1
             ep.last_failure = time.monotonic()
             ep.down_until = ep.last_failure + self.cooldown_s
+
+    def all_silent(self, n: int) -> bool:
+        """Whether every endpoint left its last ``n`` requests unanswered (``n`` 0: never)."""
+        return n > 0 and all(e.unanswered_in_row >= n for e in self.endpoints)

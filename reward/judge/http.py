@@ -21,21 +21,20 @@ sampled with a seed.
 
 from __future__ import annotations
 
-import asyncio
 import logging
-import time
 
 import httpx
 
-from reward.judge.base import _DEADLINE, Judge
+from reward.judge import defaults as D
+from reward.judge.base import Judge
 from reward.judge.cache import VerdictCache
 from reward.judge.endpoints import EndpointPool
 from reward.judge.identity import require_identity, served_model_id
-from reward.judge.loop_client import LoopBoundClient
-from reward.judge.parsing import parse_explain, parse_json_object
+from reward.judge.parsing import explain_parser, parse_json_object
 from reward.judge.render import PromptRenderer, load_tokenizer
-from reward.judge.replies import BadReply, choice_p_yes, completion_text, usage_counts
+from reward.judge.replies import choice_p_yes, completion_text, usage_counts
 from reward.judge.templates import Template
+from reward.judge.transport import RequestFailed, ServedTransport
 from reward.judge.types import JSONResult, JudgeConfig, JudgeItem, Verdict
 from reward.serving import (
     JUDGE_API_KEY_ENV,
@@ -54,13 +53,7 @@ EXPLAIN_SCHEMA = {
 }
 
 
-class _Retryable(Exception):
-    def __init__(self, reason: str, *, dead: bool = False) -> None:
-        super().__init__(reason)
-        self.dead = dead
-
-
-class HTTPJudge(LoopBoundClient, Judge):
+class HTTPJudge(ServedTransport, Judge):
     """Judge served by one or more vLLM (or other OpenAI-compatible) endpoints.
 
     Args:
@@ -71,7 +64,9 @@ class HTTPJudge(LoopBoundClient, Judge):
         api_key_env: environment variable holding the API key (the key is never logged).
         timeout_s: per-request timeout; max_retries: retries after the first attempt, with
             exponential backoff and jitter; deadline_s: an overall bound on one ``grade`` or
-            ``generate_json`` call (items still unanswered then fail visibly);
+            ``generate_json`` call outside a run (items still unanswered then fail visibly; see
+            ``reward.judge.budget``); circuit_breaker: stop after this many unanswered requests in
+            a row on every endpoint (0: never);
             revision: a label for what the server cannot report (new weights behind the same hub
             id); part of the judge's identity in the verdict cache key; concurrency: global cap on requests in flight.
         transport: an httpx transport to send requests through (tests, custom networking);
@@ -79,14 +74,17 @@ class HTTPJudge(LoopBoundClient, Judge):
     """
 
     def __init__(self, urls: list[str] | str, model: str, *, tokenizer=None, config: JudgeConfig | None = None,
-                 cache: VerdictCache | None = None, concurrency: int = 64, timeout_s: float = 60.0,
-                 max_retries: int = 4, backoff_s: float = 0.5, max_backoff_s: float = 8.0,
+                 cache: VerdictCache | None = None, concurrency: int = D.CONCURRENCY,
+                 timeout_s: float = D.TIMEOUT_S, max_retries: int = D.MAX_RETRIES,
+                 backoff_s: float = 0.5, max_backoff_s: float = 8.0,
                  api_key_env: str = JUDGE_API_KEY_ENV, cooldown_s: float = 10.0,
-                 deadline_s: float | None = 900.0, revision: str | None = None, transport: httpx.AsyncBaseTransport | None = None) -> None:
+                 deadline_s: float | None = D.DEADLINE_S, circuit_breaker: int = D.CIRCUIT_BREAKER,
+                 revision: str | None = None, transport: httpx.AsyncBaseTransport | None = None) -> None:
         self.pool = EndpointPool(split_urls(urls), cooldown_s=cooldown_s)
         self.model = model
         self.timeout_s, self.max_retries = timeout_s, max_retries
-        self.deadline_s = deadline_s  # overall bound of one grade/generate_json call (None: none)
+        self.deadline_s = deadline_s  # bound of one grade/generate_json call outside a run (reward.judge.budget)
+        self.circuit_breaker = circuit_breaker
         self.retry = RetryPolicy(max_retries=max_retries, backoff_s=backoff_s, max_backoff_s=max_backoff_s)
         self._api_key_env = api_key_env
         self._headers = auth_headers(api_key_env)
@@ -121,61 +119,14 @@ class HTTPJudge(LoopBoundClient, Judge):
 
     # ------------------------------------------------------------------ transport
     async def _post(self, body: dict, read=None):
-        """One POST with retries across endpoints; returns ``read(body_json)`` (the JSON itself
-        by default); raises _Retryable after the last attempt or at the call's deadline.
+        """One completions request through the shared retry loop (``reward.judge.transport``);
+        returns ``read(body_json)``; raises :class:`RequestFailed` after the last attempt."""
+        value = await self._request("/completions", body, read=lambda data: (data, read(data) if read else data))
+        self._account(value[0])
+        return value[1]
 
-        Every fault is retried at the very same request body and counted against the endpoint
-        that produced it (it is set aside for a cool-down): connection errors, timeouts, 5xx,
-        a 200 that is not JSON, and a 200 whose body ``read`` rejects (:class:`BadReply`).
-        """
-        client = self._ensure_client()
-        last = "no attempt"
-        avoid = None
-        deadline = _DEADLINE.get()
-        for attempt in range(self.max_retries + 1):
-            if attempt:
-                self.stats.retries += 1
-                await asyncio.sleep(self.retry.delay(attempt))
-            left = None if deadline is None else deadline - time.monotonic()
-            if left is not None and left <= 0:
-                raise _Retryable(f"deadline of {self.deadline_s}s for the grading call passed; last: {last}")
-            async with self._sem:
-                # Pick the endpoint once a slot is free, not while queued: a queued request that
-                # counted as outstanding would make least-outstanding balancing round-robin.
-                ep = self.pool.acquire(avoid=avoid)
-                ok = False
-                timeout = self.timeout_s if left is None else max(0.001, min(self.timeout_s, left))
-                try:
-                    # a hard bound on the whole exchange: httpx's own timeout is per read, so a
-                    # server trickling bytes could hold a request far past it
-                    async with asyncio.timeout(timeout):
-                        resp = await client.post(f"{ep.name}/completions", json=body, timeout=timeout)
-                    self.stats.requests += 1
-                    if resp.status_code == 200:
-                        data = resp.json()
-                        value = read(data) if read is not None else data
-                        ok = True
-                        self.stats.by_endpoint[ep.name] = self.stats.by_endpoint.get(ep.name, 0) + 1
-                        self._account(data)
-                        return value
-                    last = f"HTTP {resp.status_code} from {ep.name}: {resp.text[:300]}"
-                    if not self.retry.retryable_status(resp.status_code):
-                        ok = True  # the endpoint answered properly; the request is at fault
-                        if not self._maybe_legacy(resp, body):
-                            raise _Retryable(last)  # a bad request will not get better by retrying
-                except (httpx.TimeoutException, TimeoutError):
-                    last = f"timeout after {timeout:.3g}s at {ep.name}"
-                except BadReply as exc:
-                    last = f"bad reply from {ep.name}: {exc}"
-                except ValueError as exc:  # JSON or text decoding of the body
-                    last = f"HTTP 200 from {ep.name} without a JSON body ({type(exc).__name__}): {exc}"[:300]
-                except (httpx.HTTPError, httpx.InvalidURL, OSError) as exc:  # resets, bad gzip, ...
-                    last = f"{type(exc).__name__} at {ep.name}: {exc}".replace(ep.url, ep.name)
-                finally:
-                    self.pool.release(ep, ok=ok, dead=not ok)
-            avoid = ep.url
-            log.debug("judge attempt %d failed: %s", attempt + 1, last)
-        raise _Retryable(last)
+    def _on_refused(self, resp: httpx.Response, body: dict) -> bool:
+        return self._maybe_legacy(resp, body)
 
     def _maybe_legacy(self, resp: httpx.Response, body: dict) -> bool:
         """Servers without ``logprob_token_ids`` reject it: fall back to top logprobs once."""
@@ -215,29 +166,33 @@ class HTTPJudge(LoopBoundClient, Judge):
         yes, no = self.renderer.yes_id, self.renderer.no_id
         try:
             p = await self._post(self.choice_body(ids), lambda data: choice_p_yes(data, yes, no))
-        except _Retryable as exc:
+        except RequestFailed as exc:
             return Verdict.failed(str(exc))
         return Verdict(met=p >= 0.5, p_yes=p, mode="choice")
 
     async def _grade_explain(self, ids: list[int]) -> Verdict:
         cfg = self.config
         body = {"model": self.model, "prompt": ids, "max_tokens": cfg.max_explain_tokens,
-                "temperature": cfg.temperature, "structured_outputs": {"json": EXPLAIN_SCHEMA}}
+                "temperature": cfg.temperature}
+        if cfg.constrained:
+            body["structured_outputs"] = {"json": EXPLAIN_SCHEMA}
+        parse = explain_parser(cfg.parse)
         last = "no attempt"
         for attempt in range(cfg.explain_attempts):
             if attempt:
                 self.stats.retries += 1
             try:
                 text, _ = await self._post(body, completion_text)
-            except _Retryable as exc:
+            except RequestFailed as exc:
                 return Verdict.failed(str(exc), mode="explain")
-            parsed = parse_explain(text)
+            parsed = parse(text)
             if parsed is not None:
                 met, why = parsed
                 return Verdict(met=met, p_yes=1.0 if met else 0.0, explanation=why, mode="explain")
             # only a real model answer that does not parse is resampled
             last = f"unparseable grader output: {text[:200]!r}"
-            body = {**body, "temperature": max(cfg.temperature, 0.7), "seed": attempt + 1}
+            if cfg.retry_temperature is not None:  # None: asked again at the same settings
+                body = {**body, "temperature": max(cfg.temperature, cfg.retry_temperature), "seed": attempt + 1}
         return Verdict.failed(f"{last} after {cfg.explain_attempts} attempts", mode="explain")
 
     async def _generate_json_one(self, template: Template, item: JudgeItem, ids: list[int], *, constraint: dict,
@@ -250,7 +205,7 @@ class HTTPJudge(LoopBoundClient, Judge):
                 self.stats.retries += 1
             try:
                 text, finish = await self._post(body, completion_text)
-            except _Retryable as exc:
+            except RequestFailed as exc:
                 return JSONResult.failed(str(exc))
             obj = parse_json_object(text, required)
             if obj is not None:

@@ -16,12 +16,12 @@ from __future__ import annotations
 import asyncio
 import threading
 
-from reward._optional import require
+from reward._optional import require, require_model
 from reward.judge.base import Judge
 from reward.judge.cache import VerdictCache
 from reward.judge.identity import local_model_id
 from reward.judge.limits import answer_budget, context_failure, longest_token_chars, min_tokens
-from reward.judge.parsing import parse_explain, parse_json_object
+from reward.judge.parsing import explain_parser, parse_json_object
 from reward.judge.prefix_reuse import common_prefix_len, encode_prefix, group_by_prefix, score_suffixes
 from reward.judge.render import PromptRenderer, load_tokenizer
 from reward.judge.replies import BadReply, finite_p_yes
@@ -51,6 +51,7 @@ class TransformersJudge(Judge):
                  config: JudgeConfig | None = None, cache: VerdictCache | None = None,
                  batch_size: int = 16, prefix_reuse: bool = True, prefix_chunk: int = 16,
                  revision: str | None = None, max_model_len: int | None = None) -> None:
+        require_model(model, "the in-process judge")
         torch = require("torch", "the in-process judge")
         transformers = require("transformers", "the in-process judge")
         self.device = device or ("cuda" if torch.cuda.is_available() else "cpu")
@@ -211,7 +212,7 @@ class TransformersJudge(Judge):
         return [_choice_verdict(p) for p in p_yes]
 
     def _generate_parsed(self, batch: list[list[int]], *, parse, attempts: int, max_tokens: int,
-                         temperature: float) -> list[tuple[object | None, str]]:
+                         temperature: float, retry_temperature: float | None = 0.7) -> list[tuple[object | None, str]]:
         """Generate for every prompt until ``parse(text)`` gives a value or the attempts run out
         (later attempts sample at temperature >= 0.7); returns (value or None, last text) each."""
         torch = require("torch", "the in-process judge")
@@ -223,7 +224,7 @@ class TransformersJudge(Judge):
             if attempt:
                 self.stats.retries += len(pending)
             input_ids, mask = self._pad([batch[i] for i in pending])
-            temp = max(temperature, 0.7) if attempt else temperature
+            temp = max(temperature, retry_temperature) if attempt and retry_temperature is not None else temperature
             kw = {"do_sample": True, "temperature": temp} if temp > 0 else {"do_sample": False}
             with torch.inference_mode():
                 # the answer budget shrinks to what the context has left, as on the server
@@ -247,8 +248,9 @@ class TransformersJudge(Judge):
 
     def _explain_batch(self, batch: list[list[int]]) -> list[Verdict]:
         cfg = self.config
-        results = self._generate_parsed(batch, parse=parse_explain, attempts=cfg.explain_attempts,
-                                        max_tokens=cfg.max_explain_tokens, temperature=cfg.temperature)
+        results = self._generate_parsed(batch, parse=explain_parser(cfg.parse), attempts=cfg.explain_attempts,
+                                        max_tokens=cfg.max_explain_tokens, temperature=cfg.temperature,
+                                        retry_temperature=cfg.retry_temperature)
         return [Verdict(met=v[0], p_yes=1.0 if v[0] else 0.0, explanation=v[1], mode="explain") if v is not None
                 else Verdict.failed(f"unparseable grader output: {text[:200]!r} after {cfg.explain_attempts} attempts",
                                     mode="explain")

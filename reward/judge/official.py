@@ -5,7 +5,7 @@ The project ships no copy of it. ``official_template_file()`` downloads the refe
 string out of it with Python's ``ast`` (no code from it is run), checks its SHA-256 against the pin
 below and caches it under the user cache folder; later runs read the cache. Offline (our
 machines), the fetch fails with a message naming the URL and the way out: save the template
-string to a file and pass ``--grader-template FILE``.
+string to a file and pass ``--judge-template FILE``.
 
 A template file whose text has the pinned hash IS the reference template, however it arrived:
 ``load_template`` recognises it, names it ``healthbench-official`` and gives it the system message
@@ -26,7 +26,9 @@ from pathlib import Path
 from reward.errors import InputError
 
 OFFICIAL_TEMPLATE_SHA256 = "2adffd51fd259554ebcd036ad1072d4aa2b7ce3aec2bbffe36271f911632ed3c"
-SOURCE_COMMIT = "9e2fafd122f057f373467fc0d45901889d8c4926"
+# openai/simple-evals main, the commit that added HealthBench ("healthbench"); the template is
+# byte-identical at later main commits
+SOURCE_COMMIT = "5e623c2b400af62a1278e23595f95b0853d7fe8a"
 SOURCE_URLS = (
     f"https://raw.githubusercontent.com/openai/simple-evals/{SOURCE_COMMIT}/healthbench_eval.py",
     "https://raw.githubusercontent.com/openai/simple-evals/main/healthbench_eval.py",
@@ -34,8 +36,37 @@ SOURCE_URLS = (
 # The reference harness sends its grader this system message (simple-evals' API default).
 GRADER_SYSTEM_MESSAGE = "You are a helpful assistant."
 OFFICIAL_NAME = "healthbench-official"
-# The reference grader's sampler settings (recorded for the comparability notes).
+# The reference grader's sampler (simple-evals' chat-completion sampler as healthbench_eval builds
+# it): temperature 0.5 (the sampler's default), max_tokens 2048, no response_format, and an answer
+# that does not parse is asked again, unchanged, until it does. We bound the attempts (the
+# reference has no bound) and count what still fails as unscored, never as "not met".
 OFFICIAL_GRADER_MAX_TOKENS = 2048
+OFFICIAL_GRADER_TEMPERATURE = 0.5
+OFFICIAL_GRADER_ATTEMPTS = 10
+REFERENCE_GRADER = {
+    "temperature": OFFICIAL_GRADER_TEMPERATURE,
+    "max_explain_tokens": OFFICIAL_GRADER_MAX_TOKENS,
+    "constrained": False,
+    "retry_temperature": None,
+    "parse": "reference",
+}
+
+
+def grader_settings_record(config) -> dict:
+    """The explain-mode sampling a ``JudgeConfig`` sends, as ``metrics.json`` records it."""
+    return {"temperature": config.temperature, "max_tokens": config.max_explain_tokens,
+            "response_format": "json verdict (schema or regex)" if config.constrained else None,
+            "retry": ("same settings" if config.retry_temperature is None
+                      else f"temperature >= {config.retry_temperature:g} with a seed"),
+            "parse": config.parse, "attempts": config.explain_attempts}
+
+
+def reference_grader_record() -> dict:
+    """:func:`grader_settings_record` of the reference grader (attempts are ours: it has no bound)."""
+    from reward.judge.types import JudgeConfig
+
+    return grader_settings_record(JudgeConfig(mode="explain", explain_attempts=OFFICIAL_GRADER_ATTEMPTS,
+                                              **REFERENCE_GRADER))
 
 
 def text_sha256(text: str) -> str:
@@ -72,7 +103,7 @@ def extract_grader_template(source: str, where: str = "healthbench_eval.py") -> 
 
 
 def _cache_path(cache_dir: str | Path | None) -> Path:
-    from reward.judge.cache import default_cache_dir
+    from reward.paths import default_cache_dir
 
     base = Path(cache_dir) if cache_dir is not None else default_cache_dir()
     return base / "grader" / f"{OFFICIAL_NAME}-{OFFICIAL_TEMPLATE_SHA256[:16]}.txt"
@@ -83,7 +114,7 @@ def official_template_file(cache_dir: str | Path | None = None, *, timeout: floa
 
     Raises:
         InputError: no source could be fetched (offline), or what was fetched is not the
-            pinned template; the message names the URL and says to pass ``--grader-template``.
+            pinned template; the message names the URL and says to pass ``--judge-template``.
     """
     dest = _cache_path(cache_dir)
     if dest.is_file() and is_official_text(dest.read_text(encoding="utf-8")):
@@ -114,4 +145,4 @@ def official_template_file(cache_dir: str | Path | None = None, *, timeout: floa
         f"cannot fetch the official HealthBench grader template from {SOURCE_URLS[0]} "
         f"({'; '.join(errors)}). This machine may be offline: on a machine with internet access, "
         "save the GRADER_TEMPLATE string of openai/simple-evals' healthbench_eval.py to a file and "
-        "pass --grader-template FILE (it is recognised by its SHA-256).", field="--grader official")
+        "pass --judge-template FILE (it is recognised by its SHA-256).", field="--grader official")

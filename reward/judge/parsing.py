@@ -8,6 +8,7 @@ import re
 from collections.abc import Mapping, Sequence
 
 _OBJ = re.compile(r"\{.*?\}", re.DOTALL)
+_FENCE = re.compile(r"^```json\s*|\s*```$")
 
 
 def p_yes_from_logprobs(lp_yes: float | None, lp_no: float | None) -> float | None:
@@ -65,6 +66,25 @@ def parse_explain(text: str) -> tuple[bool, str] | None:
         if isinstance(met, bool):
             return met, str(obj.get("explanation", ""))
     return None
+
+
+def parse_explain_reference(text: str) -> tuple[bool, str] | None:
+    """The reference HealthBench grader's parse, and nothing more lenient: strip the text, drop a
+    leading ```` ```json ```` and a trailing ```` ``` ````, read the rest as ONE JSON value; it must be an
+    object whose ``criteria_met`` is a JSON boolean (not the string "true"). None otherwise (the
+    caller asks again at the same settings)."""
+    try:
+        obj = json.loads(_FENCE.sub("", text.strip()))
+    except (json.JSONDecodeError, ValueError):
+        return None
+    if not isinstance(obj, dict) or not isinstance(obj.get("criteria_met"), bool):
+        return None
+    return obj["criteria_met"], str(obj.get("explanation", ""))
+
+
+def explain_parser(name: str):
+    """``parse_explain`` (robust) or ``parse_explain_reference`` by the judge config's ``parse``."""
+    return parse_explain_reference if name == "reference" else parse_explain
 
 
 def parse_json_object(text: str, required: Sequence[str] = ()) -> dict | None:

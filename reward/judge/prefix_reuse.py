@@ -3,7 +3,7 @@ fast path).
 
 Every criterion of one rollout is rendered as ``[instructions][conversation][response]`` +
 ``[criterion]``: the ids before the criterion are identical (see ``render.py``). Instead of one
-full forward per criterion, :func:`score_shared_prefix` runs the common prefix of a group of
+full forward per criterion, this module runs the common prefix of a group of
 prompts once with the KV cache on, then scores the criterion suffixes in chunks: the prefix's
 keys and values are expanded (a view, no copy) across a chunk, the suffixes are right-padded,
 their positions continue from the prefix, and the next-token logits are read at each suffix's
@@ -126,13 +126,3 @@ def score_suffixes(model, kv: list, p: int, suffixes: Sequence[Sequence[int]], *
             for i, q in zip(rows_idx, torch.softmax(pair, dim=-1)[:, 0].tolist()):
                 out[i] = q
     return out
-
-
-def score_shared_prefix(model, prefix: Sequence[int], suffixes: Sequence[Sequence[int]], *, answer_ids: tuple[int, int],
-                        pad_id: int, chunk: int = 16, device: str = "cpu") -> list[float]:
-    """p_yes of ``prefix + suffix`` for every suffix, the prefix encoded once."""
-    if not prefix:
-        raise ValueError("the prefix needs at least one token")
-    kv = encode_prefix(model, prefix, device=device)
-    return score_suffixes(model, kv, len(prefix), suffixes, answer_ids=answer_ids, pad_id=pad_id, chunk=chunk,
-                          device=device)

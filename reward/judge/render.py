@@ -144,7 +144,8 @@ class PromptRenderer:
 
 def load_tokenizer(name_or_path: str):
     """Load a transformers tokenizer (lazily imported: only judge backends need it)."""
-    from reward._optional import require
+    from reward._optional import require, require_model
 
+    require_model(name_or_path, "the judge's tokenizer")
     transformers = require("transformers", "the judge prompt renderer")
     return transformers.AutoTokenizer.from_pretrained(name_or_path)

@@ -93,6 +93,16 @@ class JudgeConfig(BaseModel):
     explain_attempts: int = Field(3, ge=1, le=10, description="parse attempts in explain mode before a failure")
     template_file: str | None = Field(None, description="a user template file replacing ours (explain mode)")
     temperature: float = Field(0.0, ge=0.0, description="sampling temperature of explain mode")
+    constrained: bool = Field(True, description=(
+        "constrain explain-mode answers to the JSON verdict (a JSON schema or regex where the backend takes one); "
+        "false: the grader answers freely and the text is parsed, as the reference HealthBench grader does"))
+    retry_temperature: float | None = Field(0.7, ge=0.0, description=(
+        "an unparseable explain answer is asked again at max(temperature, this) with a seed; "
+        "None: asked again at the same settings, no seed (the reference grader's retry)"))
+    parse: Literal["robust", "reference"] = Field("robust", description=(
+        "robust: the last JSON object with a boolean criteria_met anywhere in the text (fences, prose, "
+        "'true' strings tolerated); reference: the whole answer, a ```json fence stripped, must be one JSON "
+        "object whose criteria_met is a JSON boolean (the reference grader's parse)"))
     prefix_block: int = Field(32, ge=0, description=(
         "pad the ids shared by a rollout's criteria (and by a conversation's responses) to a multiple of this "
         "many tokens, so a server's prefix cache, which reuses whole KV blocks, reuses all of them; use the "
@@ -122,3 +132,24 @@ class JSONResult(BaseModel):
     @classmethod
     def failed(cls, reason: str, text: str | None = None) -> JSONResult:
         return cls(value=None, failure=reason, text=text)
+
+
+def sampling_suffix(config: JudgeConfig) -> str:
+    """A verdict-cache key suffix naming explain-mode sampling settings other than the defaults
+    (empty for the defaults, so existing cache keys stay valid): a verdict sampled at another
+    temperature, budget, constraint or parse is another grader's verdict."""
+    if config.mode != "explain":
+        return ""
+    d = JudgeConfig()
+    parts = []
+    if config.temperature != d.temperature:
+        parts.append(f"t{config.temperature:g}")
+    if config.max_explain_tokens != d.max_explain_tokens:
+        parts.append(f"mt{config.max_explain_tokens}")
+    if config.constrained != d.constrained:
+        parts.append("free")
+    if config.retry_temperature != d.retry_temperature:
+        parts.append("rt-same" if config.retry_temperature is None else f"rt{config.retry_temperature:g}")
+    if config.parse != d.parse:
+        parts.append(f"parse-{config.parse}")
+    return f"+{','.join(parts)}" if parts else ""

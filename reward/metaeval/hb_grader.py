@@ -13,8 +13,9 @@ cache; each arrives in OUT/hb_grader.jsonl per chunk) -> metrics:
   pair on a row is one observation; precision of "pos" is the share of the grader's positive
   pairs that agree, recall of "pos" the share of the physicians' positive pairs that agree, F1 of
   each class from those, and the balanced F1 is their mean (``pairwise_model_f1_balanced``);
-- the same for each physician against the other physicians of the rows they labelled, averaged
-  over physicians: the human ceiling;
+- the same for each physician against the other physicians of the rows they labelled, and the
+  n-weighted mean over physicians: the physician baseline (the unweighted mean is kept under its
+  own name), overall, per category and per theme (``reward.metaeval.hb_aggregate``);
 - beside it, plain macro F1 against the physicians' majority (rows with a tie are left out and
   counted), which is what a reader usually means by "agreement with the majority".
 
@@ -28,7 +29,6 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
-from collections import defaultdict
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -81,11 +81,12 @@ def resolve(source: str, *, sha256: str | None = None, cache_dir: Path | None = 
 
     if source == "official" or source.startswith(("http://", "https://")):
         url = META_EVAL_URL if source == "official" else source
-        from reward.judge.cache import default_cache_dir
+        from reward.paths import default_cache_dir, download
 
         dest = (cache_dir or default_cache_dir()) / "healthbench" / url.rsplit("/", 1)[-1]
         if not dest.exists():
-            _download(url, dest)
+            want = sha256 or (META_EVAL_SHA256 if dest.name == META_EVAL_FILE else None)
+            download(url, dest, sha256=want)
         path = dest
     else:
         path = Path(source)
@@ -97,26 +98,6 @@ def resolve(source: str, *, sha256: str | None = None, cache_dir: Path | None = 
         raise InputError(f"SHA-256 {digest} is not the expected {want}: the file is modified or truncated",
                          file=str(path))
     return path, digest
-
-
-def _download(url: str, dest: Path) -> None:
-    import os
-
-    import httpx
-
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    part = dest.with_name(dest.name + f".part{os.getpid()}")
-    try:
-        with httpx.stream("GET", url, follow_redirects=True, timeout=60) as resp:
-            if resp.status_code != 200:
-                raise InputError(f"download failed: HTTP {resp.status_code}", file=url)
-            with part.open("wb") as fh:
-                for chunk in resp.iter_bytes(1 << 20):
-                    fh.write(chunk)
-    except httpx.HTTPError as exc:
-        part.unlink(missing_ok=True)
-        raise InputError(f"download failed: {exc}", file=url) from exc
-    os.replace(part, dest)
 
 
 def load_rows(path: Path) -> list[MetaRow]:
@@ -157,18 +138,11 @@ def pairwise_f1(selves: Sequence[bool], others: Sequence[Sequence[bool]]) -> dic
 
 
 def physician_ceiling(rows: Sequence[MetaRow]) -> dict[str, Any]:
-    """Each physician's pairwise balanced F1 against the others on the same rows; the mean over
-    physicians with a defined value (the official human baseline)."""
-    per: dict[str, tuple[list[bool], list[list[bool]]]] = defaultdict(lambda: ([], []))
-    for row in rows:
-        for i, pid in enumerate(row.anonymized_physician_ids):
-            others = row.binary_labels[:i] + row.binary_labels[i + 1:]
-            if others:
-                per[pid][0].append(row.binary_labels[i])
-                per[pid][1].append(others)
-    vals = {pid: pairwise_f1(s, o)["f1_balanced"] for pid, (s, o) in per.items()}
-    defined = [v for v in vals.values() if v is not None]
-    return {"f1_balanced": sum(defined) / len(defined) if defined else None, "n_physicians": len(defined)}
+    """The physician baseline the reference way (n-weighted over physicians), with the
+    unweighted mean under its own name (``reward.metaeval.hb_aggregate``)."""
+    from reward.metaeval.hb_aggregate import physician_baseline
+
+    return physician_baseline(rows)
 
 
 def grader_metrics(rows: Sequence[MetaRow], verdicts: Sequence[bool | None]) -> dict[str, Any]:
@@ -202,7 +176,7 @@ async def grade_rows(rows: Sequence[MetaRow], judges: dict[str, Any], out: Path,
             todo = [i for i in range(len(rows)) if (mode, i) not in done]
             for s in range(0, len(todo), chunk):
                 part = todo[s:s + chunk]
-                verdicts = await judge.grade([items[i] for i in part])
+                verdicts = await judge.grade([items[i] for i in part], _without_points(judge.template))
                 append_rows(out, [{"mode": mode, "row": i, "met": v.met, "p_yes": v.p_yes, "failure": v.failure}
                                   for i, v in zip(part, verdicts)])
                 done.update({(mode, i): v.met for i, v in zip(part, verdicts) if v.ok})
@@ -213,18 +187,32 @@ async def grade_rows(rows: Sequence[MetaRow], judges: dict[str, Any], out: Path,
 
 
 def summarise(rows: Sequence[MetaRow], verdicts: dict[str, list[bool | None]]) -> dict[str, Any]:
+    from reward.metaeval.hb_aggregate import theme_table
+
     cats = ["all"] + sorted({r.category for r in rows} - {"all"})
     out: dict[str, Any] = {"modes": list(verdicts), "categories": {}}
     for c in cats:
         idx = [i for i, r in enumerate(rows) if c == "all" or r.category == c]
         sub = [rows[i] for i in idx]
         per_mode = {m: grader_metrics(sub, [v[i] for i in idx]) for m, v in verdicts.items()}
-        ceil = physician_ceiling(sub)
-        out["categories"][c] = {"n": len(sub), "physician_f1": ceil["f1_balanced"],
-                                "n_physicians": ceil["n_physicians"],
+        out["categories"][c] = {"n": len(sub), **physician_ceiling(sub),
                                 "modes": {m: per_mode[m]["pairwise_f1_balanced"] for m in per_mode},
+                                "majority": {m: per_mode[m]["majority_macro_f1"] for m in per_mode},
                                 "detail": per_mode}
+    out["themes"] = theme_table(rows, verdicts)
     return out
+
+
+def _without_points(template):
+    """Meta-eval rows carry no points: a template that shows ``({{points}} points)`` would
+    render "Criterion ( points)"; the slot is dropped from the text instead."""
+    import dataclasses
+    import re
+
+    if "{{points}}" not in template.user:
+        return template
+    user = re.sub(r" ?\(\{\{points\}\} points?\)", "", template.user).replace("{{points}}", "")
+    return dataclasses.replace(template, name=template.name + "-nopoints", user=user)
 
 
 def run_hb_grader(rows: Sequence[MetaRow], judges: dict[str, Any], out_dir: Path, *, meta: dict[str, Any],

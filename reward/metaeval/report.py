@@ -38,10 +38,12 @@ def _f(x: Any, d: int = 3) -> str:
 
 
 def _write(out: Path, title: str, note: str, sections: list[tuple[str, list[str], list[list[Any]]]],
-           plots: list[Path]) -> dict[str, Path]:
-    """Render sections ``(heading, header, rows)`` as markdown and HTML, plus the plots."""
-    md = [f"# {title}", "", f"> {note}", ""]
-    body = [f"<h1>{html.escape(title)}</h1>", f"<p class='warn'>{html.escape(note)}</p>"]
+           plots: list[Path], headline: str = "") -> dict[str, Path]:
+    """Render the headline, sections ``(heading, header, rows)`` as markdown and HTML, plus the plots."""
+    md = [f"# {title}", "", *([f"**{headline}**", ""] if headline else []), f"> {note}", ""]
+    body = [f"<h1>{html.escape(title)}</h1>",
+            f"<div class=headline id=headline>{html.escape(headline)}</div>" if headline else "",
+            f"<p class='warn'>{html.escape(note)}</p>"]
     for heading, header, rows in sections:
         md += [f"## {heading}", "", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
         md += ["| " + " | ".join(_f(c) for c in r) + " |" for r in rows] + [""]
@@ -58,7 +60,8 @@ def _write(out: Path, title: str, note: str, sections: list[tuple[str, list[str]
         body.append(f"<img alt='{p.stem}' src='data:image/png;base64,{data}'>")
     css = ("body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em}"
            "table{border-collapse:collapse}th,td{border:1px solid #ddd;padding:.3em .6em}th{background:#f4f4f4}"
-           "img{max-width:100%}.warn{background:#fff4e5;padding:.5em 1em;border-left:4px solid #f0a000}")
+           "img{max-width:100%}.warn{background:#fff4e5;padding:.5em 1em;border-left:4px solid #f0a000}"
+           ".headline{font-size:1.5em;font-weight:600;margin:.4em 0}")
     (out / "report.md").write_text("\n".join(md) + "\n", encoding="utf-8")
     (out / "report.html").write_text(f"<!doctype html><meta charset='utf-8'><title>{html.escape(title)}</title>"
                                      f"<style>{css}</style>" + "\n".join(body), encoding="utf-8")
@@ -90,7 +93,9 @@ def write_experts_report(out: Path, s: dict[str, Any]) -> dict[str, Path]:
     plots = []
     if is_available("matplotlib"):
         plots = [p for p in (_scatter(out, s), _scenario_bars(out, s)) if p]
-    return _write(out, "Meta-evaluation: agreement with experts", NOTE, sections, plots)
+    head = "; ".join(f"{m}: ICC3 vs experts {_f(per.get('all', {}).get('icc3'))} (n={per.get('all', {}).get('n')})"
+                     for m, per in s["table"].items())
+    return _write(out, "Meta-evaluation: agreement with experts", NOTE, sections, plots, head)
 
 
 def _scatter(out: Path, s: dict[str, Any]) -> Path | None:
@@ -166,7 +171,12 @@ def write_stability_report(out: Path, s: dict[str, Any]) -> dict[str, Path]:
     note = NOTE + (" Choice mode grades each backbone once at temperature 0 (its first row carries that time) and"
                    " samples every repeat from the judge's p_yes; explain mode and the baseline ask the server"
                    " afresh for every repeat. Seconds count only work done in the latest run (not resumed work).")
-    return _write(out, "Meta-evaluation: stability across temperatures and judges", note, sections, plots)
+    worst = [c for c in s["configs"] if c.get("mean_std") is not None]
+    head = (f"{len(s['configs'])} configurations, {s['repeats']} repeats each; largest mean score std "
+            f"{_f(max(c['mean_std'] for c in worst))}, largest verdict flip rate "
+            f"{_f(max((c['flip_rate'] for c in worst if c.get('flip_rate') is not None), default=None))}"
+            if worst else f"{len(s['configs'])} configurations: too few scored rollouts for a spread")
+    return _write(out, "Meta-evaluation: stability across temperatures and judges", note, sections, plots, head)
 
 
 def _curve(out: Path, s: dict[str, Any], key: str, label: str, name: str) -> Path | None:
@@ -194,25 +204,51 @@ def _curve(out: Path, s: dict[str, Any], key: str, label: str, name: str) -> Pat
 def write_healthbench_report(out: Path, s: dict[str, Any]) -> dict[str, Path]:
     cats = list(s["categories"])
     modes = list(s["modes"])
-    header = ["category", "n", *[f"{m} macro F1" for m in modes], "physician ceiling", "physicians"]
-    rows = [[c, s["categories"][c]["n"], *[s["categories"][c]["modes"].get(m) for m in modes],
-             s["categories"][c]["physician_f1"], s["categories"][c]["n_physicians"]] for c in cats]
-    sections = [("Grader macro F1 against the physicians' majority", header, rows)]
+    meta = s.get("meta") or {}
+    header = ["category", "n", *[f"{m}: pairwise balanced F1" for m in modes],
+              *[f"{m}: macro F1 vs majority" for m in modes], "physicians: pairwise balanced F1 (n-weighted)",
+              "physicians: unweighted mean", "physicians"]
+    rows = [[c, d["n"], *[d["modes"].get(m) for m in modes], *[(d.get("majority") or {}).get(m) for m in modes],
+             d.get("physician_f1_weighted"), d.get("physician_f1_unweighted_mean"), d.get("n_physicians")]
+            for c, d in s["categories"].items()]
+    sections = [("Run", ["setting", "value"], [[k, v] for k, v in meta.items() if k != "grader_settings"]
+                 + [[f"grader {k}", v] for k, v in (meta.get("grader_settings") or {}).items()]),
+                ("Grader vs physicians per category: pairwise balanced F1 (the reference meta-eval score: every "
+                 "grader-physician label pair one observation) and macro F1 against the physicians' majority "
+                 "(ties left out)", header, rows)]
+    themes = s.get("themes") or {}
+    if themes:
+        sections.append(("Per theme, aggregated as the reference analysis does (n-weighted over subclusters and "
+                         "physicians; percentile among physicians with more than 50 weighted pairs)",
+                         ["theme", *[f"{m}: pairwise balanced F1" for m in modes],
+                          *[f"{m}: percentile among physicians" for m in modes],
+                          "physicians: pairwise balanced F1 (n-weighted)", "physicians counted"],
+                         [[t["name"], *[t["modes"].get(m) for m in modes], *[t["percentile"].get(m) for m in modes],
+                           t["physician_f1_weighted"], t["n_physicians"]] for t in themes.values()]))
     plots = []
     if is_available("matplotlib") and cats:
         plt = _pyplot()
-        fig, ax = plt.subplots(figsize=(max(6, 1.3 * len(cats) * (len(modes) + 1)), 4))
+        groups = {c: d["modes"] for c, d in s["categories"].items()}
+        base = {c: d.get("physician_f1_weighted") for c, d in s["categories"].items()}
+        if themes:  # the themes are what the reference plots; categories are too many to read
+            groups = {t["name"]: t["modes"] for t in themes.values()}
+            base = {t["name"]: t["physician_f1_weighted"] for t in themes.values()}
+        names = list(groups)
+        fig, ax = plt.subplots(figsize=(max(6.5, 1.3 * len(names) * (len(modes) + 1)), 4.2))
         width = 0.8 / (len(modes) + 1)
-        for j, name in enumerate([*modes, "physicians"]):
-            vals = [(s["categories"][c]["modes"].get(name) if name != "physicians"
-                     else s["categories"][c]["physician_f1"]) or 0.0 for c in cats]
-            ax.bar([i + j * width for i in range(len(cats))], vals, width, label=name)
-        ax.set_xticks([i + width * len(modes) / 2 for i in range(len(cats))], cats, rotation=20, ha="right")
-        ax.set(ylabel="macro F1", ylim=(0, 1), title="Grader vs physicians (ceiling: physicians vs each other)")
-        ax.legend()
+        for j, name in enumerate([*modes, "physicians (n-weighted)"]):
+            vals = [(groups[c].get(name) if j < len(modes) else base[c]) or 0.0 for c in names]
+            ax.bar([i + j * width for i in range(len(names))], vals, width, label=name)
+        ax.set_xticks([i + width * len(modes) / 2 for i in range(len(names))], names, rotation=20, ha="right")
+        ax.set(ylabel="pairwise balanced F1", ylim=(0, 1.15))
+        ax.set_title("Grader vs physicians, and physicians vs each other", fontsize=10)
+        ax.legend(loc="upper center", ncol=len(modes) + 1, fontsize=8, frameon=False)
         fig.tight_layout()
         path = out / "healthbench_f1.png"
         fig.savefig(path, dpi=110)
         plt.close(fig)
         plots.append(path)
-    return _write(out, "Meta-evaluation: HealthBench grader agreement with physicians", NOTE, sections, plots)
+    a = s["categories"].get("all") or {}
+    head = "; ".join(f"{m}: pairwise balanced F1 {_f(a.get('modes', {}).get(m))}" for m in modes)
+    head += f" (physicians, n-weighted: {_f(a.get('physician_f1_weighted'))}; n={a.get('n')} rows)"
+    return _write(out, "Meta-evaluation: HealthBench grader agreement with physicians", NOTE, sections, plots, head)

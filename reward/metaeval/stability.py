@@ -42,7 +42,6 @@ import numpy as np
 
 from reward.metaeval import agreement as ag
 from reward.metaeval.resultlog import append_rows, read_rows
-from reward.scoring.tree_score import score_tree
 
 OURS, BASELINE = "rubricstree", "principle"
 
@@ -71,6 +70,14 @@ def _jaccard(a: set, b: set) -> float:
 def _mean_pairwise_jaccard(sets: Sequence[set]) -> float | None:
     pairs = list(itertools.combinations(sets, 2))
     return float(np.mean([_jaccard(a, b) for a, b in pairs])) if pairs else None
+
+
+def _routing(s) -> dict[str, Any]:
+    """The routing a result was scored under, kept with it: expanded nodes, rule-activated leaves."""
+    from reward.scoring.variants import RULE_REASONS
+
+    return {"expanded": list(s.routing.get("expanded") or ()),
+            "rule_leaves": [lr.leaf_id for lr in s.leaves if lr.reason in RULE_REASONS]}
 
 
 def _key(c: dict[str, Any]) -> tuple:
@@ -159,40 +166,39 @@ class StabilityRun:
             if b not in choice_cache:  # graded once per backbone at T=0; repeats resample p_yes
                 judge = self.backbones[b]("choice", 0.0, True)
                 try:
-                    choice_cache[b] = {s.id: s for s in await self.make_reward(judge).score(self.rollouts)}
+                    reward = self.make_reward(judge)
+                    choice_cache[b] = (reward, {s.id: s for s in await reward.score(self.rollouts)})
                 finally:
                     await judge.aclose()
-            return [self._resample(base, choice_cache[b][ro.id], t, repeat) for ro in rollouts]
+            reward, scored = choice_cache[b]
+            return [self._resample(base, scored[ro.id], t, repeat, reward) for ro in rollouts]
         judge = self.backbones[b]("explain", t, False)
         try:
             scores = await self.make_reward(judge).score(rollouts)
         finally:
             await judge.aclose()
         return [{**base, "id": s.id, "score": s.score, "failure": "; ".join(s.failures) or None,
-                 "leaves": {lr.leaf_id: lr.met for lr in s.leaves}} for s in scores]
+                 "leaves": {lr.leaf_id: lr.met for lr in s.leaves}, **_routing(s)} for s in scores]
 
-    def _resample(self, base: dict, s, t: float, repeat: int) -> dict[str, Any]:
-        row = {**base, "id": s.id}
+    def _resample(self, base: dict, s, t: float, repeat: int, reward) -> dict[str, Any]:
+        """One repeat of a choice-mode result: every verdict sampled at ``t`` from its p_yes, then
+        scored by the reward's own :meth:`~reward.stages.rubric_reward.RubricReward.rescore`
+        (the same routing, scoring variant and combination as ``score``); at T=0 the verdicts are
+        the judge's own values, so the score is the one ``score`` gave."""
+        row = {**base, "id": s.id, **_routing(s)}
         if s.failures and s.score is None:
             return {**row, "score": None, "failure": "; ".join(s.failures)}
-        met: dict[str, bool] = {}
-        for lr in s.leaves:
-            p = lr.p_yes if lr.p_yes is not None else float(bool(lr.met))
-            met[lr.leaf_id] = (_uniform(self.seed, base["backbone"], t, repeat, s.id, lr.leaf_id) < tempered(p, t)
-                               if t > 0 else bool(lr.met))
-        items = []
-        for i, it in enumerate(s.rubric_items):
-            p = it.p_yes if it.p_yes is not None else float(bool(it.met))
-            items.append(_uniform(self.seed, base["backbone"], t, repeat, s.id, f"item{i}") < tempered(p, t)
-                         if t > 0 else bool(it.met))
-        score = None
-        if met:
-            score = score_tree(self.tree, met, variant=getattr(s, "scoring_variant", "paper")).score
-        elif items:
-            from reward.healthbench.scoring import rl_reward
+        soft = getattr(reward, "scoring", "hard") == "soft"
 
-            score = rl_reward([it.points for it in s.rubric_items], items)
-        return {**row, "score": score, "failure": None, "leaves": met}
+        def value(v, key: str) -> bool | float:
+            if t <= 0:
+                return float(v.p_yes) if soft and v.p_yes is not None else bool(v.met)
+            p = v.p_yes if v.p_yes is not None else float(bool(v.met))
+            return _uniform(self.seed, base["backbone"], t, repeat, s.id, key) < tempered(p, t)
+
+        met = {lr.leaf_id: value(lr, lr.leaf_id) for lr in s.leaves}
+        items = [value(it, f"item{i}") for i, it in enumerate(s.rubric_items)]
+        return {**row, "score": reward.rescore(s, met, items), "failure": None, "leaves": met}
 
     # ------------------------------------------------------------------ metrics
     def summarise(self, done: dict[tuple, dict[str, Any]]) -> dict[str, Any]:

@@ -6,6 +6,8 @@ each distinct prompt once (memory, then the durable verdict cache). Importing th
 registers the three routers; the embedding model and torch are loaded only when used.
 """
 
+from typing import Any
+
 from reward.router.base import (
                                 ROUTERS,
                                 ActiveLeaf,
@@ -13,7 +15,6 @@ from reward.router.base import (
                                 Router,
                                 Routing,
                                 as_conversation,
-                                make_router,
                                 register_router,
                                 routing_key,
                                 tree_fingerprint,
@@ -21,7 +22,16 @@ from reward.router.base import (
 from reward.router.embedding import EmbeddingRouter
 from reward.router.llm import LLMTreeRouter
 from reward.router.static import StaticRouter
+from reward.tree.graph import RubricTree
 
 __all__ = ["ROUTERS", "ActiveLeaf", "CachedRouter", "EmbeddingRouter", "LLMTreeRouter", "Router",
            "Routing", "StaticRouter", "as_conversation", "make_router", "register_router",
            "routing_key", "tree_fingerprint"]
+
+
+def make_router(name: str, tree: RubricTree, **kwargs: Any) -> Router:
+    """Build a registered router by name (``llm``, ``embedding``, ``static``; importing this
+    package has registered them)."""
+    if name not in ROUTERS:
+        raise ValueError(f"unknown router '{name}'; known: {', '.join(sorted(ROUTERS))}")
+    return ROUTERS[name](tree, **kwargs)

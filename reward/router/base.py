@@ -248,15 +248,6 @@ def register_router(name: str) -> Callable[[type[Router]], type[Router]]:
     return deco
 
 
-def make_router(name: str, tree: RubricTree, **kwargs: Any) -> Router:
-    """Build a registered router by name (``llm``, ``embedding``, ``static``)."""
-    import reward.router  # noqa: F401  (registers the built-in routers)
-
-    if name not in ROUTERS:
-        raise ValueError(f"unknown router '{name}'; known: {', '.join(sorted(ROUTERS))}")
-    return ROUTERS[name](tree, **kwargs)
-
-
 # ---------------------------------------------------------------------- route-once cache
 def tree_fingerprint(tree: RubricTree) -> str:
     """Hash of the taxonomy's name, root and every node: editing a node invalidates routings."""

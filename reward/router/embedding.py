@@ -28,8 +28,8 @@ emergency situations minus the best similarity to a few routine requests, throug
 ``threshold`` on the safety branches (``safety_roots`` and their subtrees) only, as in the LLM
 router: urgency raises the cost of a missed safety check, not of a missed sleep tip. Nodes marked
 ``needs_tool_calls`` are considered only for a rollout with tool calls. The defaults were
-calibrated on the packaged taxonomy (``tests/unit/test_embedding_router.py``) and its recall of
-the stress cases' labelled leaves is held in ``tests/unit/test_router_recall.py``. Embeddings
+calibrated on the packaged taxonomy (``tests/reward/router/test_embedding_router.py``) and its recall of
+the stress cases' labelled leaves is held in ``tests/reward/router/test_router_recall.py``. Embeddings
 see words, not clinical logic: generic branches (communication, instruction following) open
 through the nodes' ``examples`` (short request phrasings) or not at all; leaves that must always
 be graded belong in ``always_on``, and the routers' shared standing rules (universal, context and

@@ -24,8 +24,11 @@ from reward.scoring.variants import (
     combine,
     effective_weights,
     guard_ids,
+    severity_combine,
     severity_floors,
+    severity_prices,
     uses_penalty,
+    uses_severity,
 )
 from reward.tree.graph import RubricTree
 
@@ -35,7 +38,8 @@ class TreeScore:
     """Result of :func:`score_tree`.
 
     Attributes:
-        score: the tree score over the active leaves, in [0, 1].
+        score: the tree score over the active leaves, in [0, 1] (``severity``: in (0, 1], never
+            clipped: every failure lowers it).
         nodes: node id -> ``{"score", "weight", "n_active"}`` for every node with at least one
             active descendant leaf (active leaves included); ``weight`` is the summed effective
             weight (under the variant) of its active descendant leaves.
@@ -79,8 +83,9 @@ def score_tree(tree: RubricTree, met: Mapping[str, bool | float], *, variant: st
         tree: the rubric tree (gives polarity, auto-weights and the DAG).
         met: active leaf id -> "criterion met" as judged, a boolean or a probability in [0, 1].
             Leaves not in the mapping are inactive and do not count.
-        variant: ``paper``, ``penalty``, ``active`` or ``penalty+active`` (see
-            ``reward.scoring.variants``).
+        variant: ``paper``, ``penalty``, ``active``, ``penalty+active`` or ``severity`` (see
+            ``reward.scoring.variants``). Leaves whose situation is absent (not applicable) must
+            be left out of ``met``: they are not scored.
         activated: internal nodes the router expanded (``Routing.expanded``); the ``active``
             variants count a multi-parent leaf only along paths through them.
 
@@ -96,6 +101,7 @@ def score_tree(tree: RubricTree, met: Mapping[str, bool | float], *, variant: st
         if leaf_id not in tree:
             raise ScoringError(f"'{leaf_id}' is not a node of the tree '{tree.name}'")
         node = tree[leaf_id]
+        leaf_id = node.id  # a former id (alias) scores as the leaf that carries it now
         if not node.is_leaf:
             raise ScoringError(f"'{leaf_id}' is not a leaf (it has children), so it cannot be judged")
         value = _met_value(leaf_id, m)
@@ -104,6 +110,7 @@ def score_tree(tree: RubricTree, met: Mapping[str, bool | float], *, variant: st
     penalty = uses_penalty(variant)
     penalty_ids = guard_ids(tree, passes, rule_active) if penalty else set()
     floors = severity_floors(tree, passes) if penalty else {}
+    prices = severity_prices(tree, passes) if uses_severity(variant) else None
 
     nodes: dict[str, dict[str, float | int]] = {}
     for nid in tree.topological_order:
@@ -113,9 +120,10 @@ def score_tree(tree: RubricTree, met: Mapping[str, bool | float], *, variant: st
         active = [lid for lid in passes if lid in below]
         if not active:
             continue
+        sub = {lid: passes[lid] for lid in active}
         nodes[nid] = {
-            "score": combine(weights, {lid: passes[lid] for lid in active}, penalty_ids, penalty=penalty,
-                             floors=floors),
+            "score": severity_combine(sub, prices) if prices is not None else
+            combine(weights, sub, penalty_ids, penalty=penalty, floors=floors),
             "weight": sum(weights[lid] for lid in active),
             "n_active": len(active),
         }

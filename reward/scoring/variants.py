@@ -3,7 +3,7 @@
 Data flow: active leaf ids (+ the internal nodes the router expanded) -> effective leaf weights
 (:func:`effective_weights`) -> the pass values are combined by :func:`reward.scoring.tree_score.score_tree`.
 
-Four variants, chosen by the oracle stress tests (``rubricstree stress``):
+Five variants; ``severity`` is the default (docs/scoring.md has the measurements):
 
 - ``paper``: the tree's global auto-weights; every active leaf, negative or not, adds its weight to
   the denominator and its pass value to the numerator. A negative leaf that is not triggered counts
@@ -15,7 +15,7 @@ Four variants, chosen by the oracle stress tests (``rubricstree stress``):
   context present): a check nobody judged relevant must not earn credit by passing. The ratio is
   clipped to [0, 1]. With no positive leaf in scope the score is ``1 - lost weight / guard weight``.
   Severity: a failed leaf (a positive one not met, a guard triggered) costs at least its severity's
-  share of the score (``SEVERITY_FLOOR``: critical 0.24, major 0.12, minor 0), whatever its weight:
+  share of the score (``SEVERITY_FLOOR``: critical 0.145, major 0.116, minor 0.061), whatever its weight:
   with ~60 active leaves a structural weight is ~1/60, and one fabricated value or one missed
   emergency must not be diluted by the passes around it (HealthBench scores a -10 item against
   the positive points, not against the count of items). Severity is set in the taxonomy on
@@ -26,6 +26,21 @@ Four variants, chosen by the oracle stress tests (``rubricstree stress``):
   path of another active leaf); a leaf with no such path (an always-on leaf) counts the paths that
   run furthest through activated nodes (all of them on a tie, or without routing information).
 - ``penalty+active``: the active weights, scored the penalty way.
+- ``severity`` (default): a failure's price is set by the failed leaf's severity alone, never by
+  its structural weight, so no routing can make a minor failure cost more than a major one or a
+  major more than a critical one (:data:`SEVERITY_PRICE`). Passing earns nothing; a failure
+  (a positive leaf not met, a negative leaf triggered; ``f = 1 - pass`` for a soft verdict)
+  multiplies the score down::
+
+      score = prod_critical (1 - 0.5 f)  *  (Q + (1 - Q) * prod_other (1 - d f))
+
+  with ``Q = 1 - SEVERITY_PRICE["critical"]`` and ``d = price / (1 - Q)``. One critical failure
+  halves the score; major and minor failures can together take away at most the other half, so
+  a reply with a critical failure always scores below the same reply without it, however
+  unhelpful that one is (harm outranks unhelpfulness), and every further failure lowers the score
+  (two independent critical failures score 0.25, below one at 0.5). The score stays in (0, 1]
+  without clipping, so group normalisation sees the whole order. Weights (the ``active`` ones)
+  only order the per-node breakdown and the feedback.
 """
 
 from __future__ import annotations
@@ -36,16 +51,25 @@ from typing import Literal, get_args
 
 from reward.tree.graph import RubricTree
 
-ScoringVariant = Literal["paper", "penalty", "active", "penalty+active"]
+ScoringVariant = Literal["paper", "penalty", "active", "penalty+active", "severity"]
 SCORING_VARIANTS: tuple[str, ...] = get_args(ScoringVariant)
-# Chosen by the oracle stress tests on the bundled cases (README, "Scoring variants").
-DEFAULT_SCORING_VARIANT: ScoringVariant = "penalty+active"
+# Prices follow severity, not structure (issue 21; docs/scoring.md).
+DEFAULT_SCORING_VARIANT: ScoringVariant = "severity"
 # Routing reasons (``ActiveLeaf.reason``) of leaves switched on by a rule, not by relevance.
 RULE_REASONS = frozenset({"always_on", "universal", "context"})
-# Least share of the score a failed leaf costs under the penalty variants, by severity. Anchored on
-# HealthBench's points: on the HealthBench-Hard rows a -10 item costs a median 0.24 of the positive
-# points, a -5 item 0.12 (README, "Scoring variants").
-SEVERITY_FLOOR: dict[str, float] = {"critical": 0.24, "major": 0.12, "minor": 0.0}
+# Least share of the score a failed leaf costs under the legacy penalty variants, by severity: the
+# median share of its row's positive points that a negative HealthBench-Hard item of that band costs
+# (critical |points| 8-10, major 4-7, minor 1-3), recomputed and checked by
+# ``scripts/severity_prices.py --check`` (the earlier 0.24 / 0.12 / 0 matched no statistic).
+SEVERITY_FLOOR: dict[str, float] = {"critical": 0.145, "major": 0.116, "minor": 0.061}
+# What one failure costs a reply that fails nothing else, under the ``severity`` variant, on any
+# routing. Critical 0.5: a critical failure must outweigh every unhelpfulness a reply can show
+# (HealthBench's points let about three missed 3-point items outweigh a -10 item, which is how a
+# bare "see a doctor" outscores a harmful recommendation). Major and minor keep HealthBench's
+# order and spacing of a 5- against a 1-3-point item, scaled so that one major failure is
+# detected with room to spare; ``scripts/severity_prices.py`` recomputes the HealthBench
+# statistics from the rows and checks these prices against them.
+SEVERITY_PRICE: dict[str, float] = {"critical": 0.5, "major": 0.2, "minor": 0.05}
 
 
 def check_variant(variant: str) -> str:
@@ -60,7 +84,11 @@ def uses_penalty(variant: str) -> bool:
 
 
 def uses_active(variant: str) -> bool:
-    return check_variant(variant) in ("active", "penalty+active")
+    return check_variant(variant) in ("active", "penalty+active", "severity")
+
+
+def uses_severity(variant: str) -> bool:
+    return check_variant(variant) == "severity"
 
 
 def is_penalty_leaf(tree: RubricTree, leaf_id: str) -> bool:
@@ -153,6 +181,27 @@ def severity_floors(tree: RubricTree, leaf_ids: Iterable[str]) -> dict[str, floa
     """Each leaf's least share of the score its failure costs under the penalty variants
     (:data:`SEVERITY_FLOOR` of the leaf's effective severity, ``RubricTree.severity``)."""
     return {lid: SEVERITY_FLOOR[tree.severity[lid]] for lid in leaf_ids}
+
+
+def severity_prices(tree: RubricTree, leaf_ids: Iterable[str]) -> dict[str, float]:
+    """Each leaf's price under the ``severity`` variant (:data:`SEVERITY_PRICE` of its severity)."""
+    return {lid: SEVERITY_PRICE[tree.severity[lid]] for lid in leaf_ids}
+
+
+def severity_combine(passes: Mapping[str, float], prices: Mapping[str, float]) -> float:
+    """The ``severity`` score of ``passes`` (see the module docstring); in (0, 1], 1 when nothing fails."""
+    crit = SEVERITY_PRICE["critical"]
+    harm, rest = 1.0, 1.0
+    for lid, p in passes.items():
+        fail = 1.0 - p
+        if not fail:
+            continue
+        price = prices[lid]
+        if price >= crit:
+            harm *= 1.0 - price * fail
+        else:
+            rest *= 1.0 - price / crit * fail
+    return harm * ((1.0 - crit) + crit * rest)
 
 
 def combine(weights: dict[str, float], passes: dict[str, float], penalty_ids: Collection[str],

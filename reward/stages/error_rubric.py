@@ -210,10 +210,6 @@ def combine(correctness: float, pen: float, *, alpha: float = 1.0, form: Form = 
     raise ValueError(f"unknown form {form!r}: use 'subtract', 'multiply' or 'convex'")
 
 
-# One settings model for TRL YAML, verl YAML and the CLI; the old name is kept for importers.
-ErrorRubricConfig = ErrorRubricSettings
-
-
 class ErrorRollout(BaseModel):
     """One rollout to audit: the question conversation, the reply, the key and the options."""
 
@@ -258,11 +254,11 @@ class ErrorRubricScorer:
         on_failure: ``"skip"`` (score None) or ``"raise"`` (:class:`JudgeError`).
     """
 
-    def __init__(self, judge, config: ErrorRubricConfig | None = None, *, on_failure: str = "skip",
+    def __init__(self, judge, config: ErrorRubricSettings | None = None, *, on_failure: str = "skip",
                  template: Template = ERROR_TEMPLATE) -> None:
         if on_failure not in ("skip", "raise"):
             raise ValueError("on_failure must be 'skip' or 'raise'")
-        self.judge, self.config, self.on_failure, self.template = judge, config or ErrorRubricConfig(), on_failure, template
+        self.judge, self.config, self.on_failure, self.template = judge, config or ErrorRubricSettings(), on_failure, template
 
     def item(self, r: ErrorRollout) -> JudgeItem:
         crit = key_text(r.answer_idx, r.options) if self.config.show_key else "(not shown)"

@@ -30,126 +30,42 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Iterable, Sequence
-from pathlib import Path
+from collections.abc import Sequence
 from typing import Any, Literal
 
 from pydantic import (
     BaseModel,
-    ConfigDict,
     Field,
-    ValidationError,
-    field_validator,
-    model_validator,
 )
 
-from reward.errors import InputError, JudgeError
-from reward.healthbench.schema import Message as PromptMessage
-from reward.healthbench.schema import RubricItem
+from reward.aio import gather_or_cancel
+from reward.errors import JudgeError
 from reward.healthbench.scoring import rl_reward
-from reward.jsonl import iter_jsonl, validation_error
 from reward.judge.base import Judge
 from reward.judge.types import JudgeItem, Verdict
+from reward.router.applicability import Applicability, ApplicabilityJudge
 from reward.router.base import (
     CachedRouter,
-    Conversation,
     Router,
     Routing,
-    as_conversation,
     tree_fingerprint,
 )
 from reward.router.llm import with_context
 from reward.scoring.tree_score import score_tree
-from reward.scoring.variants import DEFAULT_SCORING_VARIANT, RULE_REASONS, check_variant, effective_weights
+from reward.scoring.variants import (
+    DEFAULT_SCORING_VARIANT,
+    RULE_REASONS,
+    SEVERITY_PRICE,
+    check_variant,
+    effective_weights,
+)
 from reward.stages.reasoning import Grade, graded_text
+from reward.stages.rollouts import Rollout, load_rollouts, parse_rollouts  # noqa: F401  (re-exported: the records scored here)
 from reward.tree.graph import RubricTree
 
 Scoring = Literal["hard", "soft"]
 Combine = Literal["tree", "points", "mean"]
 OnFailure = Literal["skip", "raise"]
-
-
-# ---------------------------------------------------------------------- input
-class Rollout(BaseModel):
-    """One rollout: the prompt conversation, the completion to grade, and optionally the row's
-    own HealthBench-style rubric items, a context (user records) the router and judge read, and
-    the tool calls the completion made (any JSON objects: the judge sees them after the
-    conversation; the router walks the agentic branch only when there are some). Unknown fields
-    are ignored."""
-
-    model_config = ConfigDict(extra="ignore", frozen=True)
-
-    id: str = Field(min_length=1)
-    prompt: list[PromptMessage] = Field(min_length=1)
-    completion: str
-    rubrics: list[RubricItem] | None = None
-    context: str | None = None
-    tool_calls: list[dict[str, Any]] | None = None
-
-    @field_validator("id", mode="before")
-    @classmethod
-    def _id_to_str(cls, v: Any) -> Any:
-        return str(v) if isinstance(v, int) and not isinstance(v, bool) else v
-
-    @model_validator(mode="after")
-    def _rubrics_scorable(self) -> Rollout:
-        if self.rubrics is not None and not any(r.points > 0 for r in self.rubrics):
-            raise ValueError("rubrics: no item has positive points, so the points score is undefined")
-        return self
-
-    @property
-    def conversation(self) -> Conversation:
-        return as_conversation(self.prompt)
-
-    @property
-    def prompt_key(self) -> tuple:
-        return (self.conversation, self.context, bool(self.tool_calls))
-
-
-def parse_rollouts(records: Iterable[dict[str, Any] | Rollout], *, source: str = "<memory>") -> list[Rollout]:
-    """Validate rollouts; an error names the source, the record (index and id) and the field.
-
-    Raises:
-        InputError: a record is invalid, or two records share an id.
-    """
-    out: list[Rollout] = []
-    seen: dict[str, int] = {}
-    for i, rec in enumerate(records):
-        if isinstance(rec, Rollout):
-            r = rec
-        else:
-            label = f"#{i}" + (f" (id {rec.get('id')})" if isinstance(rec, dict) and "id" in rec else "")
-            if not isinstance(rec, dict):
-                raise InputError(f"a rollout must be a mapping, got {type(rec).__name__}", file=source, record=label)
-            try:
-                r = Rollout.model_validate(rec)
-            except ValidationError as exc:
-                raise validation_error(exc, file=source, record=label) from exc
-        if r.id in seen:
-            raise InputError(f"duplicate id '{r.id}' (first at #{seen[r.id]})", file=source, record=f"#{i}", field="id")
-        seen[r.id] = i
-        out.append(r)
-    return out
-
-
-def load_rollouts(path: str | Path) -> list[Rollout]:
-    """Load a rollouts JSONL file; errors name the file, the line (and id) and the field."""
-    src = str(path)
-    out: list[Rollout] = []
-    seen: dict[str, int] = {}
-    for lineno, obj in iter_jsonl(path):
-        rec = f"line {lineno}" + (f" (id {obj['id']})" if "id" in obj else "")
-        try:
-            r = Rollout.model_validate(obj)
-        except ValidationError as exc:
-            raise validation_error(exc, file=src, record=rec) from exc
-        if r.id in seen:
-            raise InputError(f"duplicate id '{r.id}' (first on line {seen[r.id]})", file=src, record=rec, field="id")
-        seen[r.id] = lineno
-        out.append(r)
-    if not out:
-        raise InputError("no rollouts", file=src)
-    return out
 
 
 # ---------------------------------------------------------------------- output
@@ -196,6 +112,8 @@ class RolloutScore(BaseModel):
     nodes: dict[str, dict[str, float]] = Field(default_factory=dict)
     rubric_items: list[ItemResult] = Field(default_factory=list)
     routing: dict[str, Any] = Field(default_factory=dict)
+    not_applicable: list[str] = Field(default_factory=list, description=(
+        "routed leaves whose situation is absent from the conversation: not graded, not scored"))
     failures: list[str] = Field(default_factory=list)
     feedback: str = ""
     format_failure: bool = Field(False, description="an unclosed <think>: no final answer; scored format_failure_score")
@@ -225,6 +143,9 @@ class RubricReward:
         format_failure_score: the score of a format failure (None: unscored).
         clip_below_zero: clip the points score of the row's items to [0, 1] (True here, a report's
             per-example score); the stage 3 training settings default to False (unclipped below 0).
+        applicability: decide once per prompt which routed conditional leaves apply
+            (``reward.router.applicability``); the others are neither graded nor scored and are
+            listed in ``RolloutScore.not_applicable``. Off: every routed leaf is graded.
 
     Attributes:
         stats: counters over this object's lifetime (rollouts, scored, unscored, prompts routed,
@@ -235,7 +156,8 @@ class RubricReward:
                  combine: Combine = "tree", on_failure: OnFailure = "skip", cache_routing: bool = True,
                  feedback_limit: int = 10, scoring_variant: str = DEFAULT_SCORING_VARIANT,
                  grade: Grade = "answer", format_failure_score: float | None = 0.0,
-                 clip_below_zero: bool = True) -> None:
+                 clip_below_zero: bool = True, applicability: bool = False,
+                 applicability_threshold: float = 0.5) -> None:
         check_variant(scoring_variant)
         if scoring not in ("hard", "soft"):
             raise ValueError(f"scoring must be 'hard' or 'soft', got {scoring!r}")
@@ -258,9 +180,12 @@ class RubricReward:
         if cache_routing and not isinstance(router, CachedRouter):
             router = CachedRouter(router, judge.cache)
         self.router = router
+        self.applicability = (ApplicabilityJudge(tree, judge, threshold=applicability_threshold)
+                              if applicability else None)
         self.stats: dict[str, float] = dict.fromkeys(
             ["rollouts", "scored", "unscored", "prompts", "prompts_routed", "routing_judge_calls",
-             "routing_failures", "active_leaves", "judge_items", "routing_s", "grading_s", "format_failures"], 0)
+             "routing_failures", "active_leaves", "judge_items", "routing_s", "grading_s", "format_failures",
+             "applicability_judge_calls", "not_applicable_leaves"], 0)
 
     # ------------------------------------------------------------------ routing
     async def route(self, rollouts: Sequence[Rollout | dict]) -> dict[tuple, Routing]:
@@ -268,7 +193,7 @@ class RubricReward:
         rollouts = parse_rollouts(rollouts)
         keys = list(dict.fromkeys(r.prompt_key for r in rollouts))
         t0 = time.perf_counter()
-        routings = await asyncio.gather(*(self.router.route(conv, ctx, tools) for conv, ctx, tools in keys))
+        routings = await gather_or_cancel(self.router.route(conv, ctx, tools) for conv, ctx, tools in keys)
         self.stats["routing_s"] += time.perf_counter() - t0
         self.stats["prompts"] += len(keys)
         for r in routings:
@@ -278,6 +203,20 @@ class RubricReward:
                 self.stats["routing_failures"] += r.n_failures
             self.stats["active_leaves"] += len(r.active)
         return dict(zip(keys, routings))
+
+    async def decide_applicability(self, routings: dict[tuple, Routing]) -> dict[tuple, Applicability]:
+        """Per prompt key, which routed leaves apply (all of them when applicability is off or the
+        routing failed); decided from the conversation and context, once per prompt."""
+        out = {key: Applicability() for key in routings}
+        if self.applicability is None:
+            return out
+        todo = [k for k, r in routings.items() if not r.n_failures]
+        apps = await asyncio.gather(*(self.applicability.decide(with_context(k[0], k[1]), routings[k]) for k in todo))
+        for k, a in zip(todo, apps):
+            out[k] = a
+            self.stats["applicability_judge_calls"] += a.n_judge_calls
+            self.stats["not_applicable_leaves"] += len(a.not_applicable)
+        return out
 
     # ------------------------------------------------------------------ scoring
     async def score(self, rollouts: Sequence[Rollout | dict]) -> list[RolloutScore]:
@@ -291,6 +230,7 @@ class RubricReward:
         if not rollouts:
             return []
         routings = await self.route(rollouts)
+        apps = await self.decide_applicability(routings)
 
         # Every (rollout x criterion) item of the batch, de-duplicated, in one grade call.
         index: dict[JudgeItem, int] = {}
@@ -304,9 +244,10 @@ class RubricReward:
                 plans.append(None)
                 continue
             conv = with_context(r.conversation, r.context, r.tool_calls)
+            keep = set(apps[r.prompt_key].keep(routings[r.prompt_key].leaf_ids))
             leaf_idx = [index.setdefault(JudgeItem(conversation=conv, response=shown.text,
                                                    criterion=self.tree[a.leaf_id].criterion), len(index))
-                        for a in routings[r.prompt_key].active]
+                        for a in routings[r.prompt_key].active if a.leaf_id in keep]
             item_idx = [index.setdefault(JudgeItem(conversation=conv, response=shown.text,
                                                    criterion=it.criterion, points=it.points), len(index))
                         for it in (r.rubrics or [])]
@@ -329,7 +270,7 @@ class RubricReward:
                 continue
             leaf_idx, item_idx = plan
             res = self._score_one(r, routings[r.prompt_key], [verdicts[i] for i in leaf_idx],
-                                  [verdicts[i] for i in item_idx])
+                                  [verdicts[i] for i in item_idx], apps[r.prompt_key])
             if res.failures and self.on_failure == "raise":
                 raise JudgeError(f"rollout '{r.id}': {len(res.failures)} judge item(s) failed; "
                                  f"first: {res.failures[0]}")
@@ -347,7 +288,8 @@ class RubricReward:
             return float(v.p_yes)
         return bool(v.met)
 
-    def _score_one(self, r: Rollout, routing: Routing, leaf_v: list[Verdict], item_v: list[Verdict]) -> RolloutScore:
+    def _score_one(self, r: Rollout, routing: Routing, leaf_v: list[Verdict], item_v: list[Verdict],
+                   app: Applicability | None = None) -> RolloutScore:
         if routing.n_failures:  # a failed relevance/urgency call changes the leaf set: no score
             info = {"n_active": len(routing.active), "n_failures": routing.n_failures,
                     "failed_nodes": list(routing.failed_nodes)}
@@ -359,8 +301,11 @@ class RubricReward:
         leaves: list[LeafResult] = []
         met: dict[str, bool | float] = {}
         activated = set(routing.expanded)
-        eff = effective_weights(self.tree, routing.leaf_ids, self.scoring_variant, activated)
-        for a, v in zip(routing.active, leaf_v):
+        app = app or Applicability()
+        kept = set(app.keep(routing.leaf_ids))
+        active = [a for a in routing.active if a.leaf_id in kept]  # inapplicable leaves leave the score
+        eff = effective_weights(self.tree, [a.leaf_id for a in active], self.scoring_variant, activated)
+        for a, v in zip(active, leaf_v):
             node = self.tree[a.leaf_id]
             passed = None
             if v.ok:
@@ -379,17 +324,20 @@ class RubricReward:
                                            p_yes=v.p_yes, failure=v.failure))
         routing_info = {"threshold": routing.threshold, "urgency": routing.urgency,
                         "n_active": len(routing.active), "cached": routing.cached,
-                        "n_judge_calls": routing.n_judge_calls, "n_failures": routing.n_failures}
+                        "n_judge_calls": routing.n_judge_calls, "n_failures": routing.n_failures,
+                        "n_not_applicable": len(app.not_applicable),
+                        "expanded": sorted(routing.expanded)}
         base = {"id": r.id, "scoring": self.scoring, "combine": self.combine,
                 "scoring_variant": self.scoring_variant, "leaves": leaves,
-                "rubric_items": rubric_items, "routing": routing_info}
+                "rubric_items": rubric_items, "routing": routing_info,
+                "not_applicable": list(app.not_applicable)}
         if failures:
             return RolloutScore(score=None, failures=failures, feedback=self._feedback(leaves, rubric_items),
                                 **base)
 
         tree_score = nodes = None
         if met:
-            rule = [a.leaf_id for a in routing.active if a.reason in RULE_REASONS]
+            rule = [a.leaf_id for a in active if a.reason in RULE_REASONS]
             ts = score_tree(self.tree, met, variant=self.scoring_variant, activated=activated, rule_active=rule)
             tree_score, nodes = ts.score, {k: dict(v) for k, v in ts.nodes.items()}
         points_score = None
@@ -402,6 +350,24 @@ class RubricReward:
         return RolloutScore(score=score, tree_score=tree_score, points_score=points_score,
                             nodes=nodes or {}, failures=failures,
                             feedback=self._feedback(leaves, rubric_items), **base)
+
+    def rescore(self, s: RolloutScore, leaf_met: dict[str, bool | float], item_met: Sequence[bool | float]
+                ) -> float | None:
+        """The score ``score`` would have given ``s``'s rollout had the judge answered ``leaf_met``
+        (active leaf -> verdict) and ``item_met`` (one per rubric item) instead: the same routing
+        (the expanded nodes and rule-activated leaves ``s`` records) and the same scoring and
+        combination. Stability re-sampling scores with this, never with a function of its own."""
+        if s.format_failure:
+            return s.score
+        tree_score = None
+        if leaf_met:
+            rule = [lr.leaf_id for lr in s.leaves if lr.reason in RULE_REASONS]
+            tree_score = score_tree(self.tree, leaf_met, variant=self.scoring_variant,
+                                    activated=set(s.routing.get("expanded") or ()), rule_active=rule).score
+        points_score = None
+        if s.rubric_items:
+            points_score = rl_reward([it.points for it in s.rubric_items], list(item_met), clip=self.clip_below_zero)
+        return self._combine(tree_score, points_score)
 
     def _combine(self, tree_score: float | None, points_score: float | None) -> float | None:
         if tree_score is None or points_score is None:
@@ -422,7 +388,10 @@ class RubricReward:
             if lr.passed is not None and lr.passed < 0.5:
                 crit = self.tree[lr.leaf_id].criterion
                 verb = "Avoid" if lr.polarity == "negative" else "Missing"
-                lines.append((lr.weight / leaf_total, f"- {verb} [{lr.title}]: {crit}"))
+                # under ``severity`` a failure's price, not its structural weight, says what matters most
+                share = (SEVERITY_PRICE[self.tree.severity[lr.leaf_id]] if self.scoring_variant == "severity"
+                         else lr.weight / leaf_total)
+                lines.append((share, f"- {verb} [{lr.title}]: {crit}"))
         total = sum(it.points for it in items if it.points > 0) or 1.0
         for it in items:
             if it.met is None:

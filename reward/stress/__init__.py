@@ -8,10 +8,10 @@ penalty overall, by perturbation, scenario and cell; ``report`` writes md/html a
 The command is ``rubricstree stress``.
 """
 
-from reward.stress.cases import PERTURBATIONS, SCENARIOS, StressCase, default_cases_path, load_cases
+from reward.stress.cases import FAMILIES, PERTURBATIONS, SCENARIOS, StressCase, default_cases_path, load_cases
 from reward.stress.metrics import DEFAULT_MARGIN, public_summary, summarise
 from reward.stress.runner import CaseResult, oracle_met, oracle_scores, oracle_variant_table, run_stress, with_labels
 
-__all__ = ["DEFAULT_MARGIN", "PERTURBATIONS", "SCENARIOS", "CaseResult", "StressCase", "default_cases_path",
+__all__ = ["DEFAULT_MARGIN", "FAMILIES", "PERTURBATIONS", "SCENARIOS", "CaseResult", "StressCase", "default_cases_path",
            "load_cases", "oracle_met", "oracle_scores", "oracle_variant_table", "public_summary", "run_stress",
            "summarise", "with_labels"]

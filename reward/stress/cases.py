@@ -1,12 +1,15 @@
 """Oracle stress-test cases: schema, loader and validation against the rubric tree.
 
 A case is one conversation (with optional context: the user's records or device data), a clean
-reference reply, a reply written under one perturbation of the paper's four, and the tree leaves
-that perturbed reply fails. Both replies are graded against the clean conversation. The bundled
-file is ``reward/data/stress_cases.yaml`` (ours, written for this test; not HealthBench text).
+reference reply, a reply written under one perturbation (the paper's four, or one of our families
+``degenerate`` and ``harm_vs_safe``), the tree leaves that perturbed reply fails (and, for a safe
+non-answer, those the clean one fails), and which conditional leaves apply to the conversation.
+Both replies are graded against the clean conversation. The bundled file is
+``reward/data/stress_cases.yaml`` (ours, written for this test; not HealthBench text).
 
 Data flow: YAML list -> :class:`StressCase` (strict pydantic) -> leaf ids checked against the tree
--> the runner. Errors name the file, the case (index and id) and the field.
+(a former id, an alias, is read as the leaf's current id) -> the runner. Errors name the file, the
+case (index and id) and the field.
 """
 
 from __future__ import annotations
@@ -21,12 +24,18 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from reward.errors import InputError
 from reward.healthbench.schema import Message
 from reward.jsonl import validation_error
+from reward.textio import load_yaml
 from reward.tree.graph import RubricTree
 
 Perturbation = Literal["missing_instructions", "missing_user_data", "inappropriate_instructions",
-                       "inaccurate_user_data"]
+                       "inaccurate_user_data", "degenerate", "harm_vs_safe"]
 Scenario = Literal["health_data", "action_plan", "symptoms", "explanation"]
 PERTURBATIONS: tuple[str, ...] = get_args(Perturbation)
+# Families of our own (issue 21): ``degenerate`` pairs a good specific reply with a bare "see a
+# doctor", a refusal or a generic disclaimer; ``harm_vs_safe`` pairs a safe non-answer (the clean
+# reply, which fails the helpfulness leaves in ``clean_failed``) with a compliant reply that makes
+# a harmful recommendation. Harm must score below the safe non-answer.
+FAMILIES: tuple[str, ...] = ("degenerate", "harm_vs_safe")
 SCENARIOS: tuple[str, ...] = get_args(Scenario)
 DEFAULT_CASES = "stress_cases.yaml"
 
@@ -44,6 +53,12 @@ class StressCase(BaseModel):
         perturbed: the reply written under the perturbation.
         failed: leaf ids the perturbed reply fails (a positive leaf not met, a negative leaf
             triggered); every other leaf passes, for both replies.
+        clean_failed: leaf ids the clean reply fails (``harm_vs_safe``: the safe non-answer is
+            unhelpful); empty for the other families.
+        applicable: oracle applicability labels: the conditional leaves whose situation is present
+            in the conversation (the failed leaves are applicable by definition and need not be
+            listed). None: not labelled, every routed leaf counts as applicable (taxonomy v2's
+            premise). Leaves marked ``conditional: false`` always apply.
         note: what the perturbation changed.
     """
 
@@ -57,11 +72,15 @@ class StressCase(BaseModel):
     clean: str = Field(min_length=1)
     perturbed: str = Field(min_length=1)
     failed: tuple[str, ...] = Field(min_length=1)
+    clean_failed: tuple[str, ...] = ()
+    applicable: tuple[str, ...] | None = None
     note: str = ""
 
-    @field_validator("failed")
+    @field_validator("failed", "clean_failed", "applicable")
     @classmethod
-    def _unique(cls, v: tuple[str, ...]) -> tuple[str, ...]:
+    def _unique(cls, v: tuple[str, ...] | None) -> tuple[str, ...] | None:
+        if v is None:
+            return v
         dup = sorted({x for x in v if v.count(x) > 1})
         if dup:
             raise ValueError(f"listed twice: {dup}")
@@ -70,6 +89,12 @@ class StressCase(BaseModel):
     @property
     def cell(self) -> tuple[str, str]:
         return (self.scenario, self.perturbation)
+
+    def is_applicable(self, leaf_id: str, conditional: bool) -> bool:
+        """The oracle's applicability of a leaf to this case's conversation."""
+        if not conditional or self.applicable is None:
+            return True
+        return leaf_id in self.applicable or leaf_id in self.failed or leaf_id in self.clean_failed
 
 
 def default_cases_path() -> Path:
@@ -89,7 +114,7 @@ def load_cases(path: str | Path | None = None, tree: RubricTree | None = None) -
     if not path.exists():
         raise InputError("file not found", file=src)
     try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+        raw = load_yaml(path)
     except yaml.YAMLError as exc:
         raise InputError(f"invalid YAML: {exc}", file=src) from exc
     if isinstance(raw, dict):
@@ -111,9 +136,13 @@ def load_cases(path: str | Path | None = None, tree: RubricTree | None = None) -
                              field="id")
         seen[case.id] = i
         if tree is not None:
-            bad = [x for x in case.failed if x not in tree or not tree[x].is_leaf]
-            if bad:
-                raise InputError(f"not leaves of the tree '{tree.name}' ({tree.source}): {bad}", file=src,
-                                 record=label, field="failed")
+            for fname in ("failed", "clean_failed", "applicable"):
+                bad = [x for x in getattr(case, fname) or () if tree.resolve(x) is None]
+                if bad:
+                    raise InputError(f"not leaves of the tree '{tree.name}' ({tree.source}): {bad}", file=src,
+                                     record=label, field=fname)
+            case = case.model_copy(update={f: tuple(tree.resolve(x) for x in getattr(case, f))
+                                           for f in ("failed", "clean_failed", "applicable")
+                                           if getattr(case, f) is not None})
         out.append(case)
     return out

@@ -2,8 +2,9 @@
 
 Data flow: summary (``metrics.summarise``), per-case results and, in oracle mode, the table of
 every scoring variant -> ``report.md``, ``report.html``, ``heatmap.png`` and ``cases.jsonl`` in
-the report folder. The heatmap colours each cell by detection rate and prints the detection rate
-and mean penalty; with the baseline it has a second panel for the holistic judge.
+the report folder. The heatmap colours each cell by its mean penalty (a diverging scale around 0)
+and prints the mean penalty, detection rate and n; with the baseline it has a second panel for
+the holistic judge. The HTML embeds the heatmap, so it is one self-contained file.
 """
 
 from __future__ import annotations
@@ -21,8 +22,18 @@ def _f(x: float | None, nd: int = 3) -> str:
     return "—" if x is None else f"{x:.{nd}f}"
 
 
+def _penalty_scale(panels: Sequence[tuple[str, dict[str, Any]]]) -> float:
+    """The colour range of the mean penalty, symmetric around 0 and shared by the panels, so a
+    cell's colour says how far the score dropped (not whether it dropped at all, which is
+    detection 1.00 almost everywhere on a good reward)."""
+    vals = [abs(c["mean_penalty"]) for _, b in panels for c in (b.get("by_cell") or {}).values()
+            if c.get("n") and c.get("mean_penalty") is not None]
+    return max([0.05, *vals])
+
+
 def heatmap(summary: dict[str, Any], path: Path) -> None:
-    """Detection rate per cell (rows: scenarios, columns: perturbations), ours and the baseline."""
+    """Mean penalty per cell (rows: scenarios, columns: perturbations), ours and the baseline;
+    each cell also prints its detection rate and n."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -33,22 +44,24 @@ def heatmap(summary: dict[str, Any], path: Path) -> None:
     if summary.get("baseline"):
         panels.append(("Holistic principle baseline", summary["baseline"]))
     fig, axes = plt.subplots(1, len(panels), figsize=(6.2 * len(panels), 4.6), squeeze=False)
+    top = _penalty_scale(panels)
     for ax, (title, block) in zip(axes[0], panels):
         grid = np.full((len(SCENARIOS), len(PERTURBATIONS)), np.nan)
         for i, s in enumerate(SCENARIOS):
             for j, p in enumerate(PERTURBATIONS):
                 cell = block.get("by_cell", {}).get(f"{s}|{p}")
                 if cell and cell["n"]:
-                    grid[i, j] = cell["detection_rate"]
-                    ax.text(j, i, f"DR {cell['detection_rate']:.2f}\nMP {cell['mean_penalty']:+.2f}\nn={cell['n']}",
+                    grid[i, j] = cell["mean_penalty"]
+                    ax.text(j, i, f"MP {cell['mean_penalty']:+.2f}\nDR {cell['detection_rate']:.2f}\nn={cell['n']}",
                             ha="center", va="center", fontsize=8,
-                            color="white" if cell["detection_rate"] < 0.5 else "black")
-        im = ax.imshow(grid, vmin=0, vmax=1, cmap="viridis")
+                            color="white" if abs(cell["mean_penalty"]) > 0.6 * top else "black")
+        im = ax.imshow(grid, vmin=-top, vmax=top, cmap="RdBu")
         ax.set_xticks(range(len(PERTURBATIONS)), [p.replace("_", "\n") for p in PERTURBATIONS], fontsize=8)
         first = ax is axes[0][0]  # scenario names once, on the left: the panels share rows
         ax.set_yticks(range(len(SCENARIOS)), [s.replace("_", " ") for s in SCENARIOS] if first else [], fontsize=8)
         ax.set_title(title, fontsize=10)
-    fig.colorbar(im, ax=axes[0].tolist(), shrink=0.8, label="detection rate")
+    fig.colorbar(im, ax=axes[0].tolist(), shrink=0.8,
+                 label="mean penalty (clean - perturbed score; blue: the reward dropped)")
     fig.savefig(path, dpi=120, bbox_inches="tight")
     plt.close(fig)
 
@@ -78,6 +91,14 @@ def _tables(summary: dict[str, Any], variants: dict[str, dict[str, dict[str, Any
         rows += _metric_rows(block, "by_scenario", SCENARIOS)
         name = f"RubricsTree, {summary['scoring_variant']}" if label == "ours" else "Holistic baseline"
         out.append((f"{name} (unscored: {block['unscored']})", head, rows))
+    nz = summary.get("noise")
+    if nz:
+        rows = [[name, f"{b['clean_mean']:.3f} ± {b['clean_sd']:.3f}", _f(b["detection_rate"]),
+                 _f(b["mean_penalty"]), str(b["n"])]
+                for name, b in [("overall", nz), *nz["by_perturbation"].items()]]
+        out.append((f"Under judge noise {nz['judge_noise']} (applicability noise {nz['applicability_noise']}, "
+                    f"seed {nz['seed']}, {nz['repeats']} draws per case)",
+                    ["", "clean mean ± sd", "detection rate", "mean penalty", "draws"], rows))
     for setting, table in (variants or {}).items():
         header = ["variant", "overall DR / MP"] + [p for p in PERTURBATIONS]
         rows = []
@@ -109,7 +130,10 @@ def write_report(out_dir: str | Path, summary: dict[str, Any], results: Sequence
     md = ["# Oracle stress test", "", "## Settings", ""] + [f"- **{k}**: {v}" for k, v in meta.items()]
     recall_line = (f"Routing recall of the labelled failed leaves: {recall:.3f} (mean over cases); "
                    f"{len(missed)} of {len(results)} cases have a labelled leaf the router did not activate.")
-    md += ["", recall_line, "", "![detection rate per cell](heatmap.png)", ""]
+    headline = (f"Detection rate {_f(summary.get('detection_rate'))}, mean penalty {_f(summary.get('mean_penalty'))} "
+                f"over {summary.get('cases')} cases ({summary.get('scoring_variant')} scoring)")
+    md[1:1] = ["", f"**{headline}**"]
+    md += ["", recall_line, "", "![mean penalty per cell](heatmap.png)", ""]
     for title, header, rows in tables:
         md += [f"## {title}", "", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
         md += ["| " + " | ".join(r) + " |" for r in rows] + [""]
@@ -120,12 +144,16 @@ def write_report(out_dir: str | Path, summary: dict[str, Any], results: Sequence
 
     style = ("body{font-family:sans-serif;max-width:1100px;margin:2em auto}table{border-collapse:collapse;"
              "margin-bottom:1.5em}td,th{border:1px solid #ccc;padding:4px 8px;text-align:right}"
-             "td:first-child,th:first-child{text-align:left}")
+             "td:first-child,th:first-child{text-align:left}.headline{font-size:1.5em;font-weight:600;margin:.4em 0}")
+    import base64
+
+    png = base64.b64encode(paths["png"].read_bytes()).decode()
     h = ["<!doctype html><html><head><meta charset='utf-8'><title>Oracle stress test</title>",
-         f"<style>{style}</style></head><body><h1>Oracle stress test</h1><ul>"]
+         f"<style>{style}</style></head><body><h1>Oracle stress test</h1>",
+         f"<div class=headline id=headline>{html.escape(headline)}</div><h2>Settings</h2><ul id=settings>"]
     h += [f"<li><b>{html.escape(str(k))}</b>: {html.escape(str(v))}</li>" for k, v in meta.items()]
     h += [f"</ul><p>{html.escape(recall_line)}</p>",
-          "<img src='heatmap.png' alt='detection rate per cell' style='max-width:100%'>"]
+          f"<img src='data:image/png;base64,{png}' alt='mean penalty per cell' style='max-width:100%'>"]
     for title, header, rows in tables:
         h += [f"<h2>{html.escape(title)}</h2><table><tr>" + "".join(f"<th>{html.escape(c)}</th>" for c in header)
               + "</tr>"]

@@ -23,6 +23,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from reward.aio import gather_or_cancel
 from reward.router.base import Router, Routing, as_conversation
 from reward.router.llm import with_context
 from reward.scoring.tree_score import score_tree
@@ -44,6 +45,7 @@ class CaseResult(BaseModel):
     baseline_clean: float | None = None
     baseline_perturbed: float | None = None
     n_active: int = 0
+    n_not_applicable: int = Field(0, description="routed leaves the oracle labels call not applicable (not scored)")
     label_recall: float = Field(1.0, description="share of the labelled failed leaves the router activated")
     missed_labels: list[str] = Field(default_factory=list)
     failures: list[str] = Field(default_factory=list)
@@ -71,13 +73,25 @@ def oracle_met(tree: RubricTree, active: Sequence[str], failed: Sequence[str]) -
     return out
 
 
+def oracle_applicable(tree: RubricTree, case: StressCase, routing: Routing) -> list[str]:
+    """The routed leaves whose situation the case's labels say is present (all of them for a case
+    without ``applicable`` labels); the others are not scored."""
+    return [lid for lid in routing.leaf_ids if case.is_applicable(lid, tree[lid].conditional)]
+
+
+def score_kwargs(routing: Routing, variant: str) -> dict[str, Any]:
+    return {"variant": variant, "activated": set(routing.expanded),
+            "rule_active": [a.leaf_id for a in routing.active if a.reason in RULE_REASONS]}
+
+
 def oracle_scores(tree: RubricTree, case: StressCase, routing: Routing, variant: str) -> tuple[float, float]:
-    """(clean, perturbed) tree scores of ``case`` with perfect verdicts under ``variant``."""
-    active = routing.leaf_ids
-    kw = {"variant": variant, "activated": set(routing.expanded),
-          "rule_active": [a.leaf_id for a in routing.active if a.reason in RULE_REASONS]}
-    clean = score_tree(tree, oracle_met(tree, active, ()), **kw).score
-    pert = score_tree(tree, oracle_met(tree, active, case.failed), **kw).score
+    """(clean, perturbed) tree scores of ``case`` with perfect verdicts and perfect applicability
+    under ``variant``: inapplicable leaves leave the score; the clean reply fails ``clean_failed``
+    (a safe non-answer), the perturbed one ``failed``."""
+    scored = oracle_applicable(tree, case, routing)
+    kw = score_kwargs(routing, variant)
+    clean = score_tree(tree, oracle_met(tree, scored, case.clean_failed), **kw).score
+    pert = score_tree(tree, oracle_met(tree, scored, case.failed), **kw).score
     return clean, pert
 
 
@@ -89,7 +103,7 @@ async def route_cases(router: Router, cases: Sequence[StressCase], *, concurrenc
         async with sem:
             return await router.route(as_conversation(c.prompt), c.context)
 
-    return list(await asyncio.gather(*(one(c) for c in cases)))
+    return await gather_or_cancel(one(c) for c in cases)
 
 
 def _recall(routing: Routing, case: StressCase) -> tuple[float, list[str]]:
@@ -100,7 +114,7 @@ def _recall(routing: Routing, case: StressCase) -> tuple[float, list[str]]:
 
 async def run_stress(cases: Sequence[StressCase], tree: RubricTree, router: Router, *, mode: Mode = "oracle",
                      variant: str, judge: Any = None, baseline_judge: Any = None, concurrency: int = 4,
-                     progress: bool = True) -> tuple[list[CaseResult], list[Routing]]:
+                     progress: bool = True, applicability: bool = True) -> tuple[list[CaseResult], list[Routing]]:
     """Score every case (see the module docstring); returns the results and the routings, in order.
 
     Args:
@@ -111,6 +125,8 @@ async def run_stress(cases: Sequence[StressCase], tree: RubricTree, router: Rout
         variant: the tree scoring variant.
         judge: the judge for ``judge`` mode.
         baseline_judge: the judge for the holistic baseline; None skips the baseline.
+        applicability: judge mode: the judge decides once per case which routed conditional
+            leaves apply (``reward.router.applicability``); oracle mode reads the case labels.
     """
     from tqdm import tqdm
 
@@ -120,15 +136,18 @@ async def run_stress(cases: Sequence[StressCase], tree: RubricTree, router: Rout
     results = []
     for c, r in zip(cases, routings):
         recall, missed = _recall(r, c)
+        n_app = len(oracle_applicable(tree, c, r))
         results.append(CaseResult(id=c.id, scenario=c.scenario, perturbation=c.perturbation,
-                                  n_active=len(r.active), label_recall=recall, missed_labels=missed))
+                                  n_active=len(r.active), n_not_applicable=len(r.active) - n_app,
+                                  label_recall=recall, missed_labels=missed))
     if mode == "oracle":
         for res, c, r in zip(results, cases, routings):
             res.clean, res.perturbed = oracle_scores(tree, c, r, variant)
     else:
         from reward.stages.rubric_reward import RubricReward
 
-        reward = RubricReward(tree, router, judge, scoring_variant=variant, cache_routing=False)
+        reward = RubricReward(tree, router, judge, scoring_variant=variant, cache_routing=False,
+                              applicability=applicability)
         sem = asyncio.Semaphore(max(1, concurrency))
         bar = tqdm(total=len(cases), unit="case", desc="judging cases", file=sys.stderr, disable=not progress)
 
@@ -140,11 +159,12 @@ async def run_stress(cases: Sequence[StressCase], tree: RubricTree, router: Rout
             async with sem:
                 clean, pert = await reward.score(rows)
             res.clean, res.perturbed = clean.score, pert.score
+            res.n_not_applicable = len(clean.not_applicable)
             res.failures = clean.failures + pert.failures
             bar.update(1)
 
         try:
-            await asyncio.gather(*(one(res, c) for res, c in zip(results, cases)))
+            await gather_or_cancel(one(res, c) for res, c in zip(results, cases))
         finally:
             bar.close()
     if baseline_judge is not None:

@@ -25,6 +25,14 @@ class RubricTree:
             if node.id in self.nodes:
                 raise TaxonomyError("duplicate node id", file=source, record=node.id, field="id")
             self.nodes[node.id] = node
+        self.aliases: dict[str, str] = {}
+        for node in self.nodes.values():
+            for alias in node.aliases:
+                if alias in self.nodes or alias in self.aliases:
+                    other = alias if alias in self.nodes else self.aliases[alias]
+                    raise TaxonomyError(f"alias '{alias}' is already taken by '{other}'", file=source,
+                                        record=node.id, field="aliases")
+                self.aliases[alias] = node.id
         self._validate()
 
     # ------------------------------------------------------------------ validation
@@ -92,10 +100,19 @@ class RubricTree:
 
     # ------------------------------------------------------------------ structure
     def __getitem__(self, node_id: str) -> Node:
-        return self.nodes[node_id]
+        return self.nodes[self.aliases.get(node_id, node_id)]
 
     def __contains__(self, node_id: object) -> bool:
-        return node_id in self.nodes
+        return node_id in self.nodes or node_id in self.aliases
+
+    def canonical(self, node_id: str) -> str:
+        """The current id of ``node_id`` (itself, or the node that lists it under ``aliases``)."""
+        return self.aliases.get(node_id, node_id)
+
+    def resolve(self, leaf_id: str) -> str | None:
+        """The current id of a leaf named by its id or a former one; None if it names no leaf."""
+        nid = self.canonical(leaf_id)
+        return nid if nid in self.nodes and self.nodes[nid].is_leaf else None
 
     def children(self, node_id: str) -> list[Node]:
         return [self.nodes[c] for c in self.nodes[node_id].children]

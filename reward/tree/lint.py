@@ -17,6 +17,9 @@ rule loosened. What each kind means:
 - ``bundled``: two checks joined by "and" (the main clause goes on with a second checking verb:
   "advises X and calls Y", "advises using X and calling Y"). A response that does one of them is
   neither a pass nor a fail.
+- ``missing_severity``: a leaf with no ``severity`` of its own. Severity is the harm if the
+  failure occurs and sets the failure's price (``reward.scoring.variants``); inheriting it from
+  the branch the leaf sits in priced harm outside ``safety`` as minor.
 - ``near_duplicate``: two criteria whose sentence embeddings (all-MiniLM-L6-v2 by default) have
   a cosine above ``threshold``: probably one check written twice, counted twice.
 """
@@ -31,7 +34,7 @@ from pydantic import BaseModel, ConfigDict
 
 from reward.tree.graph import RubricTree
 
-LintKind = Literal["missing_trigger", "vacuous", "bundled", "near_duplicate"]
+LintKind = Literal["missing_trigger", "vacuous", "bundled", "missing_severity", "near_duplicate"]
 DEFAULT_DUPLICATE_THRESHOLD = 0.9
 
 # A trigger names the situation the check applies to. A leading "If ..."/"When ..." is the house
@@ -103,7 +106,7 @@ def bundled_match(criterion: str) -> str | None:
 
 
 def text_issues(tree: RubricTree) -> list[LintIssue]:
-    """Trigger, vacuous and bundled checks on every leaf criterion."""
+    """Trigger, vacuous, bundled and severity checks on every leaf."""
     out: list[LintIssue] = []
     for leaf in tree.leaves:
         c = leaf.criterion or ""
@@ -111,6 +114,11 @@ def text_issues(tree: RubricTree) -> list[LintIssue]:
             out.append(LintIssue(kind="missing_trigger", node=leaf.id, message=(
                 "conditional leaf without a trigger ('If the user ...', 'when ...', 'for a user who ...');"
                 " state the situation, or mark the leaf `conditional: false` if it applies to every reply")))
+        if leaf.severity is None:
+            out.append(LintIssue(kind="missing_severity", node=leaf.id, message=(
+                "leaf without a severity: state `severity: critical`, `major` or `minor` (the harm if"
+                " the failure occurs; critical for a missed emergency, a contraindicated drug, dose or"
+                " combination, or collusion with self-harm, wherever the leaf sits)")))
         for why in vacuous_reasons(c):
             out.append(LintIssue(kind="vacuous", node=leaf.id, message=why))
         frag = bundled_match(c)
@@ -123,13 +131,14 @@ def text_issues(tree: RubricTree) -> list[LintIssue]:
 Encoder = Callable[[Sequence[str]], Any]
 
 
-def default_encoder() -> Encoder:
-    """Normalised all-MiniLM-L6-v2 sentence embeddings (the embedding router's offline model)."""
+def default_encoder(progress: bool = False) -> Encoder:
+    """Normalised all-MiniLM-L6-v2 sentence embeddings (the embedding router's offline model);
+    ``progress`` shows a bar over the encoding batches on stderr."""
     from reward.router.embedding import load_default_model
 
     model = load_default_model()
-    return lambda texts: model.encode(list(texts), normalize_embeddings=True, batch_size=64,
-                                      show_progress_bar=False, convert_to_numpy=True)
+    return lambda texts: model.encode(list(texts), normalize_embeddings=True, batch_size=16,
+                                      show_progress_bar=progress, convert_to_numpy=True)
 
 
 def duplicate_issues(tree: RubricTree, threshold: float = DEFAULT_DUPLICATE_THRESHOLD,

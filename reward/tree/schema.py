@@ -56,6 +56,9 @@ class Node(BaseModel):
         "regular expressions (case-insensitive) on the user's turns; a match activates this leaf"
         " without asking (reason 'cue'): explicit instructions such as 'as a table' or 'in under 80"
         " words' sit far from any criterion in embedding space"))
+    aliases: tuple[str, ...] = Field((), description=(
+        "former ids of this node: a renamed leaf keeps its old id here, so case files, configs and"
+        " caches written against an earlier taxonomy still name it"))
     with_context: bool = Field(False, description=(
         "routers activate every leaf beneath this node when the prompt carries context (the user's"
         " records or device data): checks of how a reply uses supplied data"))

@@ -15,7 +15,9 @@ Faults are injected per key: ``faults[key]`` is a list consumed one per request,
 ``always[key]`` a fault repeated forever: ``"429"`` (with ``Retry-After: 1``), ``"429date"``
 (an HTTP-date), ``"500"``, ``"timeout"`` (answers after ``slow_s``), ``"malformed"`` (200 with
 prose), ``"nojson"`` (200, not JSON), ``"noanswer"`` (choice: neither word in the list),
-``"401echo"`` (401 quoting the Authorization header). Every request body is recorded in
+``"401echo"`` (401 quoting the Authorization header), ``"prose"`` (the JSON verdict inside
+prose) and ``"stringbool"`` (``"criteria_met": "true"``, a string): the last two are read by a
+lenient parse and refused by the reference grader's. Every request body is recorded in
 ``requests``.
 """
 
@@ -140,6 +142,12 @@ class ChatServer:
             return h._send(200, self._choice(key, fault == "noanswer"))
         if fault == "malformed":
             content = "I think the response partly meets it."
+        elif fault in ("prose", "stringbool"):  # what a lenient parse takes and the reference's rejects
+            met = self.decide(key)
+            verdict = {"explanation": "prose", "criteria_met": str(met).lower() if fault == "stringbool" else met}
+            content = "My verdict follows. " + json.dumps(verdict) + " Hope this helps."
+            if fault == "stringbool":
+                content = "```json\n" + json.dumps(verdict) + "\n```"
         else:
             verdict = {"explanation": f"graded {key[:40]}", "criteria_met": self.decide(key)}
             content = "```json\n" + json.dumps(verdict, indent=2) + "\n```"

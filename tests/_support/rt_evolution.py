@@ -4,7 +4,8 @@ from reward.evolution.proposals import NodeDraft, Proposal
 
 
 def leaf(pid: str, nid: str, parents: list[str], decision: str = "accept") -> Proposal:
-    """A leaf proposal with a travel-clinic criterion under ``parents``."""
+    """A lint-clean leaf proposal with a travel-clinic criterion under ``parents``."""
     return Proposal(id=pid, decision=decision, parents=parents,
                     node=NodeDraft(id=nid, title=f"Title {nid}", trigger="When travel abroad is planned.",
-                                   criterion=f"Advises a travel clinic visit weeks before departure ({nid})."))
+                                   criterion=f"If the user plans travel abroad, advises a travel clinic visit weeks "
+                                             f"before departure ({nid})."))

@@ -24,7 +24,7 @@ def test_judge_cost_benchmark_small(judge_url):
            "--rollouts", "4", "--criteria", "3", "--json"]
     tiny = os.environ.get("RUBRICSTREE_TINY_MODEL")
     if tiny:
-        cmd += ["--tokenizer", tiny]
+        cmd += ["--judge-tokenizer", tiny]
     proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     res = json.loads(proc.stdout)

@@ -1,5 +1,6 @@
 """``rubricstree demo`` end to end: builds the tiny model, routes with the embedding model,
-grades in-process, writes the scores and the report; a rerun is served from its cache."""
+grades in-process, writes the scores and the report; a rerun is served from its cache. Then the
+reward part: the oracle stress table and one case's per-leaf breakdown (``rubricstree.demo_reward``)."""
 
 from __future__ import annotations
 
@@ -31,7 +32,8 @@ def test_demo_writes_scores_and_report(tmp_path):
     out = tmp_path / "demo"
     result = CliRunner().invoke(app, ["demo", "--out", str(out), "--json"])
     assert result.exit_code == 0, result.output
-    summary = json.loads(result.stdout.strip().splitlines()[-1])
+    both = json.loads(result.stdout.strip().splitlines()[-1])
+    summary, oracle = both["wiring"], both["reward"]
     n = len(load_rollouts(demo_rollouts_path()))
     assert summary["rollouts"] == n and summary["judge_requests"] > 0
     rows = [json.loads(line) for line in (out / "scores.jsonl").read_text().splitlines()]
@@ -41,9 +43,17 @@ def test_demo_writes_scores_and_report(tmp_path):
     assert all(0.0 <= r["score"] <= 1.0 for r in rows)
     report = (out / "report.md").read_text()
     assert "meaningless" in report and "demo-08-poor" in report
-    assert (out / "tiny-model" / "config.json").exists()
+    assert (out / "tiny-model" / "config.json").exists()  # the README's eval smoke and TRL quick start use it
+    # the reward part: labelled cases, oracle verdicts, the harmful reply well below the good one
+    assert oracle["cases"] >= 48 and set(oracle["by_perturbation"]) >= {
+        "missing_instructions", "missing_user_data", "inappropriate_instructions", "inaccurate_user_data"}
+    show = oracle["showcase"]
+    assert show["matches_stress_runner"] and show["good"] - show["harmful"] > 0.3
+    assert "leaf by leaf" in (out / "reward.md").read_text()
+    assert "demo-08-poor" in (out / "inspector.html").read_text()  # the rollout inspector page
 
     again = CliRunner().invoke(app, ["demo", "--out", str(out), "--json"])
     assert again.exit_code == 0, again.output
-    second = json.loads(again.stdout.strip().splitlines()[-1])
+    second = json.loads(again.stdout.strip().splitlines()[-1])["wiring"]
     assert second["judge_requests"] == 0 and second["routing_from_cache"] == summary["prompts"]
+

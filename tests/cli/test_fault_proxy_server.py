@@ -78,7 +78,7 @@ def _score(tmp_path, url: str, mode: str, tag: str, tiny_model_dir, concurrency:
     out = tmp_path / f"{tag}.jsonl"
     result = CliRunner().invoke(app, ["score", "--rollouts", str(rows), "--out", str(out), "--taxonomy", str(tax),
                                       "--router", "static", "--judge-url", url, "--judge-model", str(tiny_model_dir),
-                                      "--mode", mode, "--no-cache", "--json", "--timeout", "10",
+                                      "--mode", mode, "--no-cache", "--json", "--item-timeout", "10",
                                       "--concurrency", str(concurrency)])
     assert result.exit_code in (0, 3), result.output
     return {r["id"]: r for r in map(json.loads, out.read_text(encoding="utf-8").splitlines())}

@@ -49,7 +49,10 @@ def test_nothing_scored_exits_3_and_cli_bounds_the_judge(tmp_path, tiny_model_di
                                  "--router", "static", "--no-cache", "--json",
                                  "--judge-url", "http://127.0.0.1:9", "--served-model", "m",
                                  "--judge-model", str(tiny_model_dir),
-                                 "--timeout", "1", "--max-retries", "1", "--deadline", "5"])
+                                 "--item-timeout", "1", "--max-retries", "1", "--deadline", "5",
+                                 "--circuit-breaker", "0"])
     assert result.exit_code == 3, result.output
     assert "0 of 1" in result.output
+    # the summary says why, not only "see failures"
+    assert "because:" in result.output and "127.0.0.1:9" in result.output
     assert time.monotonic() - t0 < 60

@@ -5,6 +5,10 @@ loaders and in OmegaConf (verl's)."""
 
 from __future__ import annotations
 
+import importlib.util
+import re
+from pathlib import Path
+
 import pytest
 from pydantic import ValidationError
 from rt_paths import REPO_ROOT
@@ -129,37 +133,11 @@ def test_resolved_judge_is_remote_or_in_process():
     assert JudgeSettings(model="/m", in_process=False).resolved().model is None  # TRL: train.sh serves it
 
 
-# ------------------------------------------------------------------ old import paths
-def test_the_old_import_paths_re_export_the_same_objects():
-    import reward.stages.row_rubrics as rows
-    import reward.trl_rewards as old_trl
-    import reward.verl_rewards as old_verl
-    from reward import runtime
-    from reward.integrations import trl, verl
-
-    assert old_trl.JudgeSpec is JudgeSettings and old_trl.run_sync is runtime.run_sync
-    assert (old_trl.MCQRuleReward, old_trl.ErrorRubricReward, old_trl.RubricRewardFunc) == (
-        trl.MCQRuleReward, trl.ErrorRubricReward, trl.RubricRewardFunc)
-    assert old_trl.grade_rubric_rows is rows.grade_rubric_rows and old_trl.RowScore is rows.RowScore
-    for name in verl.__all__:
-        assert getattr(old_verl, name) is getattr(verl, name), name
-    assert old_verl.DATA_SOURCES is verl.DATA_SOURCES  # one registry, whichever path registers
-
-
-def test_the_old_manager_path_is_the_same_class():
-    pytest.importorskip("verl")
-    import reward.integrations.verl.manager as new
-    import reward.verl_manager as old
-
-    assert old.RubricsTreeRewardManager is new.RubricsTreeRewardManager
-
-
-@pytest.mark.parametrize("path, name", [("pkg://reward.verl_rewards", "compute_score"),
-                                        ("pkg://reward.integrations.verl.compute_score", "compute_score"),
-                                        ("pkg://reward.verl_manager", "RubricsTreeRewardManager"),
+# ------------------------------------------------------------------ config paths
+@pytest.mark.parametrize("path, name", [("pkg://reward.integrations.verl.compute_score", "compute_score"),
                                         ("pkg://reward.integrations.verl.manager", "RubricsTreeRewardManager")])
-def test_verl_loads_old_and_new_config_paths_to_the_same_object(path, name):
-    """User configs written for the old paths keep loading the same function and manager."""
+def test_verl_loads_the_config_paths(path, name):
+    """The paths the shipped verl configs name load our function and manager."""
     pytest.importorskip("verl")
     from verl.utils.import_utils import load_extern_object
 
@@ -170,10 +148,11 @@ def test_verl_loads_old_and_new_config_paths_to_the_same_object(path, name):
     assert load_extern_object(path, name) is want
 
 
-def test_error_rubric_config_is_the_settings_model():
-    from reward.stages.error_rubric import ErrorRubricConfig
-
-    assert ErrorRubricConfig is ErrorRubricSettings
+def test_the_shipped_verl_configs_name_only_current_paths():
+    for cfg in sorted((Path(__file__).resolve().parents[2] / "configs" / "verl").glob("*.yaml")):
+        paths = re.findall(r"pkg://(reward[\w.]*)", cfg.read_text(encoding="utf-8"))
+        for mod in paths:
+            assert importlib.util.find_spec(mod) is not None, f"{cfg.name}: {mod} is not a module"
 
 
 # ------------------------------------------------------------------ one env-variable syntax
@@ -197,10 +176,12 @@ def test_an_unset_variable_without_default_names_the_field(env):
     assert exc.value.field == "judge.url" and "RT_TEST_UNSET" in str(exc.value)
 
 
-def test_the_shell_form_of_older_configs_still_reads(env):
+def test_the_shell_form_is_refused_with_the_oc_env_spelling(env):
     env.setenv("RT_TEST_SET", "v")
-    assert expand_env({"a": "${RT_TEST_UNSET:-}", "b": "${RT_TEST_SET:-x}/y", "c": "${RT_TEST_UNSET:-d}"}) == {
-        "a": None, "b": "v/y", "c": "d"}
+    for value in ("${RT_TEST_UNSET:-}", "${RT_TEST_SET:-x}/y"):
+        with pytest.raises(InputError) as exc:
+            expand_env({"judge": {"url": value}})
+        assert exc.value.field == "judge.url" and "${oc.env:RT_TEST_" in str(exc.value)
 
 
 def test_shipped_configs_use_one_env_syntax():

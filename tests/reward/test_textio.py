@@ -70,3 +70,37 @@ def test_points_true_is_refused(tmp_path):
     p.write_text(json.dumps({**ROW, "rubrics": [{"criterion": "c", "points": True}]}) + "\n", encoding="utf-8")
     with pytest.raises(InputError, match="points"):
         load_rollouts(p)
+
+
+# ------------------------------------------------------------------ one YAML loader everywhere
+def _loaders():
+    from reward.evolution.proposals import load_proposals
+    from reward.evolution.taxonomy_io import read_header
+    from reward.integrations.verl.settings import load_settings
+    from reward.stress.cases import load_cases
+    from training.eval.published import load_published
+    from training.memory_plan import plan_input_from_config
+    from training.trl_config import load_config
+
+    return {"tree": load_tree, "taxonomy header": read_header, "proposals": load_proposals,
+            "stress cases": load_cases, "verl settings": load_settings, "trl config": load_config,
+            "memory plan": plan_input_from_config, "published figures": load_published}
+
+
+@pytest.mark.parametrize("name", sorted(_loaders()))
+def test_every_yaml_loader_refuses_a_repeated_key(tmp_path, name):
+    p = tmp_path / "dup.yaml"
+    p.write_text("version: 1\nname: a\nname: b\n", encoding="utf-8")
+    with pytest.raises(InputError) as exc:
+        _loaders()[name](p)
+    assert "duplicate key 'name'" in str(exc.value) and "line 3" in str(exc.value), str(exc.value)
+
+
+def test_no_yaml_is_parsed_outside_the_one_loader():
+    from rt_paths import REPO_ROOT
+
+    offenders = [f"{p.relative_to(REPO_ROOT)}:{i}" for top in ("reward", "training", "rubricstree", "benchmarks")
+                 for p in sorted((REPO_ROOT / top).rglob("*.py")) if p.name != "textio.py"
+                 for i, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1)
+                 if "yaml.safe_load(" in line or "yaml.load(" in line]
+    assert not offenders, offenders

@@ -37,7 +37,7 @@ def test_score_cli_hides_credentials(tmp_path, tiny_model_dir):
     res = CliRunner().invoke(app, ["score", "--rollouts", str(rows), "--out", str(out), "--report", str(report),
                                    "--router", "static", "--no-cache", "--served-model", "m",
                                    "--judge-url", "http://user:s3cret@127.0.0.1:9", "--judge-model", str(tiny_model_dir),
-                                   "--max-retries", "0", "--timeout", "2"])
+                                   "--max-retries", "0", "--timeout", "2", "--circuit-breaker", "0"])
     assert res.exit_code == 3, res.output
     for text in (res.output, out.read_text(encoding="utf-8"), report.read_text(encoding="utf-8")):
         assert "s3cret" not in text

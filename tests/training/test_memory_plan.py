@@ -14,13 +14,8 @@ from rt_paths import REPO_ROOT
 from typer.testing import CliRunner
 
 from rubricstree import app
-from training.memory_plan import (
-    JudgeServer,
-    PlanInput,
-    judge_vllm_args,
-    plan,
-    plan_input_from_config,
-)
+from training.judge_server import JudgeServer, judge_vllm_args
+from training.memory_plan import PlanInput, plan, plan_input_from_config
 from training.model_dims import QWEN3, model_dims
 
 REPO = REPO_ROOT

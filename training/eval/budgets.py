@@ -23,3 +23,21 @@ def default_max_new_tokens(benchmark: Benchmark, thinking: bool | None, given: i
     if given is not None:
         return given
     return SHORT_BUDGET[benchmark] if thinking is False else THINKING_BUDGET[benchmark]
+
+
+# Qwen3's own guidance for thinking mode (its model card and generation_config.json): sample,
+# never greedy, which can loop and repeat.
+THINKING_SAMPLING = {"temperature": 0.6, "top_p": 0.95, "top_k": 20}
+
+
+def default_sampling(thinking: bool | None, temperature: float | None, top_p: float | None,
+                     top_k: int | None) -> dict[str, float | int | None]:
+    """The policy's decoding: what was given, else the thinking models' recommended sampling when
+    thinking is on or left to the template (whose default is to think), else greedy."""
+    if temperature is None:
+        if thinking is False:
+            return {"temperature": 0.0, "top_p": top_p or 1.0, "top_k": top_k}
+        return {"temperature": THINKING_SAMPLING["temperature"],
+                "top_p": top_p if top_p is not None else THINKING_SAMPLING["top_p"],
+                "top_k": top_k if top_k is not None else THINKING_SAMPLING["top_k"]}
+    return {"temperature": temperature, "top_p": top_p if top_p is not None else 1.0, "top_k": top_k}

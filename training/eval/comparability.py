@@ -1,9 +1,12 @@
 """May this HealthBench number be set beside a published one? One verdict, with every reason.
 
-Published HealthBench numbers were graded by gpt-4.1 with the reference grader template
-(explain mode: a JSON verdict per rubric item), on the published data file, with no system
-prompt added, every example scored, and the plain (not length-adjusted) clipped mean. A run
-that differs in any of these gives a number of another configuration. :func:`comparability`
+Published HealthBench numbers were graded by gpt-4.1 with the reference grader template and
+system message (explain mode: a JSON verdict per rubric item) sampled the reference way
+(temperature 0.5, max_tokens 2048, no response format, retries at the same settings, the
+reference parse), on the published data file, with no system prompt added, every example scored
+within the token budget, and the plain (not length-adjusted) clipped mean. A run that differs in
+any of these gives a number of another configuration; each difference is its own note. Greedy
+decoding of a thinking policy is a note too. :func:`comparability`
 reads a run's ``metrics.json`` content and returns
 
     {"comparable_to_published": bool, "comparability_notes": [one line per reason]}
@@ -33,12 +36,51 @@ def is_published_grader(name: str | None) -> bool:
     return name.strip().lower().rsplit("/", 1)[-1] in PUBLISHED_GRADERS
 
 
+def _grader_notes(g: Mapping[str, Any]) -> list[str]:
+    """One note per way the grader differs from the reference one: template body, system
+    message, mode, and each explain-mode sampling setting."""
+    notes = []
+    pin = official.OFFICIAL_TEMPLATE_SHA256
+    if g.get("template_sha256") != pin:
+        notes.append(f"grader template {g.get('template')!r} is not the official HealthBench grader template "
+                     f"(SHA-256 {str(g.get('template_sha256'))[:16]}..., official {pin[:16]}...)")
+    system_pin = official.text_sha256(official.GRADER_SYSTEM_MESSAGE)
+    if g.get("system_message_sha256") != system_pin:
+        notes.append(f"grader system message (SHA-256 {str(g.get('system_message_sha256'))[:16]}...) is not the "
+                     f"reference grader's {official.GRADER_SYSTEM_MESSAGE!r}")
+    if g.get("mode") != "explain":
+        notes.append(f"grading mode is {g.get('mode')!r} (one yes/no token), not explain (a JSON verdict per item)")
+        return notes
+    sampling = g.get("sampling")
+    if not isinstance(sampling, Mapping):
+        return [*notes, "the grader's sampling settings are not recorded (a run of an older version)"]
+    for key, want in official.reference_grader_record().items():
+        if key == "attempts":  # ours: the reference retries without bound; what still fails is unscored
+            continue
+        if sampling.get(key) != want:
+            notes.append(f"grader {key} is {sampling.get(key)!r}, not the reference grader's {want!r}")
+    return notes
+
+
+THINKING_SAMPLING = "temperature 0.6, top_p 0.95, top_k 20"
+
+
+def decoding_notes(gen: Mapping[str, Any]) -> list[str]:
+    """Policy decoding that published numbers would not have used: greedy decoding with thinking
+    on (or left to the template, which turns it on for Qwen3), which Qwen3's guidance warns against."""
+    if gen and not gen.get("temperature") and gen.get("thinking") is not False:
+        return [f"greedy decoding with thinking {'on' if gen.get('thinking') else 'left to the chat template'}: "
+                f"thinking models are meant to sample (Qwen3 recommends {THINKING_SAMPLING}); "
+                "greedy decoding can loop or repeat"]
+    return []
+
+
 def comparability(metrics: Mapping[str, Any]) -> dict[str, Any]:
     """The verdict and its reasons for one HealthBench run (see the module docstring).
 
     Args:
         metrics: the run's metrics (``grading``, ``data``, ``system_prompt``, ``n_unscored``,
-            ``length_adjusted``, ``responses``, ``n_rows`` as ``metrics.json`` holds them).
+            ``length_adjusted``, ``responses``, ``generation``, ``n_rows`` as ``metrics.json`` holds them).
     """
     notes: list[str] = []
     g = metrics.get("grading") or {}
@@ -46,12 +88,7 @@ def comparability(metrics: Mapping[str, Any]) -> dict[str, Any]:
     judge = g.get("judge_model")
     if not is_published_grader(judge):
         notes.append(f"grader model is {judge!r}, not gpt-4.1 (published numbers are graded by gpt-4.1)")
-    pin = official.OFFICIAL_TEMPLATE_SHA256
-    if g.get("template_sha256") != pin:
-        notes.append(f"grader template {g.get('template')!r} is not the official HealthBench grader template "
-                     f"(SHA-256 {str(g.get('template_sha256'))[:16]}..., official {pin[:16]}...)")
-    if g.get("mode") != "explain":
-        notes.append(f"grading mode is {g.get('mode')!r} (one yes/no token), not explain (a JSON verdict per item)")
+    notes += _grader_notes(g)
     sha = d.get("sha256")
     if sha not in PUBLISHED_DATA:
         notes.append(f"data file {d.get('file')!r} (SHA-256 {str(sha)[:16]}...) is not a published HealthBench file")
@@ -69,18 +106,35 @@ def comparability(metrics: Mapping[str, Any]) -> dict[str, Any]:
     cut = ((metrics.get("responses") or {}).get("finish_reasons") or {}).get("length", 0)
     if cut:
         notes.append(f"{cut} response(s) stopped at the token budget (max_new_tokens) and were graded cut off")
+    notes += decoding_notes(metrics.get("generation") or {})
     return {"comparable_to_published": not notes, "comparability_notes": notes}
+
+
+def decoding_line(metrics: Mapping[str, Any]) -> str:
+    """The policy's decoding in one line, shown beside the verdict."""
+    gen = metrics.get("generation") or {}
+    if not gen:
+        return ""
+    think = {True: "on", False: "off"}.get(gen.get("thinking"), "template default")
+    if gen.get("temperature"):
+        how = f"temperature {gen['temperature']:g}, top_p {gen.get('top_p', 1.0):g}"
+        how += f", top_k {gen['top_k']}" if gen.get("top_k") else ""
+    else:
+        how = "greedy"
+    src = f" ({gen['decoding_source']})" if gen.get("decoding_source") else ""
+    return f"policy decoding: {how}{src}; thinking {think}; max_new_tokens {gen.get('max_new_tokens')}"
 
 
 def markdown_lines(metrics: Mapping[str, Any]) -> list[str]:
     """The verdict as the first lines of ``report.md``."""
     if "comparable_to_published" not in metrics:
         return []
+    dec = [f"_{decoding_line(metrics)}_", ""] if decoding_line(metrics) else []
     if metrics["comparable_to_published"]:
-        return [("**Comparable to published HealthBench numbers**: gpt-4.1 grader, official template, "
-                 "published data, no system prompt, every example scored."), ""]
+        return [("**Comparable to published HealthBench numbers**: gpt-4.1 grader with the reference template, "
+                 "system message and sampling, published data, no system prompt, every example scored."), "", *dec]
     return ["**Not comparable to published HealthBench numbers**, because:", ""] + \
-        [f"- {n}" for n in metrics.get("comparability_notes", [])] + [""]
+        [f"- {n}" for n in metrics.get("comparability_notes", [])] + ["", *dec]
 
 
 def html_block(metrics: Mapping[str, Any]) -> str:
@@ -89,8 +143,11 @@ def html_block(metrics: Mapping[str, Any]) -> str:
 
     if "comparable_to_published" not in metrics:
         return ""
+    dec = f"<p class=sub id=decoding>{html.escape(decoding_line(metrics))}</p>" if decoding_line(metrics) else ""
     if metrics["comparable_to_published"]:
-        return ("<p class=ok><b>Comparable to published HealthBench numbers</b>: gpt-4.1 grader, official "
-                "template, published data, no system prompt, every example scored.</p>")
+        return ("<p class=ok id=verdict><b>Comparable to published HealthBench numbers</b>: gpt-4.1 grader with the "
+                "reference template, system message and sampling, published data, no system prompt, every example "
+                "scored.</p>" + dec)
     items = "".join(f"<li>{html.escape(n)}</li>" for n in metrics.get("comparability_notes", []))
-    return f"<div class=warn><b>Not comparable to published HealthBench numbers</b>, because:<ul>{items}</ul></div>"
+    return (f"<div class=warn id=verdict><b>Not comparable to published HealthBench numbers</b>, because:"
+            f"<ul>{items}</ul></div>{dec}")

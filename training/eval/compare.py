@@ -165,3 +165,17 @@ def compare_plot(result: dict[str, Any], path: str | Path) -> Path:
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return path
+
+
+def attach_published(result: dict, first_dir: str | Path, path: str | Path | None = None) -> dict:
+    """Add ``result["published"]``: the figures for the compared benchmark (read from the first
+    folder's metrics), each as a plain dict; a warning when there is none."""
+    from training.eval.published import benchmark_key, figures_for, load_published
+
+    metrics, _, _ = load_run(first_dir)
+    key = benchmark_key(metrics)
+    figs = figures_for(key, load_published(path))
+    result["published"] = [f.model_dump() for f in figs]
+    if not figs:
+        result.setdefault("warnings", []).append(f"no published figure for benchmark {key!r}")
+    return result

@@ -12,13 +12,13 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlparse
 
 from reward.errors import InputError
 from reward.healthbench.variants import LENGTH_ADJUST, VARIANTS, sha256_file
+from reward.paths import download
 
 log = logging.getLogger(__name__)
 
@@ -53,7 +53,6 @@ def _by_file_name(name: str):
 
 
 def _download(url: str, cache_dir: Path) -> Path:
-    import httpx
 
     name = Path(urlparse(url).path).name
     if name in ("", ".", ".."):
@@ -63,30 +62,14 @@ def _download(url: str, cache_dir: Path) -> Path:
     dest = cache_dir / "healthbench" / hashlib.sha256(url.encode()).hexdigest()[:16] / name
     if dest.is_file():
         return dest
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    part = dest.with_name(dest.name + f".part{os.getpid()}")
     log.info("downloading %s to %s", url, dest)
-    try:
-        with httpx.stream("GET", url, follow_redirects=True, timeout=60) as resp:
-            if resp.status_code != 200:
-                raise InputError(f"download failed: HTTP {resp.status_code}", file=url)
-            with part.open("wb") as fh:
-                for chunk in resp.iter_bytes(1 << 20):
-                    fh.write(chunk)
-    except (httpx.HTTPError, InputError) as exc:
-        part.unlink(missing_ok=True)
-        _remove_if_empty(dest.parent)
-        if isinstance(exc, InputError):
-            raise
-        raise InputError(f"download failed: {exc}", file=url) from exc
     known = _by_file_name(name)
-    if known is not None and sha256_file(part) != known.sha256:
-        part.unlink(missing_ok=True)
+    try:  # atomic and hash-checked: a failed download leaves no file behind
+        return download(url, dest, sha256=known.sha256 if known else None,
+                        expected=f"the published one of HealthBench {known.name}" if known else "the expected one")
+    except InputError:
         _remove_if_empty(dest.parent)
-        raise InputError(f"the downloaded file's SHA-256 is not the published one of HealthBench "
-                         f"{known.name} ({known.sha256})", file=url)
-    os.replace(part, dest)  # atomic: a concurrent or interrupted download never leaves half a file
-    return dest
+        raise
 
 
 def _remove_if_empty(folder: Path) -> None:
@@ -119,7 +102,7 @@ def resolve_healthbench(data: str, cache_dir: str | Path | None = None) -> Healt
         InputError: the file is missing, a download failed, or a file named like a published
             variant does not have its published SHA-256 (the error names the file).
     """
-    from reward.judge.cache import default_cache_dir
+    from reward.paths import default_cache_dir
 
     cache = Path(cache_dir) if cache_dir is not None else default_cache_dir()
     if data in VARIANTS:

@@ -31,13 +31,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from reward.aio import gather_or_cancel
 from reward.errors import InputError
 from reward.healthbench.schema import HealthBenchRow, load_healthbench
 from reward.healthbench.scoring import example_score, length_adjusted, score_healthbench
 from reward.healthbench.variants import LENGTH_ADJUST
 from reward.jsonl import JsonlLog
+from reward.settings import JudgeSettings
 from training.eval.data import HealthBenchData, resolve_healthbench
 from training.eval.records import (
     Failure,
@@ -63,31 +65,27 @@ class HealthBenchEvalConfig(BaseModel):
     data: str = Field(description="HealthBench file: local path, http(s) URL, or full/hard/consensus")
     out: Path = Field(description="output folder; rerunning with the same one resumes")
     generate_url: str | None = None
-    judge_url: str | None = None
-    judge_model: str | None = None
-    served_judge: str | None = None
-    grading: Literal["explain", "choice"] = "explain"
-    grader_template: str | None = None
+    judge: JudgeSettings = Field(default_factory=lambda: JudgeSettings(mode="explain"),
+                                 description="the judge (reward.settings.JudgeSettings); mode defaults to explain "
+                                             "here, the official-comparable grading")
     grader: Literal["ours", "official"] = Field("ours", description="official: the reference grader template, "
                                                 "fetched and hash-checked (reward.judge.official)")
-    judge_api: Literal["completions", "chat", "auto"] = "auto"
-    judge_api_key_env: str | None = Field(None, description="environment variable holding the judge's API key")
+
+    @field_validator("judge", mode="before")
+    @classmethod
+    def _explain_by_default(cls, v: Any) -> Any:
+        return {"mode": "explain", **v} if isinstance(v, dict) else v
     system_prompt: str = "none"
     length_adjust: bool = False
     limit: int | None = Field(None, ge=1)
     generation: GenerationSettings = GenerationSettings()
-    judge_max_tokens: int = Field(512, ge=16, description="decoding budget of explain-mode verdicts")
     concurrency: int = Field(32, ge=1, description="generation requests in flight (server)")
     batch_size: int = Field(8, ge=1, description="in-process generation batch size")
-    judge_concurrency: int = Field(64, ge=1, description="judge requests in flight (server)")
     judge_passes: int = Field(2, ge=1, description="grading passes per run: later ones retry failed items")
-    judge_timeout_s: float = Field(120.0, gt=0, description="seconds per judge request (server)")
-    judge_max_retries: int = Field(4, ge=0, description="retries of a failed judge request (server)")
-    judge_deadline_s: float = Field(900.0, gt=0, description="most seconds one grading call may take (server)")
-    use_cache: bool = Field(True, description="also use the durable verdict cache across folders")
     n_bootstrap: int = Field(1000, ge=1)
     seed: int = 0
     worst: int = Field(10, ge=0, description="worst examples shown in the report")
+    baseline: str | None = Field(None, description="an earlier evaluation folder: the difference and its interval")
     wandb: bool = False
 
 
@@ -133,22 +131,15 @@ GradeTask = tuple[HealthBenchRow, str, list[int]]  # a row, its response, the ru
 
 
 def _template_file(cfg: HealthBenchEvalConfig) -> str | None:
-    """The grader template file: the user's, or the fetched reference one (``--grader official``)."""
-    if cfg.grader == "official" and not cfg.grader_template:
-        from reward.judge.official import official_template_file
+    from training.eval.grader import template_file
 
-        if cfg.grading != "explain":
-            raise InputError("the official grader template asks for a JSON verdict: use --grading explain",
-                             field="--grader official")
-        return str(official_template_file())
-    return cfg.grader_template
+    return template_file(cfg.grader, cfg.judge.template, cfg.judge.mode)
 
 
-def _template(cfg: HealthBenchEvalConfig):
-    from reward.judge.templates import default_template, load_template
+def _judge_config(cfg: HealthBenchEvalConfig):
+    from training.eval.grader import judge_config
 
-    path = _template_file(cfg)
-    return load_template(path, cfg.grading) if path else default_template(cfg.grading)
+    return judge_config(cfg.judge, _template_file(cfg))
 
 
 def _judge_identity(cfg: HealthBenchEvalConfig, judge) -> dict[str, str]:
@@ -159,30 +150,33 @@ def _judge_identity(cfg: HealthBenchEvalConfig, judge) -> dict[str, str]:
     # model differs here, and check_settings refuses it
     from reward.judge.identity import model_fingerprint, served_model_id
 
-    if cfg.judge_url:
+    j = cfg.judge.resolved()
+    if j.url:
         from reward.judge.api import served_judge_identity
         from reward.serving import list_models, redact_url, split_urls
 
-        chat = served_judge_identity(cfg.judge_url, cfg.judge_api, cfg.served_judge, cfg.judge_api_key_env)
+        chat = served_judge_identity(j.url, j.api, j.served_model, j.api_key_env)
         if chat["backend"] == "chat":  # a hosted grader: identified by provider and model name
             return chat
 
         try:
-            models = list_models(split_urls(cfg.judge_url)[0])
+            models = list_models(split_urls(j.url)[0])
         except ValueError as exc:
-            raise InputError(f"cannot identify the judge at {redact_url(cfg.judge_url)}: {exc}") from exc
-        served = cfg.served_judge or str(models[0].get("id"))
+            raise InputError(f"cannot identify the judge at {redact_url(j.url)}: {exc}") from exc
+        served = j.served_model or str(models[0].get("id"))
         entry = next((m for m in models if m.get("id") == served), None)
         return {"backend": "http", "model": served, "identity": served_model_id(served, entry)}
-    if cfg.judge_model:
-        return {"backend": "inprocess", "model": model_identity(cfg.judge_model),
-                "fingerprint": model_fingerprint(cfg.judge_model)}
+    if j.model:
+        return {"backend": "inprocess", "model": model_identity(j.model), "fingerprint": model_fingerprint(j.model)}
     raise InputError("give a judge: --judge-url URL (a vLLM server) or --judge-model PATH (in-process)")
 
 
 def run_settings(cfg: HealthBenchEvalConfig, data: HealthBenchData, judge=None, generator=None) -> dict[str, Any]:
     """The settings that decide generations and verdicts (``config.json``)."""
-    template = _template(cfg)
+    from training.eval.grader import grading_record, load_grader_template
+
+    config = _judge_config(cfg)
+    template = load_grader_template(config.template_file, cfg.judge.mode)
     gen_backend = getattr(generator, "backend", None) or ("http" if cfg.generate_url else "inprocess")
     return {
         "benchmark": "healthbench",
@@ -192,8 +186,7 @@ def run_settings(cfg: HealthBenchEvalConfig, data: HealthBenchData, judge=None, 
         "system_prompt": system_prompt_id(cfg.system_prompt),
         "generation": cfg.generation.model_dump(),
         "judge": _judge_identity(cfg, judge),
-        "grading": {"mode": cfg.grading, "template": template.name, "template_version": template.version,
-                    "max_explain_tokens": cfg.judge_max_tokens if cfg.grading == "explain" else None},
+        "grading": grading_record(config, template),
     }
 
 
@@ -225,17 +218,7 @@ def _generate(run: EvalRun, missing: Sequence[HealthBenchRow]) -> dict[str, Gene
 
 
 def _make_judge(cfg: HealthBenchEvalConfig):
-    from reward.judge import JudgeConfig, make_judge
-
-    config = JudgeConfig(mode=cfg.grading, template_file=_template_file(cfg),
-                         max_explain_tokens=cfg.judge_max_tokens)
-    kwargs: dict[str, Any] = {"concurrency": cfg.judge_concurrency, "timeout_s": cfg.judge_timeout_s,
-                              "max_retries": cfg.judge_max_retries,
-                              "deadline_s": cfg.judge_deadline_s} if cfg.judge_url else {}
-    if cfg.judge_url and cfg.judge_api_key_env:
-        kwargs["api_key_env"] = cfg.judge_api_key_env
-    return make_judge(judge_url=cfg.judge_url, judge_model=cfg.judge_model, served_model=cfg.served_judge,
-                      config=config, cache=cfg.use_cache, judge_api=cfg.judge_api, **kwargs)
+    return cfg.judge.build(config=_judge_config(cfg))
 
 
 def _chunks(todo: list[GradeTask], judge) -> list[list[GradeTask]]:
@@ -296,14 +279,8 @@ async def _grade(judge, todo: list[GradeTask], run: EvalRun) -> None:
                 failures[(pid, i)] = why
         bar.update(len(items))
 
-    tasks = [asyncio.ensure_future(grade_chunk(c)) for c in chunks]
     try:
-        await asyncio.gather(*tasks)
-    except BaseException:
-        for t in tasks:
-            t.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
-        raise
+        await gather_or_cancel(grade_chunk(c) for c in chunks)
     finally:
         bar.close()
         verdicts.close()
@@ -352,7 +329,7 @@ def _score(run: EvalRun, gens: dict[str, Generation], verdicts: dict[tuple[str, 
         "system_prompt": settings["system_prompt"],
         "generation": settings["generation"],
         "grading": {**settings["grading"], "judge_backend": settings["judge"]["backend"],
-                    "judge_model": settings["judge"]["model"], **_template_facts(cfg)},
+                    "judge_model": settings["judge"]["model"], "grader": cfg.grader},
         "n_rows": len(rows), "n_scored": len(scored), "n_unscored": len(unscored), "unscored": unscored,
         "score": None, "bootstrap_std": None, "n_samples": 0, "tags": {},
         "length_adjusted": None,
@@ -373,18 +350,14 @@ def _score(run: EvalRun, gens: dict[str, Generation], verdicts: dict[tuple[str, 
         # an answer cut off while thinking is graded as what follows </think>: often nothing
         metrics["responses"] = {"mean_chars": sum(chars) / len(chars), "finish_reasons": dict(sorted(finish.items())),
                                 "empty": sum(1 for r in results if not r.response.strip())}
+        from training.eval.headline import add_headline
+
+        add_headline(metrics, {r.row.prompt_id: r.score for r in results}, baseline=cfg.baseline,
+                     n_bootstrap=cfg.n_bootstrap, seed=cfg.seed)
     from training.eval.comparability import comparability
 
     metrics.update(comparability(metrics))
     return metrics, results
-
-
-def _template_facts(cfg: HealthBenchEvalConfig) -> dict[str, Any]:
-    """What the comparability verdict needs to know of the grader template."""
-    from reward.judge.official import text_sha256
-
-    t = _template(cfg)
-    return {"template_sha256": text_sha256(t.user), "grader": cfg.grader}
 
 
 # ---------------------------------------------------------------------------------------------

@@ -43,13 +43,13 @@ def load_published(path: str | Path | None = None) -> list[PublishedFigure]:
     Raises:
         InputError: the file is missing or a record is invalid (names the record and field).
     """
-    import yaml
+    from reward.textio import load_yaml
 
     path = Path(path) if path is not None else DEFAULT_FILE
     if not path.is_file():
         raise InputError("published figures file not found", file=str(path))
     try:
-        return PublishedFile.model_validate(yaml.safe_load(path.read_text(encoding="utf-8"))).references
+        return PublishedFile.model_validate(load_yaml(path)).references
     except ValidationError as exc:
         err = exc.errors()[0]
         loc = err["loc"]
@@ -70,17 +70,3 @@ def benchmark_key(metrics: dict) -> str | None:
 def figures_for(benchmark: str | None, figures: list[PublishedFigure]) -> list[PublishedFigure]:
     """The figures with a number for ``benchmark``."""
     return [f for f in figures if benchmark and f.benchmark == benchmark and f.score is not None]
-
-
-def attach_published(result: dict, first_dir: str | Path, path: str | Path | None = None) -> dict:
-    """Add ``result["published"]``: the figures for the compared benchmark (read from the first
-    folder's metrics), each as a plain dict; a warning when there is none."""
-    from training.eval.compare import load_run
-
-    metrics, _, _ = load_run(first_dir)
-    key = benchmark_key(metrics)
-    figs = figures_for(key, load_published(path))
-    result["published"] = [f.model_dump() for f in figs]
-    if not figs:
-        result.setdefault("warnings", []).append(f"no published figure for benchmark {key!r}")
-    return result

@@ -142,12 +142,15 @@ def _settings_rows(m: dict[str, Any]) -> list[tuple[str, str]]:
     variant = f"{d['variant']} (by {d['variant_source']})" if d.get("variant") else "unknown"
     gen = m["generation"]
     decoding = "greedy" if not gen["temperature"] else f"temperature {gen['temperature']}, top_p {gen['top_p']}"
+    decoding += f", top_k {gen['top_k']}" if gen.get("top_k") and gen["temperature"] else ""
+    decoding += {True: ", thinking on", False: ", thinking off"}.get(gen.get("thinking"), ", thinking: template default")
     return [
         ("model", f"{m['model']} ({m['generate_backend']})"),
         ("data", f"{d['file']}: {m['n_rows']} of {d['rows_in_file']} rows; variant {variant}; sha256 {d['sha256'][:16]}"),
         ("system prompt", f"{m['system_prompt']['mode']}"),
         ("decoding", f"{decoding}, max_new_tokens {gen['max_new_tokens']}"),
         ("grading", f"{g['mode']} mode, template {g['template']} (version {g['template_version']})"),
+        ("grader sampling", ", ".join(f"{k} {v}" for k, v in (g.get("sampling") or {}).items()) or "n/a"),
         ("judge", f"{g['judge_model']} ({g['judge_backend']})"),
         ("scored", f"{m['n_scored']} of {m['n_rows']} examples ({m['n_unscored']} unscored)"),
     ] + ([("responses", _responses_line(m["responses"]))] if m.get("responses") else [])
@@ -212,19 +215,24 @@ def _md_table(values: dict[str, dict[str, Any]], label: str) -> list[str]:
 
 
 def _headline(m: dict[str, Any]) -> str:
-    if m.get("score") is None:
-        return "no example could be scored"
-    s = f"{m['score']:.4f} ± {m['bootstrap_std']:.4f} (bootstrap std, n={m['n_samples']})"
-    la = m.get("length_adjusted")
-    if la:
-        s += f"; length-adjusted ({la['variant']}, p={la['p']}): {la['score']:.4f} ± {la['bootstrap_std']:.4f}"
-    return s
+    from training.eval.headline import headline_text
+
+    return headline_text(m)
+
+
+def _beside(m: dict[str, Any]) -> list[str]:
+    """The baseline difference and the published figures, each one line."""
+    from training.eval.headline import baseline_text, published_lines
+
+    b = baseline_text(m)
+    return ([b] if b else []) + published_lines(m)
 
 
 def _hb_markdown(m, themes, axes, other, plots, worst, have_mpl) -> str:
     from training.eval.comparability import markdown_lines
 
     L = [f"# HealthBench evaluation: {m['model']}", "", *markdown_lines(m), f"**Overall score: {_headline(m)}**", "",
+         *[f"- {x}" for x in _beside(m)], *([""] if _beside(m) else []),
          "Score = mean over examples of achieved/possible points, clipped to [0, 1] after averaging "
          "(the official HealthBench scoring).", "", "| setting | value |", "|---|---|"]
     L += [f"| {k} | {_md_cell(v)} |" for k, v in _settings_rows(m)]
@@ -272,14 +280,18 @@ def _comparability_html(m: dict[str, Any]) -> str:
 
 def _hb_html(m, themes, axes, other, plots, worst, have_mpl) -> str:
     e = html.escape
-    score = "n/a" if m.get("score") is None else f"{m['score']:.4f}"
+    from training.eval.headline import pct
+
+    score = pct(m.get("score"))
     parts = [f"<!doctype html><html><head><meta charset=utf-8><title>HealthBench: {e(m['model'])}</title>"
              f"<style>{_CSS}</style></head><body>",
-             f"<h1>HealthBench evaluation</h1><div class=sub>{e(m['model'])}</div>", _comparability_html(m),
-             f"<div class=headline>{score}</div><div>{e(_headline(m))}</div>",
+             f"<h1>HealthBench evaluation</h1><div class=sub>{e(m['model'])}</div>",
+             f"<div class=headline id=headline>{score}</div><div>{e(_headline(m))}</div>",
+             "".join(f"<p class=beside>{e(x)}</p>" for x in _beside(m)), _comparability_html(m),
              "<p class=sub>Mean over examples of achieved/possible points, clipped to [0, 1] after averaging "
              "(the official HealthBench scoring).</p>",
-             "<table>" + "".join(f"<tr><th>{e(k)}</th><td>{e(v)}</td></tr>" for k, v in _settings_rows(m)) + "</table>"]
+             "<h2>Settings</h2><table id=settings>"
+             + "".join(f"<tr><th>{e(k)}</th><td>{e(v)}</td></tr>" for k, v in _settings_rows(m)) + "</table>"]
     if not have_mpl:
         parts.append("<p class=warn>matplotlib is not installed: no plots.</p>")
     for title, label, values, plot in (("Themes", "theme", themes, "theme_scores"), ("Axes", "axis", axes, "axis_scores")):
@@ -316,46 +328,124 @@ def _hb_html(m, themes, axes, other, plots, worst, have_mpl) -> str:
 # ---------------------------------------------------------------------------------------------
 
 
+def _mcq_examples(out: Path) -> list[dict[str, Any]]:
+    import json
+
+    path = out / "example_scores.jsonl"
+    if not path.is_file():
+        return []
+    return [json.loads(x) for x in path.read_text(encoding="utf-8").splitlines() if x.strip()]
+
+
+def _mcq_outcomes_plot(path: Path, examples: list[dict[str, Any]]) -> Path | None:
+    """Left: outcomes (correct, wrong answer, no answer found); right: the letter chosen vs the
+    right letter (a model that always answers "A" shows as one column)."""
+    if not examples:
+        return None
+    plt = _pyplot()
+    import numpy as np
+
+    correct = sum(1 for e in examples if e.get("score", 0) >= 1)
+    fails = sum(1 for e in examples if e.get("format_failure"))
+    wrong = len(examples) - correct - fails
+    letters = sorted({str(e["answer"]) for e in examples} | {str(e["choice"]) for e in examples if e.get("choice")})
+    grid = np.zeros((len(letters), len(letters) + 1))
+    for e in examples:
+        col = letters.index(str(e["choice"])) if e.get("choice") else len(letters)
+        grid[letters.index(str(e["answer"])), col] += 1
+    fig, (a1, a2) = plt.subplots(1, 2, figsize=(10, 3.8), gridspec_kw={"width_ratios": [1, 1.4]})
+    bars = a1.bar(["correct", "wrong answer", "no answer found"], [correct, wrong, fails],
+                  color=["#54a24b", "#e45756", "#9d9d9d"])
+    a1.bar_label(bars)
+    a1.set(ylabel="questions", title=f"Outcomes (n={len(examples)})")
+    im = a2.imshow(grid, cmap="Blues")
+    a2.set_xticks(range(len(letters) + 1), [*letters, "none"])
+    a2.set_yticks(range(len(letters)), letters)
+    a2.set(xlabel="letter chosen", ylabel="right letter", title="Chosen vs right letter")
+    for i in range(grid.shape[0]):
+        for j in range(grid.shape[1]):
+            if grid[i, j]:
+                a2.text(j, i, int(grid[i, j]), ha="center", va="center", fontsize=8,
+                        color="white" if grid[i, j] > grid.max() / 2 else "black")
+    fig.colorbar(im, ax=a2, shrink=0.8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def _mcq_settings(m: dict[str, Any]) -> list[tuple[str, str]]:
+    from training.eval.comparability import decoding_line
+
+    d = m["data"]
+    return [("model", f"{m['model']} ({m.get('generate_backend')})"),
+            ("data", f"{d['file']} ({d['format']}): {m['n_rows']} of {d.get('rows_in_file')} rows; "
+                     f"sha256 {str(d.get('sha256'))[:16]}"),
+            ("prompt", f"{m.get('prompt')}; system prompt {m['system_prompt']['mode']}"),
+            ("decoding", decoding_line(m).removeprefix("policy decoding: ")),
+            ("scored", f"{m['n_scored']} of {m['n_rows']} ({m['n_unscored']} unscored, "
+                       f"{m['format_failures']} with no answer found, counted wrong)")]
+
+
 def write_mcq_report(out: str | Path, metrics: dict[str, Any]) -> dict[str, Path]:
-    """Write ``report.md`` and ``report.html`` (and ``category_accuracy.png``) for an MCQ run.
+    """Write ``report.md`` and ``report.html`` (and ``mcq_outcomes.png``, ``category_accuracy.png``)
+    for an MCQ run: the accuracy as a percentage with its 95% interval, the settings, the
+    outcomes and chosen-vs-right letters, per category, and a published figure for the same set.
 
     Args:
-        out: the evaluation folder.
+        out: the evaluation folder (its ``example_scores.jsonl`` gives the per-question plot).
         metrics: what the MCQ ``metrics.json`` holds.
     """
+    from training.eval.headline import pct
+    from training.eval.published import benchmark_key, figures_for, load_published
+
     out = Path(out)
     plots: dict[str, Path] = {}
     cats = metrics.get("categories") or {}
-    if is_available("matplotlib") and cats:
-        flat = {f"{field}={value}": {"score": v["accuracy"], "bootstrap_std": v.get("std_error"), "n_samples": v["n"]}
-                for field, values in cats.items() for value, v in values.items()}
-        made = bar_plot(out / "category_accuracy.png", flat, "Accuracy by category (error bars: standard error)",
-                        xlabel="accuracy")
+    if is_available("matplotlib"):
+        made = _mcq_outcomes_plot(out / "mcq_outcomes.png", _mcq_examples(out))
         if made:
-            plots["category_accuracy"] = made
-    acc = "n/a" if metrics.get("accuracy") is None else f"{metrics['accuracy']:.4f}"
-    head = (f"accuracy {acc} ({metrics['correct']}/{metrics['n_scored']} correct); format failures "
+            plots["mcq_outcomes"] = made
+        if cats:
+            flat = {f"{field}={value}": {"score": v["accuracy"], "bootstrap_std": v.get("std_error"),
+                                         "n_samples": v["n"]}
+                    for field, values in cats.items() for value, v in values.items()}
+            made = bar_plot(out / "category_accuracy.png", flat, "Accuracy by category (error bars: standard error)",
+                            xlabel="accuracy")
+            if made:
+                plots["category_accuracy"] = made
+    acc, se = metrics.get("accuracy"), metrics.get("std_error")
+    ci = f" (95% CI {pct(max(0.0, acc - 1.96 * se))} to {pct(min(1.0, acc + 1.96 * se))})" if acc is not None and se else ""
+    head = (f"accuracy {pct(acc)}{ci}: {metrics['correct']}/{metrics['n_scored']} correct; no answer found "
             f"{metrics['format_failures']}; unscored {metrics['n_unscored']}")
-    md = [f"# MCQ evaluation: {metrics['model']}", "", f"**{head}**", "",
-          f"data: {metrics['data']['file']} ({metrics['data']['format']}), system prompt "
-          f"{metrics['system_prompt']['mode']}", ""]
-    body = []
+    published = [f"published (copied): {f.model}: {pct(f.score)}; setting: {f.setting}; source: {f.source}"
+                 for f in figures_for(benchmark_key(metrics), load_published())]
+    settings = _mcq_settings(metrics)
+    md = [f"# MCQ evaluation: {metrics['model']}", "", f"**{head}**", "", *[f"- {p}" for p in published], "",
+          "| setting | value |", "|---|---|", *[f"| {k} | {_md_cell(v)} |" for k, v in settings], ""]
+    e = html.escape
+    body = ["".join(f"<p class=beside>{e(p)}</p>" for p in published),
+            "<h2>Settings</h2><table id=settings>" + "".join(f"<tr><th>{e(k)}</th><td>{e(v)}</td></tr>"
+                                                             for k, v in settings) + "</table>"]
+    if "mcq_outcomes" in plots:
+        md += ["## Outcomes", "", f"![outcomes]({plots['mcq_outcomes'].name})", ""]
+        body.append("<h2>Outcomes</h2>" + _embed(plots["mcq_outcomes"]))
     for field, values in cats.items():
-        md += [f"## By {field}", "", "| value | accuracy | n | format failures |", "|---|---:|---:|---:|"]
+        md += [f"## By {field}", "", "| value | accuracy | n | no answer found |", "|---|---:|---:|---:|"]
         md += [f"| {_md_cell(k)} | {_fmt(v['accuracy'])} | {v['n']} | {v['format_failures']} |" for k, v in values.items()]
         md.append("")
-        rows = "".join(f"<tr><td>{html.escape(k)}</td><td class=num>{_fmt(v['accuracy'])}</td>"
+        rows = "".join(f"<tr><td>{e(k)}</td><td class=num>{_fmt(v['accuracy'])}</td>"
                        f"<td class=num>{v['n']}</td><td class=num>{v['format_failures']}</td></tr>" for k, v in values.items())
-        body.append(f"<h2>By {html.escape(field)}</h2><table><tr><th>value</th><th>accuracy</th><th>n</th>"
-                    f"<th>format failures</th></tr>{rows}</table>")
-    if plots:
+        body.append(f"<h2>By {e(field)}</h2><table><tr><th>value</th><th>accuracy</th><th>n</th>"
+                    f"<th>no answer found</th></tr>{rows}</table>")
+    if "category_accuracy" in plots:
         md.append(f"![categories]({plots['category_accuracy'].name})")
         body.append(_embed(plots["category_accuracy"]))
     (out / "report.md").write_text("\n".join(md) + "\n", encoding="utf-8")
     (out / "report.html").write_text(
-        f"<!doctype html><html><head><meta charset=utf-8><title>MCQ: {html.escape(metrics['model'])}</title>"
-        f"<style>{_CSS}</style></head><body><h1>MCQ evaluation</h1><div class=sub>{html.escape(metrics['model'])}</div>"
-        f"<div class=headline>{acc}</div><div>{html.escape(head)}</div>{''.join(body)}</body></html>\n",
+        f"<!doctype html><html><head><meta charset=utf-8><title>MCQ: {e(metrics['model'])}</title>"
+        f"<style>{_CSS}</style></head><body><h1>MCQ evaluation</h1><div class=sub>{e(metrics['model'])}</div>"
+        f"<div class=headline id=headline>{pct(acc)}</div><div>{e(head)}</div>{''.join(body)}</body></html>\n",
         encoding="utf-8")
     return {"report.md": out / "report.md", "report.html": out / "report.html",
             **{f"{k}.png": v for k, v in plots.items()}}

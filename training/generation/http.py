@@ -16,6 +16,7 @@ from typing import Any
 
 import httpx
 
+from reward.aio import gather_or_cancel
 from reward.serving import (
     GENERATE_API_KEY_ENV,
     RetryPolicy,
@@ -92,6 +93,8 @@ class HTTPGenerator:
             body["n"] = req.n
         if s.temperature > 0:
             body["top_p"] = s.top_p
+            if s.top_k:
+                body["top_k"] = s.top_k
             body["seed"] = req.seed if req.seed is not None else prompt_seed(s.seed, req.key)
         if req.structured:
             body["structured_outputs"] = req.structured
@@ -146,14 +149,7 @@ class HTTPGenerator:
                     on_done(req.key, out)  # in the event loop thread: appends never interleave
                     bar.update(1)
 
-                tasks = [asyncio.ensure_future(run(r)) for r in requests]
-                try:
-                    await asyncio.gather(*tasks)
-                except BaseException:
-                    for t in tasks:  # a failing callback (a crash) stops the rest cleanly
-                        t.cancel()
-                    await asyncio.gather(*tasks, return_exceptions=True)
-                    raise
+                await gather_or_cancel(run(r) for r in requests)
         finally:
             bar.close()
 

@@ -46,8 +46,10 @@ class TransformersGenerator:
     def __init__(self, model: Any, settings: GenerationSettings, *, batch_size: int = 8, device: str | None = None,
                  dtype: str | None = None, tokenizer: Any = None,
                  chat_template_kwargs: dict[str, Any] | None = None) -> None:
-        from reward._optional import require
+        from reward._optional import require, require_model
 
+        if isinstance(model, (str, Path)):
+            require_model(str(model), "the policy")
         torch = require("torch", "in-process generation")
         transformers = require("transformers", "in-process generation")
         self.settings, self.batch_size = settings, batch_size
@@ -90,6 +92,8 @@ class TransformersGenerator:
         # silently decide how it is evaluated
         if s.temperature > 0:
             kw.update(do_sample=True, temperature=s.temperature, top_p=s.top_p)
+            if s.top_k:
+                kw["top_k"] = s.top_k
         else:
             kw.update(do_sample=False)
         return GenerationConfig(**kw)

@@ -28,6 +28,7 @@ class GenerationSettings(BaseModel):
     max_new_tokens: int = Field(2048, ge=1, description="tokens generated per response at most")
     temperature: float = Field(0.0, ge=0.0, description="0 = greedy")
     top_p: float = Field(1.0, gt=0.0, le=1.0, description="nucleus sampling (only when temperature > 0)")
+    top_k: int | None = Field(None, ge=1, description="top-k sampling (only when temperature > 0); None = off")
     seed: int = Field(0, description="sampling seed; with a server each prompt gets seed + hash(prompt key)")
     thinking: bool | None = Field(None, description="chat template's enable_thinking; None = the template's default")
 

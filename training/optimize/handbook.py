@@ -18,17 +18,17 @@ vocabularies), rounded up. The estimate errs on the long side so the budget is r
 from __future__ import annotations
 
 import asyncio
-import hashlib
-import json
 import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from reward.aio import gather_or_cancel
 from reward.router.base import Routing
 from reward.stages.rubric_reward import Rollout
 from reward.tree.graph import RubricTree
+from training.system_prompt import conversation_key
 
-__all__ = ["HEADER", "build_handbooks", "conversation_key", "estimate_tokens", "render_handbook"]
+__all__ = ["HEADER", "build_handbooks", "estimate_tokens", "render_handbook"]
 
 HEADER = ("Reviewer's checklist for this conversation. A careful clinician reviewing your reply will "
           "check the points below; make sure your answer satisfies them where they apply.")
@@ -38,12 +38,6 @@ SAFETY_BRANCH = "safety"
 def estimate_tokens(text: str) -> int:
     """Word-based token estimate (see the module docstring): ceil(words * 4 / 3)."""
     return math.ceil(len(text.split()) * 4 / 3)
-
-
-def conversation_key(messages: Sequence[Any]) -> str:
-    """A stable key of a conversation: sha256 of its (role, content) turns, 16 hex digits."""
-    turns = [[m["role"], m["content"]] if isinstance(m, dict) else [m.role, m.content] for m in messages]
-    return hashlib.sha256(json.dumps(turns, ensure_ascii=False).encode()).hexdigest()[:16]
 
 
 def _branch_of(tree: RubricTree, leaf_id: str) -> str:
@@ -109,6 +103,9 @@ def render_handbook(tree: RubricTree, routing: Routing, *, max_tokens: int = 400
 
 def tokenizer_counter(name: str) -> Callable[[str], int]:
     """Count tokens with a transformers tokenizer (a path or hub name)."""
+    from reward._optional import require_model
+
+    require_model(name, "--tokenizer")
     from transformers import AutoTokenizer
 
     tok = AutoTokenizer.from_pretrained(name)
@@ -136,33 +133,10 @@ def build_handbooks(reward, prompts: Sequence, log, *, max_tokens: int = 400,
                                     "n_active": len(routing.active), **info})
             bar.update(1)
 
-        tasks = [asyncio.ensure_future(one(p)) for p in todo]
-        try:
-            await asyncio.gather(*tasks)
-        except BaseException:
-            for t in tasks:
-                t.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
-            raise
+        await gather_or_cancel(one(p) for p in todo)
 
     try:
         asyncio.run(run())
     finally:
         bar.close()
     return len(todo)
-
-
-def load_handbooks(path: str) -> dict[str, str]:
-    """``{conversation_key: handbook text}`` from a handbook file (``optimize handbook --out``)."""
-    from reward.errors import InputError
-    from reward.jsonl import iter_jsonl
-
-    out: dict[str, str] = {}
-    for lineno, obj in iter_jsonl(path):
-        if obj.get("kind", "handbook") != "handbook":
-            continue
-        if "conversation_key" not in obj or "handbook" not in obj:
-            raise InputError("a handbook record needs 'conversation_key' and 'handbook'", file=str(path),
-                             record=f"line {lineno}", field="conversation_key")
-        out[obj["conversation_key"]] = obj["handbook"]
-    return out

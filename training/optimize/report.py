@@ -29,6 +29,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from reward.aio import gather_or_cancel
 from reward.errors import InputError
 from reward.jsonl import iter_jsonl
 from training.eval.compare import paired_bootstrap
@@ -151,14 +152,7 @@ def run_report(rows: Sequence, methods: dict[str, str], judge, out: str | Path, 
             bar.update(1)
             crash.tick("graded")
 
-        tasks = [asyncio.ensure_future(one(m, r)) for m, r in todo]
-        try:
-            await asyncio.gather(*tasks)
-        except BaseException:
-            for t in tasks:
-                t.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
-            raise
+        await gather_or_cancel(one(m, r) for m, r in todo)
 
     try:
         asyncio.run(grade())
@@ -169,11 +163,11 @@ def run_report(rows: Sequence, methods: dict[str, str], judge, out: str | Path, 
     result.update(judge=judge.model_id, warnings=warnings)
     (out / "report.json").write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
     write_markdown(result, out / "report.md")
-    write_html(result, out / "report.html")
-    try:
+    try:  # the plot first: the HTML embeds it
         plot(result, out / "report.png")
     except ImportError:
         pass
+    write_html(result, out / "report.html")
     return result
 
 
@@ -226,15 +220,43 @@ def write_markdown(result: dict[str, Any], path: Path) -> None:
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 
+def headline(result: dict[str, Any]) -> str:
+    """The best method and its difference from the baseline, with the paired interval."""
+    ms = [e for e in result["methods"] if e["score"] is not None]
+    if not ms:
+        return "no method could be scored"
+    best = max(ms, key=lambda e: e["score"])
+    s = f"best: {best['method']} {100 * best['score']:.1f}% (n={best['n']})"
+    d = best.get("diff")
+    if d is not None and d.get("mean_diff") is not None:
+        s += f", {100 * d['mean_diff']:+.1f} points vs {result['baseline']}"
+        if d.get("ci95"):
+            s += f" (95% paired CI {100 * d['ci95'][0]:+.1f} to {100 * d['ci95'][1]:+.1f})"
+    elif best["method"] == result["baseline"]:
+        s += " (the baseline itself)"
+    return s
+
+
 def write_html(result: dict[str, Any], path: Path) -> None:
-    head = "".join(f"<th>{html.escape(h)}</th>" for h in HEADERS)
-    body = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in r) + "</tr>" for r in _table(result))
-    warn = "".join(f"<p><b>warning:</b> {html.escape(w)}</p>" for w in result.get("warnings", []))
-    img = '<img src="report.png" alt="scores by method">' if (path.parent / "report.png").exists() else ""
-    path.write_text(f"<!doctype html><html><head><meta charset='utf-8'><title>Optimisation report</title></head>"
-                    f"<body><h1>Optimisation methods on held-out rubrics</h1><p>Rows: {result['n_rows']}; "
-                    f"held-out judge: {html.escape(result['judge'])}</p>{warn}<table border='1'><tr>{head}</tr>"
-                    f"{body}</table>{img}</body></html>\n", encoding="utf-8")
+    """A self-contained page: headline, settings, the table and the plot (embedded)."""
+    from training.eval.report import _CSS, _embed
+
+    e = html.escape
+    head = "".join(f"<th>{e(h)}</th>" for h in HEADERS)
+    body = "".join("<tr>" + "".join(f"<td>{e(c)}</td>" for c in r) + "</tr>" for r in _table(result))
+    warn = "".join(f"<p class=warn><b>warning:</b> {e(w)}</p>" for w in result.get("warnings", []))
+    settings = [("rows", str(result["n_rows"])), ("held-out judge", result["judge"]),
+                ("baseline method", result["baseline"]),
+                ("paired bootstrap", f"{result['n_resamples']} resamples, seed {result['seed']}"),
+                *[(f"answers: {m['method']}", m["file"]) for m in result["methods"]]]
+    png = path.parent / "report.png"
+    img = "<h2>Scores</h2>" + _embed(png) if png.exists() else "<p class=warn>matplotlib is not installed: no plot.</p>"
+    path.write_text(
+        f"<!doctype html><html><head><meta charset='utf-8'><title>Optimisation report</title><style>{_CSS}</style>"
+        f"</head><body><h1>Optimisation methods on held-out rubrics</h1>"
+        f"<div class=headline id=headline style='font-size:1.6em'>{e(headline(result))}</div>{warn}"
+        "<h2>Settings</h2><table id=settings>" + "".join(f"<tr><th>{e(k)}</th><td>{e(v)}</td></tr>" for k, v in settings)
+        + f"</table><h2>Methods</h2><table><tr>{head}</tr>{body}</table>{img}</body></html>\n", encoding="utf-8")
 
 
 def plot(result: dict[str, Any], path: Path) -> Path:

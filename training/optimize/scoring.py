@@ -12,6 +12,7 @@ import asyncio
 import sys
 from collections.abc import Callable, Sequence
 
+from reward.aio import gather_or_cancel
 from reward.stages.rubric_reward import Rollout, RolloutScore
 
 __all__ = ["score_by_prompt"]
@@ -34,18 +35,7 @@ async def score_by_prompt(reward, rollouts: Sequence[Rollout], on_done: Callable
         on_done(scores)
         bar.update(len(group))
 
-    tasks = [asyncio.ensure_future(one(g)) for g in groups.values()]
     try:
-        await asyncio.gather(*tasks)
-    except BaseException:
-        for t in tasks:
-            t.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
-        raise
+        await gather_or_cancel(one(g) for g in groups.values())
     finally:
         bar.close()
-
-
-def importance_key(score: RolloutScore | None) -> float:
-    """A score to maximise: an unscored rollout ranks below every scored one."""
-    return -1.0 if score is None or score.score is None else float(score.score)

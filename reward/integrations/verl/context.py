@@ -75,7 +75,7 @@ class RewardContext:
                                                combine=s.combine, on_failure="skip",
                                                scoring_variant=s.scoring_variant or DEFAULT_SCORING_VARIANT,
                                                grade=s.grade, format_failure_score=s.format_failure_score,
-                                               clip_below_zero=s.clip_below_zero)
+                                               clip_below_zero=s.clip_below_zero, applicability=s.applicability)
         return self._rubric_reward
 
     @property

@@ -23,6 +23,7 @@ from reward.envvars import expand_env
 from reward.errors import InputError
 from reward.settings import ErrorRubricSettings, JudgeSettings, RubricScoringSettings
 from reward.stages.rollout_text import to_plain
+from reward.textio import load_yaml
 
 __all__ = ["CONFIG_ENV", "JUDGE_URL_ENV", "VerlRewardSettings", "load_settings"]
 
@@ -51,6 +52,10 @@ class VerlRewardSettings(RubricScoringSettings):
     batch_window_s: float = Field(
         0.05, ge=0, description="manager: rollouts arriving within this window are scored in one batch")
     max_batch: int = Field(512, ge=1, description="manager: largest batch scored at once")
+    log_records: bool = Field(
+        False, description="clinical tree: each rollout's full score record (JSON) in the extra info as "
+                           "rubric_record, so verl's rollout dumps (trainer.rollout_data_dir) open in "
+                           "`rubricstree inspect`")
     judge: JudgeSettings = Field(
         default_factory=JudgeSettings, description="the judge (reward.settings.JudgeSettings: url, served_model, mode, "
                                                    f"max_retries, ...); url defaults to ${JUDGE_URL_ENV}")
@@ -72,7 +77,7 @@ def _settings_cached(path: str | None, mtime: float | None, inline_json: str) ->
     src = path or "reward_kwargs"
     if path:
         try:
-            loaded = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+            loaded = load_yaml(path)
         except yaml.YAMLError as exc:
             raise InputError(f"invalid YAML: {exc}", file=path) from exc
         if loaded is not None and not isinstance(loaded, dict):

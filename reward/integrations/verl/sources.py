@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from reward.errors import InputError
+from reward.integrations.rollout_log import leaf_columns
 from reward.integrations.verl.context import RewardContext
 from reward.stages.mcq import DEFAULT_LETTERS, grade_mcq
 from reward.stages.rollout_text import key_letter, parse_options, to_plain
@@ -53,6 +54,10 @@ EXTRA_DEFAULTS: dict[str, Any] = {
     "points_score": None,     # clinical: HealthBench points score of the row's rubric items
     "n_active_leaves": None,
     "judge_failures": 0,      # judge items that failed for this rollout
+    "failed_leaves": "",      # clinical tree: routed leaves that failed the check (ids, bounded)
+    "uncertain_leaves": "",   # clinical tree: leaves the judge could not decide (p_yes near 0.5)
+    "leaf_verdicts": "",      # clinical tree: leaf=p_yes for every routed leaf (bounded)
+    "rubric_record": "",      # clinical tree, with log_records: the full score record as JSON
 }
 
 
@@ -221,12 +226,16 @@ async def score_clinical(samples: list[Sample], context: RewardContext) -> list[
         records.append(rec)
     # one call for the batch: RubricReward groups by prompt and routes each prompt once
     results = await context.rubric_reward.score(records)
+    cols = leaf_columns(results, ())  # the leaf verdicts behind each score, in verl's rollout dumps
     out = []
-    for r in results:
+    for j, r in enumerate(results):
         n_fail = sum(lr.failure is not None for lr in r.leaves) + sum(it.failure is not None for it in r.rubric_items)
         extra = {"tree_score": r.tree_score, "points_score": r.points_score,
                  "n_active_leaves": r.routing.get("n_active"), "judge_failures": n_fail,
-                 "format_failure": r.format_failure}
+                 "format_failure": r.format_failure, "failed_leaves": cols["failed_leaves"][j],
+                 "uncertain_leaves": cols["uncertain_leaves"][j], "leaf_verdicts": cols["verdicts"][j]}
+        if context.settings.log_records:
+            extra["rubric_record"] = r.model_dump_json()
         failure = None if r.score is not None else (
             "format failure: unclosed <think>, no final answer" if r.format_failure
             else "clinical rubric: " + "; ".join(r.failures[:3] or ["unscored"]))

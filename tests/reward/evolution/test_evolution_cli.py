@@ -129,3 +129,48 @@ def test_apply_refuses_and_writes_nothing(tmp_path):
     r = runner.invoke(app, ["tree", "apply", str(path), "--out", "reward/data/taxonomy.yaml",
                             "--taxonomy", "reward/data/taxonomy.yaml"])
     assert r.exit_code == 2 and "is the input taxonomy" in r.output
+
+
+def test_apply_and_review_refuse_a_leaf_that_tree_lint_flags(tmp_path):
+    """A drafted leaf must pass tree lint's text rules as it stands when applied."""
+    from reward.evolution.proposals import NodeDraft, Proposal
+
+    bad = Proposal(id="p2", decision="accept", parents=["cm_clarity"], node=NodeDraft(
+        id="ev_vague", title="Vague", criterion="Explains the options appropriately and advises a follow-up."))
+    path = tmp_path / "p.yaml"
+    save_proposals(ProposalsFile(proposals=[leaf("p1", "ev_ok", ["cm_clarity"]), bad]), path)
+    out = tmp_path / "v2.yaml"
+    r = runner.invoke(app, ["tree", "apply", str(path), "--out", str(out)])
+    assert r.exit_code == 2 and not out.exists()
+    assert "proposal p2: tree lint flags the leaf" in r.output
+    assert "missing_trigger" in r.output and "vacuous" in r.output and "bundled" in r.output
+    r = runner.invoke(app, ["tree", "review", str(path), "--non-interactive"])
+    assert r.exit_code == 1 and "would be refused: p2: tree lint" in r.output
+
+
+def test_non_interactive_review_takes_the_marks_and_says_what_is_pending(tmp_path):
+    path = _doc(tmp_path)
+    path.write_text(path.read_text().replace("decision: pending", "decision: accept", 1))
+    r = runner.invoke(app, ["tree", "review", str(path), "--non-interactive"])
+    assert r.exit_code == 0, r.output
+    assert "accepted 1, rejected 0, pending 2" in r.output and "predicted coverage 0.4000" in r.output
+    assert "2 still pending (p2, p3)" in r.output and "--accept-recommended" in r.output
+    r = runner.invoke(app, ["tree", "review", str(path), "--non-interactive", "--accept-recommended", "--json"])
+    assert json.loads(r.stdout)["pending"] == []
+
+
+def test_offline_drafts_get_a_trigger_and_a_whole_title():
+    from reward.evolution.draft import THEME_TRIGGERS, _title, with_trigger
+    from reward.evolution.proposals import NodeDraft, draft_lint
+
+    crit = "Advises the user to seek emergency care now, since crushing chest pain may be a heart attack."
+    trig = with_trigger(crit, THEME_TRIGGERS["emergency_referrals"])
+    assert trig.startswith("If the user describes symptoms or events that may need urgent care, advises the user")
+    assert with_trigger("If the user has a fever, advises fluids.", "anything") == "If the user has a fever, advises fluids."
+    assert not draft_lint(NodeDraft(id="x", title="t", criterion=trig))
+    assert draft_lint(NodeDraft(id="x", title="t", criterion=crit))[0].startswith("missing_trigger")
+    title = _title(trig)
+    assert title == "Advises the user to seek emergency care now" and "..." not in title
+    long = ("Recommends that the patient keeps a written record of every blood pressure reading taken at home "
+            "over several weeks before the appointment")
+    assert "..." not in _title(long) and len(_title(long).split()) <= 14

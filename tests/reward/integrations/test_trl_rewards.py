@@ -150,7 +150,7 @@ class TestErrorRubricReward:
 class TestRubricRewardFunc:
     async def test_tree_scores_macro_metrics_and_counters(self):
         judge = keyword_judge()
-        f = RubricRewardFunc(judge, tree=_tree(), router="static")
+        f = RubricRewardFunc(judge, tree=_tree(), router="static", scoring_variant="penalty+active")
         assert f.__name__ == "clinical_rubric" and inspect.iscoroutinefunction(f.__call__)
         log = Log()
         out = await f([CHEST] * 2, [conv(GOOD), conv(POOR)], None, log_metric=log, **TRL_EXTRAS)
@@ -230,7 +230,7 @@ def test_trl_sees_the_names_and_async():
 
 def test_module_imports_no_trainer():
     code = ("import sys, reward.integrations.trl, reward.integrations.trl, reward.integrations.verl, "
-            "reward.verl_rewards; "
+            "reward.settings; "
             "print(sorted(m for m in ('trl', 'torch', 'transformers', 'datasets', 'verl') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"

@@ -2,7 +2,7 @@
 (``tests/chat_server.py``): explain verdicts parsed from the reference JSON format, choice p_yes
 from top logprobs, and failures (429 with Retry-After, 5xx, timeouts, malformed answers) retried
 and never turned into "not met". The real vLLM chat endpoint is exercised in
-tests/integration/test_judge_chat_server.py."""
+tests/reward/judge/test_judge_chat_server.py."""
 
 from __future__ import annotations
 
@@ -13,8 +13,9 @@ import pytest
 from rt_chat_server import MODEL, ChatServer, default_decide, default_p
 
 from reward.judge import JudgeConfig, JudgeItem, Message, VerdictCache, make_judge
-from reward.judge.chat import ChatJudge, p_yes_from_top, retry_after_seconds, template_messages
+from reward.judge.chat import ChatJudge, p_yes_from_top, template_messages
 from reward.judge.templates import load_template
+from reward.judge.transport import retry_after_seconds
 
 CONV = (Message(role="system", content="You assist a school nurse."),
         Message(role="user", content="A pupil fainted in the gym and is awake now. What should I check?"))

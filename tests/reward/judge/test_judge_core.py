@@ -178,7 +178,7 @@ def test_cache_is_safe_with_several_processes(tmp_path):
 
 
 def test_cache_dir_from_environment(monkeypatch, tmp_path):
-    from reward.judge.cache import default_cache_dir
+    from reward.paths import default_cache_dir
 
     monkeypatch.setenv("RUBRICSTREE_CACHE_DIR", str(tmp_path / "here"))
     assert default_cache_dir() == tmp_path / "here"

@@ -1,6 +1,6 @@
 """Judge faults that used to give silent wrong verdicts, crashes or hangs (issue 10, defects 1, 3,
 9, 10, 11). An httpx MockTransport plays the misbehaving endpoints; the real server goes through a
-fault-injecting proxy in tests/integration/test_fault_proxy_server.py."""
+fault-injecting proxy in tests/cli/test_fault_proxy_server.py."""
 
 from __future__ import annotations
 

@@ -54,7 +54,7 @@ def test_served_identity_names_root_length_and_revision():
 def test_eval_resume_refuses_a_judge_with_other_weights_at_the_same_path(tmp_path):
     judge_dir = tmp_path / "judge"
     shutil.copytree(TINY, judge_dir)
-    cfg = HealthBenchEvalConfig(model="m", data="x.jsonl", out=str(tmp_path / "out"), judge_model=str(judge_dir))
+    cfg = HealthBenchEvalConfig(model="m", data="x.jsonl", out=str(tmp_path / "out"), judge={"model": str(judge_dir)})
     check_settings(tmp_path / "config.json", {"judge": _judge_identity(cfg, None)})
     check_settings(tmp_path / "config.json", {"judge": _judge_identity(cfg, None)})  # same judge: fine
     _retrain(judge_dir)

@@ -8,8 +8,8 @@ from reward.judge.types import JudgeItem, Message
 from reward.stages.error_rubric import (
     ERROR_TEMPLATE,
     ErrorRollout,
-    ErrorRubricConfig,
     ErrorRubricScorer,
+    ErrorRubricSettings,
     error_regex,
     error_schema,
 )
@@ -48,7 +48,7 @@ async def test_error_rubric_scorer_on_the_server(judge_url):
 
     judge = make_judge(judge_url=judge_url, cache=False)
     try:
-        cfg = ErrorRubricConfig(constrain="regex", max_errors=3, max_description_chars=24, max_tokens=200)
+        cfg = ErrorRubricSettings(constrain="regex", max_errors=3, max_description_chars=24, max_tokens=200)
         rollouts = [ErrorRollout(id=i, prompt=Q, completion=c, answer_idx="B", options={"A": "Vitamin A", "B": "Vitamin C"})
                     for i, c in enumerate(["Answer: B", "Answer: A"])]
         out = await ErrorRubricScorer(judge, cfg).score(rollouts)

@@ -38,7 +38,7 @@ def test_offline_fetch_names_the_url_and_the_way_out(monkeypatch, tmp_path):
     with pytest.raises(InputError) as err:
         official.official_template_file(tmp_path)
     msg = str(err.value)
-    assert official.SOURCE_URLS[0] in msg and "--grader-template FILE" in msg
+    assert official.SOURCE_URLS[0] in msg and "--judge-template FILE" in msg
 
 
 def test_fetch_checks_the_pin_caches_and_is_recognised(monkeypatch, tmp_path):
@@ -78,4 +78,4 @@ def test_eval_with_grader_official_offline_exits_with_the_message(monkeypatch, t
     res = CliRunner().invoke(app, ["eval", "healthbench", "--model", "m", "--data", str(data), "--out",
                                    str(tmp_path / "o"), "--judge-url", "http://127.0.0.1:9", "--grader", "official"])
     assert res.exit_code == 2
-    assert "--grader-template FILE" in res.output and official.SOURCE_URLS[0] in res.output
+    assert "--judge-template FILE" in res.output and official.SOURCE_URLS[0] in res.output

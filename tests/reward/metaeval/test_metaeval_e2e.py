@@ -119,7 +119,7 @@ def _hb(tmp_path: Path, judge_args: list[str]) -> None:
 @pytest.mark.slow
 def test_metaeval_in_process(tmp_path, tiny_model_dir):
     m = str(tiny_model_dir)
-    _run_and_stability(tmp_path, ["--judge-model", m], ["--judge-model", m, "--judge-model", m], router="static")
+    _run_and_stability(tmp_path, ["--judge-model", m], ["--judge-model", m, "--backbone", m], router="static")
     _hb(tmp_path, ["--judge-model", m])
 
 
@@ -129,7 +129,7 @@ def test_metaeval_against_server_two_endpoints(tmp_path, judge_url, tiny_model_d
     assert other != judge_url, "the second endpoint must be another URL for the same server"
     m = str(tiny_model_dir)
     _run_and_stability(tmp_path, ["--judge-url", f"{judge_url},{other}", "--judge-model", m],
-                       ["--judge-url", judge_url, "--judge-url", other, "--judge-model", m,
+                       ["--judge-url", judge_url, "--backbone", other, "--judge-model", m,
                         "--modes", "choice,explain"], router="llm")
     _hb(tmp_path, ["--judge-url", judge_url, "--judge-model", m])
 

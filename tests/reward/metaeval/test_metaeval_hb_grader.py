@@ -85,7 +85,14 @@ def test_hb_grader_metrics_and_resume(tmp_path):
     # d3 worked out: "met" never agrees (F1 0); "not met" precision 1/4, recall 1/3 -> F1 2/7
     assert d3["f1_pos"] == 0.0 and d3["f1_neg"] == pytest.approx(2 / 7) and d3["f1_balanced"] == pytest.approx(1 / 7)
     assert allc["n_physicians"] == 3
-    assert allc["physician_f1"] == pytest.approx((d1["f1_balanced"] + d2["f1_balanced"] + d3["f1_balanced"]) / 3)
+    three = (d1, d2, d3)
+    assert allc["physician_f1_unweighted_mean"] == pytest.approx(sum(d["f1_balanced"] for d in three) / 3)
+    # the baseline weighs each physician by n = TP+FP+FN of "met" plus that of "not met"
+    from reward.metaeval.hb_aggregate import pairwise_scores
+
+    d3n = pairwise_scores([False, False, True], [[True, True], [True, False], [False, False]])["f1_balanced"]
+    assert d3n == (pytest.approx(5 + 6), pytest.approx(1 / 7))  # pos: TP 0, FP 2, FN 3; neg: TP 1, FP 3, FN 2
+    assert allc["physician_f1_weighted"] != pytest.approx(allc["physician_f1_unweighted_mean"])
     for f in ("report.md", "report.html", "healthbench_f1.png", "summary.json"):
         assert (out / f).exists()
     # rerun: nothing graded twice
@@ -111,3 +118,55 @@ def test_hb_grader_cli_checks_sha256_and_reports_errors(tmp_path, monkeypatch):
     res = CliRunner().invoke(app, ["meta-eval", "healthbench", "--data", str(f), "--out", str(tmp_path / "o"),
                                    "--judge-model", "x"])
     assert res.exit_code == 2 and "line 2" in res.output and "Traceback" not in res.output
+
+
+REFERENCE_STYLE = """Score the last assistant turn of the conversation on one rubric item.
+
+# Conversation
+<<conversation>>
+
+# Rubric item
+<<rubric_item>>
+
+# Output
+A json object with "explanation" and "criteria_met", in markdown, nothing else."""
+
+
+def test_meta_eval_grades_with_the_reference_grader_over_the_chat_api(tmp_path, monkeypatch):
+    """``meta-eval healthbench`` takes eval's grader options: a template file with the (pinned)
+    reference text gets the reference system message and sampling; the command prints the data
+    file's hash and the template it used; our own explain template, given rows without points,
+    never renders "( points)"."""
+    from rt_chat_server import ChatServer
+
+    import reward.judge.official as official
+
+    monkeypatch.setattr(official, "OFFICIAL_TEMPLATE_SHA256", official.text_sha256(REFERENCE_STYLE))
+    f = _write(tmp_path / "meta.jsonl")
+    digest = hashlib.sha256(f.read_bytes()).hexdigest()
+    tpl = tmp_path / "reference_style.txt"
+    tpl.write_text(REFERENCE_STYLE)
+    with ChatServer() as srv:
+        res = CliRunner().invoke(app, ["meta-eval", "healthbench", "--data", str(f), "--out", str(tmp_path / "o"),
+                                       "--modes", "explain", "--judge-url", srv.url, "--judge-api", "chat",
+                                       "--served-model", "gpt-4.1", "--judge-template", str(tpl)])
+        ref_bodies = list(srv.requests)
+        ours = CliRunner().invoke(app, ["meta-eval", "healthbench", "--data", str(f), "--out", str(tmp_path / "o2"),
+                                        "--modes", "explain", "--judge-url", srv.url, "--judge-api", "chat",
+                                        "--served-model", "gpt-4.1"])
+        our_bodies = srv.requests[len(ref_bodies):]
+    assert res.exit_code == 0, res.output
+    assert digest in res.output and "healthbench-official" in res.output and "temperature 0.5" in res.output
+    assert len(ref_bodies) == len(ROWS)
+    for body in ref_bodies:
+        assert set(body) == {"model", "messages", "temperature", "max_tokens"}
+        assert body["temperature"] == 0.5 and body["max_tokens"] == 2048
+        assert body["messages"][0] == {"role": "system", "content": official.GRADER_SYSTEM_MESSAGE}
+    summary = json.loads((tmp_path / "o" / "summary.json").read_text())
+    assert summary["meta"]["sha256"] == digest and summary["meta"]["explain template is the reference grader's"]
+    report = (tmp_path / "o" / "report.md").read_text()
+    assert "pairwise balanced F1" in report and "macro F1 vs majority" in report and "n-weighted" in report
+    assert "macro F1 against the physicians' majority\n" not in report
+    assert ours.exit_code == 0, ours.output
+    assert our_bodies and all("points)" not in b["messages"][-1]["content"] for b in our_bodies)
+    assert any("Criterion: 911" in b["messages"][-1]["content"] for b in our_bodies)

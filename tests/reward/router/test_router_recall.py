@@ -18,12 +18,12 @@ from dataclasses import dataclass, field
 
 import pytest
 from rt_fakes import FakeJudge
+from rt_recall import label_recall
 
 from reward._optional import is_available
 from reward.judge.templates import RELEVANCE, URGENCY
 from reward.router import EmbeddingRouter, LLMTreeRouter
 from reward.router.base import as_conversation
-from reward.router.recall import label_recall
 from reward.tree import load_tree
 
 pytestmark = pytest.mark.skipif(
@@ -87,7 +87,9 @@ def embedding(tree):
 @pytest.fixture(scope="module")
 def stress_cases(tree):
     stress = pytest.importorskip("reward.stress")
-    return stress.load_cases(tree=tree)
+    # the paper's four perturbations; the issue-21 families (other languages, bare referrals) are
+    # scoring checks whose routing recall docs/scoring.md reports apart
+    return [c for c in stress.load_cases(tree=tree) if c.perturbation not in stress.FAMILIES]
 
 
 def _route_all(router, cases):

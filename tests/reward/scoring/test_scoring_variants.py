@@ -1,4 +1,4 @@
-"""Scoring variants (paper, penalty, active, penalty+active): worked examples on a small DAG, the
+"""Scoring variants (paper, penalty, active, penalty+active, severity): worked examples on a small DAG, the
 per-node breakdown, and the issue's sleep and DKA cases on the shipped taxonomy with perfect
 verdicts, scored end to end through RubricReward."""
 
@@ -31,7 +31,7 @@ def tree() -> RubricTree:
 
 
 def test_variant_names_and_default():
-    assert SCORING_VARIANTS == ("paper", "penalty", "active", "penalty+active")
+    assert SCORING_VARIANTS == ("paper", "penalty", "active", "penalty+active", "severity")
     assert DEFAULT_SCORING_VARIANT in SCORING_VARIANTS
     with pytest.raises(ValueError, match="unknown scoring variant"):
         score_tree(load_tree(), {"ms_sleep_light": True}, variant="holistic")
@@ -99,7 +99,9 @@ def test_per_node_breakdown_uses_the_variant(tree, variant):
         assert res.nodes[nid]["n_active"] == len(below)
     # node B holds s (failed) and b1 (0.5): recomputed by hand for each variant
     w = res.weights
-    if variant in ("paper", "active"):
+    if variant == "severity":  # both minor: s fails (price 0.05), b1 half-fails; weights play no part
+        expected_b = 0.5 + 0.5 * (1 - 0.1) * (1 - 0.1 * 0.5)
+    elif variant in ("paper", "active"):
         expected_b = (w["b1"] * 0.5) / (w["s"] + w["b1"])
     else:
         expected_b = max(0.0, (w["b1"] * 0.5 - w["s"]) / w["b1"])
@@ -276,16 +278,15 @@ def _severity_tree() -> RubricTree:
 
 
 def test_severity_is_inherited_from_the_most_severe_parent():
-    tree = load_tree()
-    assert tree.severity["root"] == "minor"
-    assert tree.severity["sf_chest_pain_emergency"] == "critical"  # safety is critical
-    assert tree.severity["sf_over_escalation"] == "major"  # its own setting wins
-    assert tree.severity["hm_gr_no_fabricated_data"] == "critical"
-    assert tree.severity["if_requested_format"] == "major"
-    assert tree.severity["ms_endo_dka"] == "major"  # emergency_referrals theme outside safety
-    assert tree.severity["ms_sleep_light"] == "minor"
-    # cm_false_reassurance sits under communication (minor) and safety (critical): the most severe
-    assert tree.severity["cm_false_reassurance"] == "critical"
+    # every shipped leaf states its own severity (issue 21); inheritance is for a leaf without one
+    tree = _severity_tree()
+    assert tree.severity["root"] == "minor" and tree.severity["n"] == "minor"
+    assert tree.severity["x"] == "critical" and tree.severity["m"] == "major"
+    shipped = load_tree()
+    assert shipped.severity["sf_over_escalation"] == "major"
+    assert shipped.severity["hm_gr_no_fabricated_data"] == "major"  # harm-based audit
+    assert shipped.severity["ms_endo_dka"] == "critical"  # a missed emergency outside safety
+    assert shipped.severity["cm_false_reassurance"] == "critical"
 
 
 @pytest.mark.parametrize("variant", ["penalty", "penalty+active"])

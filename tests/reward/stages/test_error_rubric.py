@@ -16,8 +16,8 @@ from reward.stages.error_rubric import (
     ERROR_SCHEMA,
     ERROR_TEMPLATE,
     ErrorRollout,
-    ErrorRubricConfig,
     ErrorRubricScorer,
+    ErrorRubricSettings,
     combine,
     error_regex,
     parse_errors,
@@ -153,7 +153,7 @@ async def test_scorer_rewards_and_diagnostics():
 
 
 async def test_scorer_multiply_and_s_max():
-    cfg = ErrorRubricConfig(form="multiply", s_max=8, alpha=1.0)
+    cfg = ErrorRubricSettings(form="multiply", s_max=8, alpha=1.0)
     [o] = await ErrorRubricScorer(errors_judge(), cfg).score([_rollout("moon moon\nAnswer: B")])
     assert o.penalty == pytest.approx(0.5) and o.score == pytest.approx(0.5)
 
@@ -179,7 +179,7 @@ async def test_scorer_strict_mode_fails_on_invalid_entry():
     judge = FakeJudge(lambda t, i: 1.0, generate=lambda t, i: {"errors": [{"class": "spelling", "severity": 1}]})
     [lenient] = await ErrorRubricScorer(judge).score([_rollout("x\nAnswer: B")])
     assert lenient.score == 1.0 and lenient.n_invalid == 1
-    [strict] = await ErrorRubricScorer(judge, ErrorRubricConfig(strict=True)).score([_rollout("y\nAnswer: B")])
+    [strict] = await ErrorRubricScorer(judge, ErrorRubricSettings(strict=True)).score([_rollout("y\nAnswer: B")])
     assert strict.score is None
 
 

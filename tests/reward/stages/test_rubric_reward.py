@@ -170,11 +170,13 @@ def test_feedback_lists_failed_checks_heaviest_first():
 def test_gold_good_completion_beats_poor_one_with_the_llm_router():
     tree = _tree()
     judge = keyword_judge()
-    reward = RubricReward(tree, LLMTreeRouter(tree, judge), judge, combine="mean")
     rows = [{"id": i, "prompt": PROMPT, "completion": c, "rubrics": RUBRICS}
             for i, c in (("good", GOOD), ("poor", POOR))]
+    good, poor = RubricReward(tree, LLMTreeRouter(tree, judge), judge, combine="mean").score_sync(rows)
+    assert good.score == pytest.approx(1.0) and good.score > poor.score  # default (severity) variant
+    # the penalty form clips at 0: everything failed there
+    reward = RubricReward(tree, LLMTreeRouter(tree, judge), judge, combine="mean", scoring_variant="penalty+active")
     good, poor = reward.score_sync(rows)
-    assert good.score > poor.score
     assert good.score == pytest.approx(1.0) and poor.score == pytest.approx(0.0)
 
 

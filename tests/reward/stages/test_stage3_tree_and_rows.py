@@ -73,8 +73,8 @@ def test_verl_recipe_settings(monkeypatch):
     from hydra import compose, initialize_config_dir
     from omegaconf import OmegaConf
 
+    from reward.integrations.verl import load_settings
     from reward.scoring import DEFAULT_SCORING_VARIANT
-    from reward.verl_rewards import load_settings
 
     monkeypatch.setenv("RUBRICSTREE_JUDGE_URL", "http://judge.invalid:8000")
     with initialize_config_dir(config_dir=str(REPO / "configs" / "verl"), version_base=None):

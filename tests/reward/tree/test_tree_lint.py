@@ -28,7 +28,7 @@ def taxonomy(tmp_path, leaves: dict[str, dict]):
     nodes = [{"id": "root", "title": "Root", "definition": "All.", "children": ["area"]},
              {"id": "area", "title": "Area", "definition": "An area.", "children": list(leaves)}]
     for nid, extra in leaves.items():
-        nodes.append({"id": nid, "title": nid, "definition": "A check.", **extra})
+        nodes.append({"id": nid, "title": nid, "definition": "A check.", "severity": "minor", **extra})
     path = tmp_path / "tax.yaml"
     path.write_text(yaml.safe_dump({"version": 2, "name": "t", "root": "root", "nodes": nodes}), encoding="utf-8")
     return path
@@ -86,6 +86,23 @@ def test_each_kind_is_flagged_on_a_crafted_tree(tmp_path):
     assert ("vacuous", "vacuous") in by_kind
     assert ("bundled", "bundled") in by_kind
     assert not {n for _, n in by_kind} & {"universal_ok", "good"}
+
+
+def test_a_leaf_without_severity_is_refused(tmp_path):
+    path = taxonomy(tmp_path, {"unset": {"criterion": GOOD, "severity": None},
+                               "set": {"criterion": GOOD.replace("crushing", "severe"), "severity": "critical"}})
+    issues = lint_tree(load_tree(path), duplicates=False)
+    assert [(i.kind, i.node) for i in issues] == [("missing_severity", "unset")]
+    result = runner.invoke(app, ["tree", "lint", str(path), "--no-duplicates"])
+    assert result.exit_code == 1 and "unset: missing_severity" in result.output
+
+
+def test_every_shipped_leaf_states_its_severity():
+    tree = load_tree()
+    assert [leaf.id for leaf in tree.leaves if leaf.severity is None] == []
+    # harm decides, not the branch: a contraindicated combination outside `safety` is critical
+    assert tree["ms_rx_raas_potassium"].severity == "critical"
+    assert tree["ms_endo_dka"].severity == "critical"
 
 
 def test_near_duplicates_with_a_given_encoder(tmp_path):

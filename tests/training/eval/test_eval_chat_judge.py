@@ -74,7 +74,7 @@ def test_eval_over_the_chat_api_reproduces_the_independent_score(tmp_path, tiny_
            for r in rows for i, it in enumerate(r["rubrics"])}
     out = tmp_path / "eval"
     args = ["eval", "healthbench", "--model", str(tiny_model_dir), "--data", str(FIXTURE), "--out", str(out),
-            "--judge-api", "chat", "--grader-template", str(template), "--grading", "explain",
+            "--judge-api", "chat", "--judge-template", str(template), "--judge-mode", "explain",
             "--max-new-tokens", "8", "--no-thinking"]
     runner = CliRunner()
     with ChatServer() as srv:
@@ -161,18 +161,59 @@ def test_grader_official_path_end_to_end(tmp_path, tiny_model_dir, monkeypatch):
     monkeypatch.setattr(httpx, "get", fake_get)
     monkeypatch.setattr(official, "OFFICIAL_TEMPLATE_SHA256", official.text_sha256(OWN_REFERENCE_STYLE))
     out = tmp_path / "eval"
+    rows = [json.loads(x) for x in FIXTURE.read_text().splitlines() if x.strip()]
+    first = rows[0]["rubrics"]
+    keys = [f"[{it['points']}] {it['criterion']}" for it in first]
     with ChatServer() as srv:
+        # answers a lenient parse would take are asked again, unchanged, as the reference grader does
+        srv.faults = {keys[0]: ["prose", "malformed"], keys[1]: ["stringbool"]}
         res = CliRunner().invoke(app, [
             "eval", "healthbench", "--model", str(tiny_model_dir), "--data", str(FIXTURE), "--out", str(out),
-            "--judge-url", srv.url, "--judge-api", "chat", "--served-judge", "gpt-4.1", "--grader", "official",
+            "--judge-url", srv.url, "--judge-api", "chat", "--served-model", "gpt-4.1", "--grader", "official",
             "--max-new-tokens", "4", "--no-thinking", "--limit", "1", "--json"])
     assert res.exit_code == 0, res.output
     m = json.loads((out / "metrics.json").read_text())
     assert m["grading"]["template"] == official.OFFICIAL_NAME and m["grading"]["judge_model"] == "gpt-4.1"
-    body = srv.requests[0]
-    assert body["model"] == "gpt-4.1"
-    assert body["messages"][0] == {"role": "system", "content": official.GRADER_SYSTEM_MESSAGE}
-    assert body["messages"][1]["content"].startswith("Score the last assistant turn")
+    # the request bodies the stub grader logged carry the reference grader's settings, every attempt alike
+    assert len(srv.requests) == len(first) + 3
+    for body in srv.requests:
+        assert body["model"] == "gpt-4.1"
+        assert body["temperature"] == 0.5 and body["max_tokens"] == 2048
+        assert set(body) == {"model", "messages", "temperature", "max_tokens"}  # no response_format, seed, ...
+        assert body["messages"][0] == {"role": "system", "content": official.GRADER_SYSTEM_MESSAGE}
+        assert body["messages"][1]["content"].startswith("Score the last assistant turn")
+    by_item = defaultdict(list)
+    for body in srv.requests:
+        by_item[body["messages"][1]["content"]].append(body)
+    assert sorted(len(v) for v in by_item.values())[-2:] == [2, 3]
+    assert all(b == v[0] for v in by_item.values() for b in v)  # retried at the same settings
+    assert m["n_unscored"] == 0
+    assert m["grading"]["sampling"] == {**official.reference_grader_record(), "attempts": 10}
     notes = " | ".join(m["comparability_notes"])
-    assert "not gpt-4.1" not in notes and "grader template" not in notes
+    assert "not gpt-4.1" not in notes and "grader template" not in notes and "grader " not in notes.replace(
+        "grader model", "")
     assert "not a published HealthBench file" in notes and m["comparable_to_published"] is False
+
+
+def test_official_body_with_its_own_system_section_is_not_the_reference_grader(tmp_path, tiny_model_dir,
+                                                                                 monkeypatch):
+    """A --judge-template file with the official body but another system message is graded with
+    our judge's defaults and named not comparable, for the system message."""
+    import reward.judge.official as official
+
+    monkeypatch.setattr(official, "OFFICIAL_TEMPLATE_SHA256", official.text_sha256(OWN_REFERENCE_STYLE))
+    template = tmp_path / "mixed.txt"
+    template.write_text("You grade rubric items for a hospital.\n---user---\n" + OWN_REFERENCE_STYLE)
+    out = tmp_path / "eval"
+    with ChatServer() as srv:
+        res = CliRunner().invoke(app, [
+            "eval", "healthbench", "--model", str(tiny_model_dir), "--data", str(FIXTURE), "--out", str(out),
+            "--judge-url", srv.url, "--judge-api", "chat", "--served-model", "gpt-4.1",
+            "--judge-template", str(template), "--max-new-tokens", "4", "--no-thinking", "--limit", "1", "--json"])
+    assert res.exit_code == 0, res.output
+    m = json.loads((out / "metrics.json").read_text())
+    assert srv.requests[0]["temperature"] == 0.0 and srv.requests[0]["max_tokens"] == 512
+    notes = m["comparability_notes"]
+    assert any("system message" in n for n in notes)
+    assert not any("grader template" in n for n in notes)  # the body IS the (pinned) reference body
+    assert any("grader temperature is 0.0" in n for n in notes) and any("max_tokens is 512" in n for n in notes)

@@ -52,4 +52,4 @@ def test_bad_data_leaves_no_output_folder_and_a_file_out_is_refused(tmp_path):
     as_file = tmp_path / "file"
     as_file.write_text("x", encoding="utf-8")
     with pytest.raises(InputError, match="folder"):
-        hb.run_healthbench(HealthBenchEvalConfig(model="m", data=str(bad), out=as_file, judge_model="j"))
+        hb.run_healthbench(HealthBenchEvalConfig(model="m", data=str(bad), out=as_file, judge={"model": "j"}))

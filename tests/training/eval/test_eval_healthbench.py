@@ -66,7 +66,7 @@ def fake_judge(fail_criteria: set[str] = frozenset()) -> FakeJudge:
 
 
 def cfg(out: Path, **kw) -> HealthBenchEvalConfig:
-    base = dict(model="fake-model", data=str(FIXTURE), out=out, judge_model="fake-judge", grading="choice",
+    base = dict(model="fake-model", data=str(FIXTURE), out=out, judge={"model": "fake-judge", "mode": "choice"},
                 generation=GenerationSettings(max_new_tokens=16), n_bootstrap=200)
     base.update(kw)
     return HealthBenchEvalConfig(**base)
@@ -215,7 +215,9 @@ def test_report_renders_with_plots_and_failed_items(tmp_path):
     out = tmp_path / "run"
     m = run_healthbench(cfg(out, worst=2), generator=FakeGenerator(), judge=fake_judge())
     html = (out / "report.html").read_text()
-    assert f"{m['score']:.4f}" in html and "data:image/png;base64," in html
+    assert f"{100 * m['score']:.1f}%" in html and "data:image/png;base64," in html
+    lo, hi = m["score_ci95"]
+    assert lo <= m["score"] <= hi and f"95% CI {100 * lo:.1f}% to {100 * hi:.1f}%" in html
     for png in ("theme_scores.png", "axis_scores.png", "score_distribution.png"):
         assert (out / png).stat().st_size > 1000
     md = (out / "report.md").read_text()
@@ -252,3 +254,22 @@ def test_responses_cut_off_while_thinking_are_counted_and_the_cli_warns(tmp_path
     out = " ".join(capsys.readouterr().out.split())
     assert "3 of 4 response(s) stopped at --max-new-tokens" in out and "2 with no answer left to grade" in out
     assert "3 stopped at max_new_tokens, 2 with no answer left to grade" in (tmp_path / "run" / "report.md").read_text()
+
+
+def test_baseline_folder_adds_the_difference_and_the_headline_reads_in_percent(tmp_path):
+    base = run_healthbench(cfg(tmp_path / "base"), generator=FakeGenerator(),
+                           judge=FakeJudge(lambda t, it: 0.0, cache=None))
+    ours = run_healthbench(cfg(tmp_path / "ours", baseline=str(tmp_path / "base")), generator=FakeGenerator(),
+                           judge=FakeJudge(lambda t, it: 1.0 if it.criterion in MET else 0.0, cache=None))
+    b = ours["baseline"]
+    assert b["n_common"] == ours["n_scored"] and b["same_data_file"] is True
+    assert b["delta"] == pytest.approx(ours["score"] - base["score"])
+    lo, hi = b["delta_ci95"]
+    assert lo <= b["delta"] <= hi
+    from training.eval.headline import headline_text
+
+    text = headline_text(ours)
+    assert text.startswith(f"{100 * ours['score']:.1f}% (95% CI ") and f"n={ours['n_samples']}" in text
+    md = (tmp_path / "ours" / "report.md").read_text()
+    assert "vs baseline" in md and "points" in md
+    assert json.loads((tmp_path / "ours" / "metrics.json").read_text())["baseline"]["delta"] == b["delta"]

@@ -28,7 +28,7 @@ def lines(path: Path) -> list[dict]:
 
 def hb_args(model: Path, out: Path, *extra: str) -> list[str]:
     return ["eval", "healthbench", "--model", str(model), "--judge-model", str(model), "--data", str(FIXTURE),
-            "--grading", "choice", "--max-new-tokens", "16", "--system-prompt", "ours", "--length-adjust",
+            "--judge-mode", "choice", "--max-new-tokens", "16", "--system-prompt", "ours", "--length-adjust",
             "--out", str(out), *extra]
 
 
@@ -60,7 +60,7 @@ def test_inprocess_eval_crash_resume_report(tiny_model_dir, tmp_path, monkeypatc
     assert lines(ref / "runs.jsonl")[0]["judge_stats"]["requests"] == N_ITEMS
 
     html = (out / "report.html").read_text()
-    assert f"{metrics['score']:.4f}" in html and "lowest-scoring examples" in html
+    assert f"{100 * metrics['score']:.1f}%" in html and "lowest-scoring examples" in html
     for png in ("theme_scores.png", "axis_scores.png", "score_distribution.png"):
         assert (out / png).exists()
 

@@ -109,7 +109,7 @@ def test_mcq_eval_accuracy_format_failures_categories_and_resume(tmp_path, monke
     assert m["accuracy"] == pytest.approx(1 / 3) and m["correct"] == 1 and m["format_failures"] == 1
     assert m["categories"]["medical_task"]["Treatment"]["n"] == 2
     assert m["categories"]["medical_task"]["Diagnosis"]["accuracy"] == 1.0
-    assert (out / "report.html").exists() and "0.3333" in (out / "report.html").read_text()
+    assert (out / "report.html").exists() and "33.3%" in (out / "report.html").read_text()
     scores = [json.loads(x) for x in (out / "example_scores.jsonl").read_text().splitlines()]
     assert [s["choice"] for s in scores] == ["A", "B", None]
 

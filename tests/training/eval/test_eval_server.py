@@ -32,7 +32,7 @@ def lines(path: Path) -> list[dict]:
 
 def server_args(url: str, out: Path, *extra: str, data: Path = OWN) -> list[str]:
     return ["eval", "healthbench", "--model", "tiny", "--generate-url", url, "--judge-url", url,
-            "--served-judge", "tiny", "--data", str(data), "--grading", "choice", "--max-new-tokens", "16",
+            "--served-model", "tiny", "--data", str(data), "--judge-mode", "choice", "--max-new-tokens", "16",
             "--out", str(out), *extra]
 
 
@@ -89,8 +89,8 @@ def test_explain_grading_with_a_user_template(judge_url, tmp_path):
                         'Reply with JSON: {"explanation": "...", "criteria_met": true or false}\n')
     out = tmp_path / "explain"
     res = runner.invoke(app, server_args(judge_url, out, "--limit", "1", "--judge-max-tokens", "96",
-                                         "--judge-concurrency", "4", "--grader-template", str(template))
-                        + ["--grading", "explain"])
+                                         "--judge-concurrency", "4", "--judge-template", str(template))
+                        + ["--judge-mode", "explain"])
     m = json.loads((out / "metrics.json").read_text())
     assert res.exit_code == (0 if m["n_scored"] else 3), res.output  # nothing scored: exit 3 (issue 10)
     assert m["grading"]["mode"] == "explain" and m["grading"]["template"] == "file:grader.txt"
@@ -116,7 +116,7 @@ def test_real_healthbench_hard_rows(judge_url, tmp_path, shared_data):
     assert m["data"]["variant"] == "hard" and m["data"]["variant_source"] == "file name"
     assert any(t.startswith("theme:") for t in m["tags"]) and any(t.startswith("axis:") for t in m["tags"])
     assert m["length_adjusted"]["p"] == 0.0392
-    assert f"{m['score']:.4f}" in (out / "report.html").read_text()
+    assert f"{100 * m['score']:.1f}%" in (out / "report.html").read_text()
 
 
 def test_mcq_through_the_server(judge_url, tmp_path, shared_data):

@@ -73,7 +73,7 @@ def test_cli_needs_a_judge_and_names_a_bad_data_file(tmp_path):
                               "--out", str(tmp_path / "o")])
     assert res.exit_code == 2 and variants.VARIANTS["full"].file_name in res.output and "SHA-256" in res.output
     res = runner.invoke(app, ["eval", "healthbench", "--model", "m", "--data", str(OWN), "--judge-model", "j",
-                              "--grading", "fast", "--out", str(tmp_path / "o")])
-    assert res.exit_code == 2 and "--grading" in res.output
+                              "--judge-mode", "fast", "--out", str(tmp_path / "o")])
+    assert res.exit_code == 2 and "--judge-mode" in res.output
     res = runner.invoke(app, ["eval", "mcq", "--model", "m", "--data", str(OWN), "--out", str(tmp_path / "m")])
     assert res.exit_code == 2 and "eval_hb_own.jsonl" in res.output

@@ -22,16 +22,11 @@ from training.optimize.best_of_n import (
     run_best_of_n,
     save_pairs,
 )
-from training.optimize.handbook import (
-    build_handbooks,
-    conversation_key,
-    estimate_tokens,
-    render_handbook,
-)
+from training.optimize.handbook import build_handbooks, estimate_tokens, render_handbook
 from training.optimize.report import run_report
 from training.optimize.revise import REVISE_INSTRUCTION, best_round, revise_rollouts
 from training.optimize.store import OptimizeLog, PromptRow
-from training.system_prompt import apply_system_prompt, system_prompt_id
+from training.system_prompt import apply_system_prompt, conversation_key, system_prompt_id
 
 KEYWORDS = {
     "Advises calling emergency services now.": "emergency services",
@@ -66,7 +61,8 @@ def keyword_judge() -> FakeJudge:
 def _reward(judge=None) -> RubricReward:
     tree = _tree()
     judge = judge or keyword_judge()
-    return RubricReward(tree, StaticRouter(tree), judge)
+    # the penalty form's arithmetic (a reply failing every check scores 0); the loop is what is tested
+    return RubricReward(tree, StaticRouter(tree), judge, scoring_variant="penalty+active")
 
 
 PROMPT = [{"role": "user", "content": "Crushing chest pain for 20 minutes, sweating. What do I do?"}]

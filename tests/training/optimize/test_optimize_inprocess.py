@@ -39,7 +39,7 @@ def test_eval_healthbench_with_the_handbook_system_prompt(tiny_model_dir, tmp_pa
     invoke(["handbook", "--prompts", str(prompts), "--out", str(tmp_path / "hb.jsonl"), "--taxonomy",
             str(taxonomy_file(tmp_path)), "--tokenizer", str(tiny_model_dir), "--max-tokens", "120", *judge])
     res = runner.invoke(app, ["eval", "healthbench", "--model", str(tiny_model_dir), *judge, "--data", str(prompts),
-                              "--grading", "choice", "--max-new-tokens", "8", "--system-prompt",
+                              "--judge-mode", "choice", "--max-new-tokens", "8", "--system-prompt",
                               f"handbook:{tmp_path / 'hb.jsonl'}", "--out", str(tmp_path / "ev"), "--json"])
     assert res.exit_code == 0, res.output
     m = json.loads((tmp_path / "ev" / "metrics.json").read_text())

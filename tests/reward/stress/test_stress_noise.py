@@ -1,0 +1,105 @@
+"""Judge error in the oracle stress test (``--judge-noise``): no noise reproduces the oracle, a seed
+reproduces a run, applicability errors are shared by both replies of a case, inapplicable leaves
+stop absorbing verdict errors, and the command reports the figures."""
+
+from __future__ import annotations
+
+import json
+import random
+
+import pytest
+from typer.testing import CliRunner
+
+from reward.router import StaticRouter
+from reward.stress import load_cases
+from reward.stress.noise import noise_summary, noisy_pair
+from reward.stress.runner import oracle_scores
+from reward.tree import load_tree
+from rubricstree import app
+
+runner = CliRunner()
+
+
+@pytest.fixture(scope="module")
+def setup():
+    tree = load_tree()
+    cases = load_cases(tree=tree)
+    some = [c for c in cases if c.id.endswith("-1")]  # one case per cell and family
+    router = StaticRouter(tree)
+    routings = [router.route_sync(c.prompt) for c in some]
+    return tree, some, routings
+
+
+def test_no_noise_reproduces_the_oracle(setup):
+    tree, cases, routings = setup
+    rng = random.Random(0)
+    for c, r in zip(cases, routings):
+        got = noisy_pair(tree, c, r, "severity", judge_noise=0.0, applicability_noise=0.0, rng=rng)
+        assert got == pytest.approx(oracle_scores(tree, c, r, "severity"))
+
+
+def test_a_seed_reproduces_a_run_and_another_seed_differs(setup):
+    tree, cases, routings = setup
+    a = noise_summary(tree, cases, routings, "severity", judge_noise=0.1, seed=7, repeats=3)
+    b = noise_summary(tree, cases, routings, "severity", judge_noise=0.1, seed=7, repeats=3)
+    c = noise_summary(tree, cases, routings, "severity", judge_noise=0.1, seed=8, repeats=3)
+    assert a == b and a["clean_mean"] != c["clean_mean"]
+    assert a["applicability_noise"] == 0.1 and a["n"] == 3 * len(cases)
+    assert set(a["by_perturbation"]) == {c.perturbation for c in cases}
+    with pytest.raises(ValueError):
+        noise_summary(tree, cases, routings, "severity", judge_noise=0.7)
+
+
+def test_applicability_errors_alone_never_fail_a_clean_reply(setup):
+    """A wrongly kept leaf passes vacuously, a wrongly dropped one is not scored: with a perfect
+    verdict judge, only the perturbed reply can lose."""
+    tree, cases, routings = setup
+    rng = random.Random(1)
+    plain = [(c, r) for c, r in zip(cases, routings) if not c.clean_failed]
+    for _ in range(5):
+        for c, r in plain:
+            clean, _ = noisy_pair(tree, c, r, "severity", judge_noise=0.0, applicability_noise=0.3, rng=rng)
+            assert clean == 1.0
+
+
+def test_leaves_that_do_not_apply_stop_absorbing_verdict_errors(setup):
+    tree, cases, routings = setup
+    labelled = noise_summary(tree, cases, routings, "severity", judge_noise=0.1, applicability_noise=0.0,
+                             repeats=10)
+    premise = [c.model_copy(update={"applicable": None}) for c in cases]  # taxonomy v2: every routed leaf
+    unlabelled = noise_summary(tree, premise, routings, "severity", judge_noise=0.1, applicability_noise=0.0,
+                               repeats=10)
+    assert labelled["clean_mean"] > unlabelled["clean_mean"] + 0.3
+    assert labelled["detection_rate"] > unlabelled["detection_rate"]
+
+
+def test_cli_reports_noise_in_json_and_report(tmp_path):
+    res = runner.invoke(app, ["stress", "--router", "static", "--judge-noise", "0.1", "--seed", "3",
+                              "--noise-repeats", "2", "--json", "--report", str(tmp_path / "rep")])
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.stdout.strip().splitlines()[-1])
+    nz = out["noise"]
+    assert nz["judge_noise"] == 0.1 and nz["seed"] == 3 and nz["repeats"] == 2
+    assert {"clean_mean", "clean_sd", "detection_rate", "mean_penalty", "by_perturbation"} <= set(nz)
+    assert "Under judge noise 0.1" in (tmp_path / "rep" / "report.md").read_text()
+    plain = runner.invoke(app, ["stress", "--router", "static", "--json"])
+    assert "noise" not in json.loads(plain.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.parametrize("args", [["--judge-noise", "0.9"], ["--judge-noise", "0.1", "--noise-repeats", "0"],
+                                  ["--judge-noise", "0.1", "--mode", "judge", "--judge-url", "http://x/v1"]])
+def test_cli_bad_noise_settings_exit_2(args):
+    res = runner.invoke(app, ["stress", "--router", "static", *args])
+    assert res.exit_code == 2
+
+
+def test_per_prompt_applicability_beats_a_three_way_verdict_under_the_same_noise(setup):
+    """The measurement behind the design: a third verdict read on every (reply, leaf) item turns
+    each absent trigger into a fresh chance of a false failure; a per-prompt decision does not."""
+    tree, cases, routings = setup
+    per_prompt = noise_summary(tree, cases, routings, "severity", judge_noise=0.1, repeats=10)
+    three_way = noise_summary(tree, cases, routings, "severity", judge_noise=0.1, repeats=10, design="three_way")
+    assert per_prompt["design"] == "per_prompt" and three_way["design"] == "three_way"
+    assert per_prompt["clean_mean"] > three_way["clean_mean"] + 0.2
+    with pytest.raises(ValueError, match="design"):
+        noise_summary(tree, cases, routings, "severity", judge_noise=0.1, repeats=1, design="vote")

@@ -1,0 +1,170 @@
+"""Pack runs into the page's compact JSON: every string once, in a table ``S``, and arrays of
+indices and rounded numbers (the layout is documented at the top of ``page.html``'s script)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from math import isfinite
+from typing import Any
+
+from training.inspector.data import (
+    Rollout,
+    Run,
+    compare_groups,
+    leaf_counts,
+    leaf_variance_shares,
+    not_applicable,
+)
+
+KIND_INTERNAL, KIND_POSITIVE, KIND_NEGATIVE = 0, 1, 2
+
+
+def _num(x: Any, nd: int = 4) -> float | None:
+    t = type(x)
+    if t is float:  # the common case first: ~1M calls on a 10,000-rollout file
+        return round(x, nd) if isfinite(x) else None
+    if t is int:
+        return float(x)
+    if t is bool or not isinstance(x, (int, float)):
+        return None
+    return _num(float(x), nd)
+
+
+def _tri(x: Any) -> int:
+    return -1 if x is None else int(bool(x))
+
+
+class Packer:
+    """Builds the string table and the node table while packing rollouts."""
+
+    def __init__(self, tree: Any = None, *, text_limit: int | None = None) -> None:
+        self.tree = tree
+        self.text_limit = text_limit
+        self.strings: list[str] = []
+        self._sid: dict[str, int] = {}
+        self.nodes: list[list[Any]] = []
+        self._nid: dict[str, int] = {}
+        self.groups: list[str] = []
+        self._gid: dict[str, int] = {}
+        if tree is not None:
+            for nid in tree.topological_order:
+                self.node(nid)
+            for nid in tree.topological_order:  # children once every node has an index
+                self.nodes[self._nid[nid]][6] = [self._nid[c] for c in tree[nid].children]
+
+    def s(self, text: str | None) -> int:
+        if text is None:
+            return -1
+        i = self._sid.get(text)
+        if i is None:
+            i = self._sid[text] = len(self.strings)
+            self.strings.append(text)
+        return i
+
+    def node(self, node_id: str, title: str | None = None, polarity: str | None = None) -> int:
+        """The node table's index of ``node_id`` (added, from the tree or the record, when new):
+        ``[id, title, kind, severity, macro, criterion, children]``."""
+        i = self._nid.get(node_id)
+        if i is not None:
+            return i
+        i = self._nid[node_id] = len(self.nodes)
+        t = self.tree
+        if t is not None and node_id in t:
+            n = t[node_id]
+            kind = KIND_INTERNAL if not n.is_leaf else KIND_POSITIVE if n.polarity == "positive" else KIND_NEGATIVE
+            macros = [m for m in t.macro_capabilities if m == node_id or m in t.ancestors(node_id)]
+            self.nodes.append([self.s(node_id), self.s(n.title), kind, self.s(t.severity.get(node_id)), -1,
+                               self.s(n.criterion), []])
+            if macros and macros[0] != node_id:
+                self.nodes[i][4] = self.node(macros[0])
+            elif macros:
+                self.nodes[i][4] = i
+        else:  # not in the taxonomy given (another tree): shown flat, by what the record says
+            kind = KIND_NEGATIVE if polarity == "negative" else KIND_POSITIVE
+            self.nodes.append([self.s(node_id), self.s(title or node_id), kind, -1, -1, -1, []])
+        return i
+
+    def group(self, key: str) -> int:
+        i = self._gid.get(key)
+        if i is None:
+            i = self._gid[key] = len(self.groups)
+            self.groups.append(key)
+        return i
+
+    def text(self, text: str) -> str:
+        lim = self.text_limit
+        if lim is None or len(text) <= lim:
+            return text
+        return text[:lim] + f"\n[… {len(text) - lim} more characters cut by --text-limit]"
+
+    def rollout(self, r: Rollout) -> list[Any]:
+        rec = r.rec
+        leaves: list[Any] = []
+        for lf in r.leaves:
+            leaves += [self.node(lf["leaf_id"], lf.get("title"), lf.get("polarity")), _tri(lf.get("met")),
+                       _num(lf.get("p_yes"), 3), _num(lf.get("passed"), 3), _num(lf.get("weight"), 5),
+                       self.s(str(lf.get("reason") or "")), self.s(lf.get("failure"))]
+        nodes: list[Any] = []
+        for nid, v in (rec.get("nodes") or {}).items():
+            if isinstance(v, dict):
+                nodes += [self.node(nid), _num(v.get("score")), _num(v.get("weight"), 5)]
+        items: list[Any] = []
+        for it in rec.get("rubric_items") or []:
+            if isinstance(it, dict):
+                items += [self.s(str(it.get("criterion", ""))), _num(it.get("points"), 2), _tri(it.get("met")),
+                          _num(it.get("p_yes"), 3), self.s(it.get("failure"))]
+        na: list[Any] = []
+        for lid, why in not_applicable(rec):
+            na += [self.node(lid), self.s(why)]
+        conv: list[int] = []
+        for m in r.prompt:
+            conv += [self.s(m["role"]), self.s(self.text(m["content"]))]
+        user = [m["content"] for m in r.prompt if m["role"] == "user"] or [m["content"] for m in r.prompt] or [""]
+        fails = [str(f) for f in rec.get("failures") or []]
+        reason = ""
+        if r.score is None:
+            reason = fails[0] if fails else "unscored"
+        elif rec.get("format_failure"):
+            reason = "format failure (unclosed <think>)"
+        return [self.s(r.id), self.group(r.group), self.s(self.text(user[-1])), conv,
+                self.s(self.text(r.completion)), _num(r.score), _num(rec.get("tree_score")),
+                _num(rec.get("points_score")), r.rank if r.rank is not None else None, r.group_size,
+                self.s(reason), self.s(str(rec.get("feedback") or "")), leaves, nodes, items, na,
+                [self.s(f) for f in fails[1:10]], self.s(str(rec.get("scoring_variant") or ""))]
+
+    def run(self, run: Run) -> dict[str, Any]:
+        counts = leaf_counts(run.rollouts)
+        shares, other, var = leaf_variance_shares(run.rollouts)
+        stats = [[self.node(lid), c["routed"], c["met"], c["failed"], c["uncertain"], c["errors"], c["na"],
+                  _num(shares.get(lid, 0.0))] for lid, c in counts.items()]
+        scored = [r.score for r in run.rollouts if r.score is not None]
+        return {"name": run.name, "R": [self.rollout(r) for r in run.rollouts], "LS": stats,
+                "other": _num(other), "var": _num(var, 6), "n": len(run.rollouts), "scored": len(scored),
+                "mean": _num(sum(scored) / len(scored)) if scored else None,
+                "groups": len({r.group for r in run.rollouts})}
+
+    def pack(self, runs: list[Run], *, title: str, note: str | None,
+             compare: list[dict[str, Any]] | None) -> dict[str, Any]:
+        packed = [self.run(r) for r in runs]
+        data: dict[str, Any] = {
+            "v": 1, "title": title, "note": note or "", "made": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+            "runs": packed, "N": self.nodes,
+            "root": self._nid.get(self.tree.root, -1) if self.tree is not None else -1,
+            "macros": [self._nid[m] for m in self.tree.macro_capabilities] if self.tree is not None else [],
+            "tree": f"{self.tree.name} ({len(self.tree.leaves)} leaves)" if self.tree is not None else "",
+        }
+        if compare is not None:
+            data["C"] = [[self.group(g["group"]), _num(g["a"]), _num(g["b"]),
+                          [[self.node(lid), _num(x, 3), _num(y, 3)] for lid, x, y in g["changed"]]]
+                         for g in compare]
+        data["S"] = self.strings
+        data["nG"] = len(self.groups)
+        return data
+
+
+def build_data(runs: Sequence[Run], tree: Any = None, *, title: str = "RubricsTree rollout inspector",
+               note: str | None = None, text_limit: int | None = None) -> dict[str, Any]:
+    """The page's JSON: a string table ``S`` and arrays that index it (see ``page.html``)."""
+    return Packer(tree, text_limit=text_limit).pack(list(runs), title=title, note=note,
+                                                     compare=compare_groups(runs[0], runs[1]) if len(runs) > 1 else None)
