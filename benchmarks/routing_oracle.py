@@ -21,6 +21,8 @@ Data flow: LLMTreeRouter -> ``grade(items, template)`` -> conversation -> embedd
 
 from __future__ import annotations
 
+import re
+
 from reward.judge.base import Judge
 from reward.judge.render import PromptRenderer
 from reward.judge.templates import RELEVANCE, URGENCY, Template
@@ -45,13 +47,22 @@ class _Words:
         return {"input_ids": self.encode(text)}
 
 
+
+def _candidate(question: str) -> str:
+    """The "Candidate: ..." line of a relevance question (the node's title and definition)."""
+    m = re.search(r"^Candidate: .*$", question, re.MULTILINE)
+    return m.group(0) if m else question
+
 class EmbeddingRelevanceJudge(Judge):
     """Answers RELEVANCE and URGENCY items from an :class:`EmbeddingRouter`'s similarities."""
 
     def __init__(self, router: EmbeddingRouter) -> None:
         super().__init__(PromptRenderer(_Words()), model_id="embedding-oracle", cache=None)
         self.router = router
-        self.by_text = {node_text(router.tree[nid]): nid for nid in router.tree.topological_order}
+        # keyed by the question's "Candidate:" line: the rest of the question (the path from the
+        # top of the tree) depends on the walk, so a lookup by the whole text missed every node
+        # below the first level and answered it as a failure (counted relevant: everything opened)
+        self.by_text = {_candidate(node_text(router.tree[nid])): nid for nid in router.tree.topological_order}
         self._answers: dict[tuple, tuple[dict[str, float], float]] = {}
         self.rounds: dict[tuple, int] = {}
         self.items: dict[tuple, int] = {}
@@ -80,8 +91,8 @@ class EmbeddingRelevanceJudge(Judge):
             p, urgency = self._for(it.conversation)
             if template.name == URGENCY.name:
                 q = urgency
-            elif template.name == RELEVANCE.name and it.criterion in self.by_text:
-                q = p[self.by_text[it.criterion]]
+            elif template.name == RELEVANCE.name and _candidate(it.criterion) in self.by_text:
+                q = p[self.by_text[_candidate(it.criterion)]]
             else:
                 out.append(Verdict.failed(f"the embedding oracle answers only routing questions ({template.name})"))
                 continue

@@ -56,13 +56,15 @@ class RubricScoringSettings(_Settings):
     """Stage 3 scoring: which tree, which router, which rubric items, how verdicts become a score."""
 
     tree: str | None = Field(None, description="taxonomy YAML; null: the packaged one")
-    router: Literal["static", "llm", "embedding"] = Field("static", description="static, llm or embedding")
+    router: Literal["static", "llm", "embedding"] = Field("embedding", description="embedding (default), llm or "
+                                                                                     "static (every leaf)")
     router_options: dict[str, Any] = Field(default_factory=dict, description="keyword arguments of the router "
                                                                              "(axes, threshold, ...)")
     rubric_source: Literal["both", "tree", "rows"] = Field(
         "both", description="tree leaves and row items / tree only / row items only (the paper's stage 3)")
     scoring: Literal["hard", "soft"] = Field("hard", description="judge yes/no or p_yes")
-    combine: Literal["tree", "points", "mean"] = Field("tree", description="the reward when both scores exist")
+    combine: Literal["tree", "points", "mean"] = Field("mean", description="the reward when both scores exist "
+                                                                            "(mean: tree and rows, the stage-3 default)")
     scoring_variant: Literal["paper", "penalty", "active", "penalty+active", "severity"] | None = Field(
         None, description="tree score variant (reward.scoring.variants); null: the default one")
     grade: Literal["answer", "full"] = Field(

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import typer
 
-from rubricstree import cache, healthbench, judge, mcq, optimize, synth, tree, tree_evolve
+from rubricstree import cache, healthbench, judge, mcq, optimize, route, synth, tree, tree_evolve
 from rubricstree import eval as eval_cli  # the module name shadows a builtin
 from rubricstree import metaeval as metaeval_cli
 from rubricstree import train as train_cli
@@ -40,6 +40,7 @@ app.add_typer(metaeval_cli.app, name="meta-eval", help="Agreement with experts a
 app.add_typer(optimize.app, name="optimize", help="The tree as a coach: handbook, revise, best-of-n, held-out report.")
 app.add_typer(synth.app, name="synth", help="Synthetic stage-3 data (conversations, rubrics) and rubric-generation evaluation.")
 app.add_typer(cache.app, name="cache", help="Prune the durable verdict/routing cache.")
+app.add_typer(route.app, name="route", help="Measure a router on labelled prompts (precision, recall, cost).")
 app.command("score")(score_command)
 app.command("demo")(demo_command)
 app.command("stress")(stress_command)

@@ -4,6 +4,7 @@ Every command runs inside :class:`SafeGroup`. An error raised on purpose (``Rubr
 bad input, a judge failure) prints ``error: <message>`` (which names the file, record and field)
 and exits 2; a file that is not UTF-8, a path that is a folder, a missing file and other OS errors
 print the path and exit 2; anything else is a bug and prints one line naming the exception, exit 1.
+An error line is at most :data:`MAX_LINE` characters (a huge value in it is cut in the middle).
 ``rubricstree --debug ...`` (or ``RUBRICSTREE_DEBUG=1``) lets the traceback through instead.
 Click's own exits (usage errors, ``typer.Exit``) pass untouched.
 """
@@ -20,6 +21,16 @@ from typer.core import TyperGroup
 from reward.errors import RubricsTreeError
 
 DEBUG_ENV = "RUBRICSTREE_DEBUG"
+MAX_LINE = 1000  # characters of one error line: a 10 MB value in a config must not become a 10 MB line
+
+
+def bounded(text: str, limit: int = MAX_LINE) -> str:
+    """``text`` with its middle cut when longer than ``limit``: the start and the end (which
+    usually name the file and the reason) are kept, and the line says how much was cut."""
+    if len(text) <= limit:
+        return text
+    keep = (limit - 40) // 2
+    return f"{text[:keep]}… ({len(text) - 2 * keep:,} characters cut) …{text[-keep:]}"
 
 
 def describe(exc: BaseException) -> tuple[str, int]:
@@ -56,5 +67,5 @@ class SafeGroup(TyperGroup):
             if ctx.params.get("debug") or os.environ.get(DEBUG_ENV):
                 raise
             message, status = describe(exc)
-            typer.secho(f"error: {message}", err=True, fg="red")
+            typer.secho(f"error: {bounded(message)}", err=True, fg="red")
             raise typer.Exit(status) from exc

@@ -19,27 +19,45 @@ from reward.errors import InputError
 EXIT_TOO_FEW_SCORED = 3
 
 
+def file_key(p: str | Path) -> tuple:
+    """What makes two paths one file: the device and inode of an existing file (a hard link, a
+    symbolic link or another spelling of it has the same), else the resolved path."""
+    rp = Path(p).expanduser().resolve()
+    try:
+        st = rp.stat()
+    except OSError:
+        return ("path", str(rp))
+    return ("inode", st.st_dev, st.st_ino)
+
+
+def same_file(a: str | Path, b: str | Path) -> bool:
+    """Whether ``a`` and ``b`` name one file (:func:`file_key`)."""
+    return file_key(a) == file_key(b)
+
+
 def check_distinct_paths(inputs: dict[str, Path | None], outputs: dict[str, Path | None]) -> None:
-    """Refuse an output that is an input or another output (compared after resolving links and
-    relative parts: ``./a.jsonl`` and ``a.jsonl`` are one file).
+    """Refuse an output that is an input or another output, compared by file identity (device
+    and inode): ``./a.jsonl``, ``a.jsonl``, a symbolic link to it and a hard link of it are one
+    file. A path that does not exist yet is compared after resolving links and relative parts.
 
     Raises:
         InputError: naming both options and the path.
     """
-    seen: dict[Path, str] = {}
+    seen: dict[tuple, str] = {}
     for name, p in inputs.items():
         if p is not None:
-            seen.setdefault(Path(p).expanduser().resolve(), name)
+            seen.setdefault(file_key(p), name)
     for name, p in outputs.items():
         if p is None:
             continue
         rp = Path(p).expanduser().resolve()
-        if rp in seen:
-            raise InputError(f"{name} is the same file as {seen[rp]} ({rp}); it would be overwritten: "
+        key = file_key(p)
+        if key in seen:
+            raise InputError(f"{name} is the same file as {seen[key]} ({rp}); it would be overwritten: "
                              "choose another path", field=name)
         if rp.is_dir():
             raise InputError(f"{name} is a folder ({rp}); give a file path", field=name)
-        seen[rp] = name
+        seen[key] = name
 
 
 _WHERE = re.compile(r"^(leaf \S+|rubric item \d+|item \d+|\S+/(clean|perturbed)): ")

@@ -68,9 +68,13 @@ async def score_rollouts(reward, rollouts: Sequence, out: Path, *, concurrency: 
 
 def summarise(reward, judge, rollouts: Sequence, results: dict[str, Any], seconds: float) -> dict[str, Any]:
     """The run's numbers: scores, routing and judge cost."""
+    from reward.stages.cost import judge_cost
+
     scored = [results[r.id].score for r in rollouts if r.id in results and results[r.id].score is not None]
     st = reward.stats
     prompts = int(st["prompts"])
+    done = [r for r in rollouts if r.id in results]
+    cost = judge_cost([results[r.id] for r in done], [r.prompt_key for r in done])
     return {
         "rollouts": len(rollouts),
         "prompts": prompts,
@@ -80,6 +84,8 @@ def summarise(reward, judge, rollouts: Sequence, results: dict[str, Any], second
         "mean_score": (sum(scored) / len(scored)) if scored else None,
         "active_leaves_per_prompt": (st["active_leaves"] / prompts) if prompts else 0.0,
         "judge_items": int(st["judge_items"]),
+        "judge_items_per_rollout": cost["judge_items_per_rollout"],
+        "judge_items_per_prompt": cost["judge_items_per_prompt"],
         "judge_requests": judge.stats.requests,
         "cache_hits": judge.stats.cache_hits,
         "cache_misses": judge.stats.cache_misses,

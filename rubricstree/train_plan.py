@@ -16,6 +16,7 @@ from pathlib import Path
 import typer
 
 from reward.errors import RubricsTreeError
+from rubricstree.errors import bounded
 
 NOT_FITTING = 3
 
@@ -41,7 +42,7 @@ def plan_command(
         pin = plan_input_from_config(config, list(set_), sharding=sharding, judge_model=judge_model)  # type: ignore[arg-type]
         result = plan(pin, gpus=gpus, gpu_memory_gb=gpu_memory_gb, judge_gpus=judge_gpus)
     except RubricsTreeError as exc:
-        typer.echo(f"error: {exc}", err=True)
+        typer.echo(f"error: {bounded(str(exc))}", err=True)
         raise typer.Exit(2) from exc
     if print_judge_args:  # exit 0: the fit is the plain command's to judge
         typer.echo("\n".join(judge_vllm_args(pin.judge, judge_gpus)))
@@ -49,7 +50,7 @@ def plan_command(
     if as_json:
         typer.echo(json.dumps(result.model_dump()))
     else:
-        typer.echo(f"{pin.model} ({pin.trainer}, sharding {result.sharding}) on {result.train_gpus} training + "
+        typer.echo(f"{bounded(pin.model)} ({pin.trainer}, sharding {result.sharding}) on {result.train_gpus} training + "
                    f"{judge_gpus} judge GPUs of {gpu_memory_gb:g} GiB; master weights float32")
         for name, gib in result.per_gpu_gb.items():
             typer.echo(f"  {name:18s} {gib:8.2f} GiB")
@@ -59,5 +60,5 @@ def plan_command(
         typer.echo(f"fits: {result.fits} (largest: {result.largest})")
     if not result.fits:
         for text in result.problems:
-            typer.echo(f"does not fit: {text}", err=True)
+            typer.echo(f"does not fit: {bounded(text)}", err=True)
         raise typer.Exit(NOT_FITTING)

@@ -230,7 +230,9 @@ def apply(file: Path = ApplyFileArg, out: Path = ApplyOutOpt,
 
     src = taxonomy or default_taxonomy_path()
     try:
-        if out.resolve() == Path(src).resolve():
+        from rubricstree.guards import same_file
+
+        if same_file(out, src):  # by device and inode: a hard or symbolic link of the input too
             raise ValueError(f"--out {out} is the input taxonomy: write a new file")
         doc = load_proposals(file)
         tree = load_tree(src)

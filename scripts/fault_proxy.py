@@ -9,7 +9,10 @@ chosen uniformly among ``--faults``:
 - ``nonjson``: HTTP 200 with an HTML body;
 - ``nologprobs``: HTTP 200 with the upstream's JSON answer stripped of logprobs and text;
 - ``reset``: close the connection without an answer (an abortive close);
-- ``slow``: forward, but answer ``--slow-s`` seconds late (a correct, slow answer).
+- ``slow``: forward, but answer ``--slow-s`` seconds late (a correct, slow answer);
+- ``oneanswer`` (only when named in ``--faults``; not in the default mix): HTTP 200 with the
+  upstream's answer keeping one logprob per position, as a gateway that ignores
+  ``logprob_token_ids`` and the choice constraint would answer.
 
 Everything else (``GET /v1/models``, the other 80%) passes through unchanged. The random draws
 come from ``--seed``, so a run is reproducible given the same request order. Counts of injected
@@ -32,6 +35,7 @@ from pathlib import Path
 import httpx
 
 FAULTS = ("hang", "http500", "http503", "nonjson", "nologprobs", "reset", "slow")
+EXTRA_FAULTS = ("oneanswer",)  # not in the default mix, so seeded runs of the default mix stay as they were
 
 
 class FaultProxy:
@@ -85,6 +89,12 @@ class FaultProxy:
             for choice in data.get("choices") or []:
                 choice.pop("logprobs", None)
                 choice.pop("text", None)
+            content = json.dumps(data).encode()
+        if fault == "oneanswer" and resp.status_code == 200:
+            data = resp.json()
+            for choice in data.get("choices") or []:
+                lp = choice.get("logprobs") or {}
+                lp["top_logprobs"] = [dict(list(top.items())[:1]) for top in lp.get("top_logprobs") or []]
             content = json.dumps(data).encode()
         if fault == "slow":
             await asyncio.sleep(self.slow_s)

@@ -8,7 +8,10 @@
 # as a module (its `vllm serve` entry point cannot find the distribution named `vllm`).
 # Automatic prefix caching is on (vLLM's default; we pass the flag explicitly). Bound to 127.0.0.1
 # unless --host says otherwise. Writes the server's PID to --pid-file (default
-# .judge-server.pid); stop it with `kill $(cat .judge-server.pid)`.
+# .judge-server.pid); stop it with `kill $(cat .judge-server.pid)`. The server runs in its own
+# process group (setsid): when this script gives up (not ready in JUDGE_WAIT_S, the wrong model,
+# interrupted) it stops that whole group (SIGTERM, then SIGKILL after JUDGE_STOP_S, default 15 s),
+# so no vLLM worker keeps the port or the memory, and removes the pid file.
 # VLLM_PYTHON picks the interpreter that has vLLM (default: .venv-judge/bin/python, else python).
 # Everything after `--` goes to vLLM unchanged (later flags win over the CPU defaults), e.g. a
 # Qwen3-32B judge on two 80 GB GPUs, or on one with 8-bit weights:
@@ -33,7 +36,7 @@ while [ $# -gt 0 ]; do
     --pid-file) PID_FILE=$2; shift 2 ;;
     --log) LOG=$2; shift 2 ;;
     --) shift; EXTRA=("$@"); break ;;
-    -h|--help) sed -n 2,21p "$0"; exit 0 ;;
+    -h|--help) sed -n 2,24p "$0"; exit 0 ;;
     *) echo "serve_judge.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -53,40 +56,67 @@ if curl -s -o /dev/null -m 3 "$URL/" 2>/dev/null || (exec 3<>"/dev/tcp/$HOST/$PO
   exit 1
 fi
 
+# Its own process group, so giving up can stop every process the server started (vLLM's engine
+# core and workers survive a SIGTERM to the API process alone).
+SETSID=""
+command -v setsid >/dev/null 2>&1 && SETSID=setsid
 COMMON=(--served-model-name "$NAME" --host "$HOST" --port "$PORT" --enable-prefix-caching
         --enable-prompt-tokens-details)
 if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then
   VLLM_BIN=$(dirname "$PY")/vllm
   [ -x "$VLLM_BIN" ] || VLLM_BIN=vllm
-  nohup "$VLLM_BIN" serve "$MODEL" "${COMMON[@]}" "${EXTRA[@]}" >"$LOG" 2>&1 &
+  $SETSID nohup "$VLLM_BIN" serve "$MODEL" "${COMMON[@]}" "${EXTRA[@]}" >"$LOG" 2>&1 &
 else
   # CPU: small KV cache, float32 (exact agreement with the in-process backend on CPU), and
   # 32-token cache blocks (the smallest the CPU attention kernel takes) so shared prefixes
   # are reused at a fine grain.
   VLLM_TARGET_DEVICE=cpu VLLM_CPU_KVCACHE_SPACE=${VLLM_CPU_KVCACHE_SPACE:-2} \
-    nohup "$PY" -m vllm.entrypoints.openai.api_server --model "$MODEL" "${COMMON[@]}" \
+    $SETSID nohup "$PY" -m vllm.entrypoints.openai.api_server --model "$MODEL" "${COMMON[@]}" \
     --dtype "${JUDGE_DTYPE:-float32}" --max-model-len "${JUDGE_MAX_LEN:-4096}" --block-size 32 \
     "${EXTRA[@]}" >"$LOG" 2>&1 &
 fi
 PID=$!
 echo "$PID" >"$PID_FILE"
+
+# Stop the server and everything it started, and forget its pid file.
+give_up() {
+  local target=("$PID") PGID MY_PGID
+  PGID=$(ps -o pgid= -p "$PID" 2>/dev/null | tr -d ' ' || true)
+  MY_PGID=$(ps -o pgid= -p $$ 2>/dev/null | tr -d ' ' || true)
+  if [ -z "$PGID" ] && [ -n "$SETSID" ]; then PGID=$PID; fi
+  # the group, unless setsid was missing and the server shares ours (never signal our own group)
+  if [ -n "$PGID" ] && [ "$PGID" != "$MY_PGID" ]; then target=(-- "-$PGID"); fi
+  kill -TERM "${target[@]}" 2>/dev/null || true
+  for _ in $(seq 1 "$((${JUDGE_STOP_S:-15} * 10))"); do
+    if [ "${target[0]}" = "--" ]; then  # any member of the group that is not a zombie left?
+      ps -e -o pgid=,stat= 2>/dev/null | awk -v g="$PGID" '$1 == g && $2 !~ /^Z/ {f = 1} END {exit !f}' || break
+    else
+      kill -0 "$PID" 2>/dev/null || break
+    fi
+    sleep 0.1
+  done
+  kill -KILL "${target[@]}" 2>/dev/null || true
+  rm -f "$PID_FILE"
+}
+trap 'give_up; echo "serve_judge.sh: interrupted; the server was stopped" >&2; exit 130' INT TERM
 for _ in $(seq 1 "$WAIT_S"); do
   if ! kill -0 "$PID" 2>/dev/null; then
-    echo "serve_judge.sh: the server exited; last lines of $LOG:" >&2; tail -n 30 "$LOG" >&2; exit 1
+    echo "serve_judge.sh: the server exited; last lines of $LOG:" >&2; tail -n 30 "$LOG" >&2; give_up; exit 1
   fi
   if MODELS=$(curl -sf "$URL/v1/models" 2>/dev/null); then
     # ours must still be alive and serve the name we asked for: else the answer is someone else's
     if ! kill -0 "$PID" 2>/dev/null; then
-      echo "serve_judge.sh: the server exited; $URL answers for another process" >&2; exit 1
+      echo "serve_judge.sh: the server exited; $URL answers for another process" >&2; give_up; exit 1
     fi
-    if ! grep -q "\"id\": *\"$NAME\"" <<<"$MODELS"; then
+    if ! grep -q "\"id\": *\"$NAME\"" <<<"$MODELS"; then  # a here-string: no pipe to die of SIGPIPE
       echo "serve_judge.sh: $URL does not serve '$NAME' (it lists: $MODELS)" >&2
-      kill "$PID" 2>/dev/null || true; exit 1
+      give_up; exit 1
     fi
+    trap - INT TERM
     echo "$URL"; exit 0
   fi
   sleep 1
 done
-echo "serve_judge.sh: not ready after ${WAIT_S}s; see $LOG" >&2
-kill "$PID" 2>/dev/null || true
+echo "serve_judge.sh: not ready after ${WAIT_S}s; stopping it (see $LOG)" >&2
+give_up
 exit 1

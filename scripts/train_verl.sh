@@ -48,7 +48,7 @@ if [ "$only_print" = 0 ]; then
     [ "${RUBRICSTREE_ALLOW_NO_GPU:-0}" = 1 ] || exit 2
   fi
   if grep -q 'RUBRICSTREE_JUDGE_URL' "$CONFIG" && [ -z "${RUBRICSTREE_JUDGE_URL:-}" ] \
-     && [[ " $* " != *judge.url=* ]]; then
+     && ! grep -q 'judge\.url=' <<< "$(printf '%s\n' "$@")"; then
     echo "train_verl: $CONFIG_NAME scores with a judge: set RUBRICSTREE_JUDGE_URL (scripts/serve_judge.sh)" \
          "or pass reward.custom_reward_function.reward_kwargs.judge.url=..." >&2
     exit 2

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import statistics
 import sys
 from collections.abc import Sequence
 from typing import Any, Literal
@@ -92,6 +93,7 @@ class RowCoverage(BaseModel):
     row: str
     themes: tuple[str, ...] = ()
     active: tuple[str, ...] = ()
+    n_positive_active: int = Field(0, description="active leaves of positive polarity (ones a reply can earn)")
     coverage: float
     coverage_any_leaf: float
 
@@ -181,6 +183,9 @@ class CoverageResult(BaseModel):
             "n_negative_items_ignored": self.n_negative_items,
             "skipped_rows": self.skipped_rows,
             "active_leaves_per_row": _mean([len(r.active) for r in self.rows]) or 0.0,
+            "active_leaves_per_row_median": statistics.median([len(r.active) for r in self.rows]) if self.rows else 0.0,
+            "active_leaves_per_row_max": max((len(r.active) for r in self.rows), default=0),
+            "rows_without_positive_leaf": [r.row for r in self.rows if not r.n_positive_active],
             "judge_failures": self.judge_failures,
             "taxonomy": self.taxonomy,
             "settings": self.settings,
@@ -261,7 +266,9 @@ async def measure(rows: Sequence[HealthBenchRow], tree: RubricTree, router: Rout
             skipped.append(r.prompt_id)
             continue
         row_recs.append(RowCoverage(row=r.prompt_id, themes=_tag_values(r.example_tags, "theme:"),
-                                    active=tuple(sorted(active[r.prompt_id])), coverage=c, coverage_any_leaf=ca))
+                                    active=tuple(sorted(active[r.prompt_id])),
+                                    n_positive_active=sum(tree[x].polarity == "positive" for x in active[r.prompt_id]),
+                                    coverage=c, coverage_any_leaf=ca))
     inner = getattr(router, "inner", router)
     return CoverageResult(
         taxonomy={"name": tree.name, "source": tree.source, "version": version, "leaves": len(tree.leaves),

@@ -31,7 +31,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from reward.errors import InputError
-from reward.textio import load_yaml
+from reward.textio import parse_yaml, read_text
 from reward.tree.schema import LeafTags, Node
 
 FORMAT = "rubricstree-proposals/1"
@@ -164,8 +164,9 @@ def load_proposals(path: str | Path) -> ProposalsFile:
     src = str(path)
     if not path.exists():
         raise InputError("file not found", file=src)
+    text = read_text(path)  # a folder, or bytes that are not UTF-8: named with the file and line
     try:
-        raw = load_yaml(path)
+        raw = parse_yaml(text, where=src)
     except yaml.YAMLError as exc:
         raise InputError(f"invalid YAML: {exc}", file=src) from exc
     if not isinstance(raw, dict):

@@ -17,7 +17,7 @@ import yaml
 from pydantic import ValidationError
 
 from reward.errors import InputError, TaxonomyError
-from reward.textio import load_yaml, parse_yaml
+from reward.textio import parse_yaml, read_text
 from reward.tree.graph import RubricTree
 from reward.tree.loader import default_taxonomy_path, load_tree
 from reward.tree.schema import ChangelogEntry, Node, TaxonomyFile
@@ -29,8 +29,9 @@ WIDTH = 100
 def read_header(path: str | Path | None) -> TaxonomyFile:
     """The file's top-level fields (``nodes`` left as raw dicts)."""
     path = Path(path) if path is not None else default_taxonomy_path()
+    text = read_text(path)  # a folder, or bytes that are not UTF-8: named with the file and line
     try:
-        return TaxonomyFile.model_validate(load_yaml(path))
+        return TaxonomyFile.model_validate(parse_yaml(text, where=str(path)))
     except (OSError, yaml.YAMLError, ValidationError, TypeError) as exc:
         raise TaxonomyError(f"cannot read the taxonomy header: {exc}", file=str(path)) from exc
 
@@ -158,7 +159,7 @@ def render_new_version(old_path: str | Path | None, old: RubricTree, nodes: list
     old_path = Path(old_path) if old_path is not None else default_taxonomy_path()
     header = read_header(old_path)
     changelog = [*header.changelog, entry]
-    text = _edit_text(old_path.read_text(encoding="utf-8"), old, nodes, entry.version, entry)
+    text = _edit_text(read_text(old_path), old, nodes, entry.version, entry)
     if text is not None and _matches(text, nodes, entry.version, changelog):
         return text, True
     data = {"version": entry.version, "name": header.name, "root": header.root,

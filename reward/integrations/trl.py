@@ -253,6 +253,8 @@ class RubricRewardFunc(_JudgeReward):
             points (achieved over possible; below 0 unless ``clip_below_zero``): the paper's stage 3
             reward; no routing, no tree).
         scoring: ``"hard"`` (yes/no) or ``"soft"`` (p_yes); combine: ``tree``/``points``/``mean``.
+            The defaults (embedding router, ``both``, ``mean``) are the README's stage-3 "tree and
+            rows" reward: the routed tree score and the row's rubric points, averaged.
         on_failure: ``"skip"`` (None) or ``"raise"``.
         scoring_variant: the tree score's variant (``reward.scoring.variants``); None: the default.
         applicability: leave out the routed leaves whose situation is absent (decided once per prompt).
@@ -261,10 +263,10 @@ class RubricRewardFunc(_JudgeReward):
     router and judge see. Each prompt is routed once per batch (RubricReward groups by prompt).
     """
 
-    def __init__(self, judge: Any, *, tree: Any = None, router: Any = "static",
+    def __init__(self, judge: Any, *, tree: Any = None, router: Any = "embedding",
                  router_options: Mapping[str, Any] | None = None,
                  rubric_source: Literal["both", "tree", "rows"] = "both", scoring: str = "hard",
-                 combine: str = "tree", on_failure: str = "skip", name: str = "clinical_rubric",
+                 combine: str = "mean", on_failure: str = "skip", name: str = "clinical_rubric",
                  scoring_variant: str | None = None, grade: str = "answer",
                  format_failure_score: float | None = 0.0, clip_below_zero: bool = False,
                  applicability: bool = False) -> None:
@@ -360,6 +362,11 @@ class RubricRewardFunc(_JudgeReward):
         if rubrics is not None:
             for ax, vals in rubric_axis_scores(results_items(results), rubrics, self.scoring).items():
                 metrics[f"axis/{ax}"] = mean(vals)
+        from reward.stages.cost import judge_cost
+
+        keys = [repr(rec["prompt"]) for rec in recs]
+        for k, v in judge_cost(results, keys).items():
+            metrics[f"cost/{k}"] = v
         metrics["tree_score"] = mean([r.tree_score for r in results if r.score is not None])
         metrics["points_score"] = mean([r.points_score for r in results if r.score is not None])
         return [r.score for r in results], metrics

@@ -49,6 +49,7 @@ from reward.judge import defaults as D
 from reward.judge.base import Judge, run_staged
 from reward.judge.cache import VerdictCache
 from reward.judge.endpoints import EndpointPool
+from reward.judge.identity import require_identity
 from reward.judge.parsing import explain_parser, parse_json_object
 from reward.judge.templates import Template
 from reward.judge.transport import RequestFailed as _Failed
@@ -154,7 +155,11 @@ class ChatJudge(ServedTransport, Judge):
         self._init_client_state()
         self.use_response_format = response_format
         host = urlparse(self.pool.endpoints[0].url).netloc
+        self._listed = False  # whether /v1/models lists this model (set by _discover_root)
         self.served_root = self._discover_root() if discover and transport is None else None
+        if cache is not None and discover and transport is None:  # who grades must be known to cache
+            require_identity(model, {"id": model} if self._listed else None, revision,
+                             [ep.name for ep in self.pool.endpoints], need_root=False)
         model_id = f"chat:{host}:{model}" + (f"@{self.served_root}" if self.served_root else "")
         model_id += f"!{revision}" if revision else ""  # a hosted model's name is all it reports
         super().__init__(None, model_id=model_id, config=config, cache=cache, concurrency=concurrency)
@@ -173,8 +178,10 @@ class ChatJudge(ServedTransport, Judge):
             try:
                 data = httpx.get(f"{ep.url}/models", headers=self._headers, timeout=10).json()
                 for m in data.get("data", []):
-                    if m.get("id") == self.model and m.get("root"):
-                        return str(m["root"])
+                    if m.get("id") == self.model:
+                        self._listed = True
+                        if m.get("root"):
+                            return str(m["root"])
             except (httpx.HTTPError, ValueError, AttributeError):
                 continue
         return None

@@ -7,9 +7,13 @@ Backends are imported lazily (the in-process one needs torch): ``judge_url`` -> 
 
 from __future__ import annotations
 
+import os
+
 from reward.judge.base import Judge
 from reward.judge.cache import VerdictCache
 from reward.judge.types import JudgeConfig
+
+REVISION_ENV = "RUBRICSTREE_JUDGE_REVISION"
 
 
 def make_judge(*, judge_url: str | list[str] | None = None, judge_model: str | None = None,
@@ -24,7 +28,12 @@ def make_judge(*, judge_url: str | list[str] | None = None, judge_model: str | N
         served_model: the model name the server serves (default: the first one it lists).
         cache: a :class:`VerdictCache`, True for the default location, False/None for none.
         judge_api: ``completions`` | ``chat`` | ``auto`` (``reward.judge.api``), with ``judge_url``.
+        revision (in ``kwargs``; default ``$RUBRICSTREE_JUDGE_REVISION``): a label naming the
+            judge's weights, part of its identity; a served judge that does not report its
+            weights needs one to use the verdict cache (``reward.judge.identity``).
     """
+    if not kwargs.get("revision") and os.environ.get(REVISION_ENV):
+        kwargs["revision"] = os.environ[REVISION_ENV]  # names the judge's weights where nothing else can
     if cache is True:
         cache = VerdictCache()
     elif cache is False:

@@ -29,7 +29,7 @@ from reward.judge import defaults as D
 from reward.judge.base import Judge
 from reward.judge.cache import VerdictCache
 from reward.judge.endpoints import EndpointPool
-from reward.judge.identity import served_model_id
+from reward.judge.identity import require_identity, served_model_id
 from reward.judge.parsing import explain_parser, parse_json_object
 from reward.judge.render import PromptRenderer, load_tokenizer
 from reward.judge.replies import choice_p_yes, completion_text, usage_counts
@@ -93,12 +93,15 @@ class HTTPJudge(ServedTransport, Judge):
         self._legacy_logprobs = False
         # Who the judge is, by content (reward.judge.identity): what the server reports for this
         # name (root, max_model_len, the root's fingerprint when readable here) and the user's
-        # revision; it goes into the verdict cache key. An unreachable server leaves the report
-        # out, which can only cause cache misses, never a wrong hit.
+        # revision; it goes into the verdict cache key. A server that does not report its weights
+        # may only use the cache under a revision the user names (two judges served under one
+        # name would otherwise share verdicts).
         entry = self._discover_entry() if transport is None else None
         self.served_root = str(entry["root"]) if entry and entry.get("root") else None
         if tokenizer is None or isinstance(tokenizer, str):
             tokenizer = load_tokenizer(tokenizer or self.served_root or self.model)
+        if cache is not None and transport is None:
+            require_identity(model, entry, revision, [ep.name for ep in self.pool.endpoints])
         model_id = served_model_id(model, entry, revision)
         block = (config or JudgeConfig()).prefix_block
         super().__init__(PromptRenderer(tokenizer, block_size=block), model_id=model_id, config=config,

@@ -20,6 +20,7 @@ from reward._optional import require, require_model
 from reward.judge.base import Judge
 from reward.judge.cache import VerdictCache
 from reward.judge.identity import local_model_id
+from reward.judge.limits import answer_budget, context_failure, longest_token_chars, min_tokens
 from reward.judge.parsing import explain_parser, parse_json_object
 from reward.judge.prefix_reuse import common_prefix_len, encode_prefix, group_by_prefix, score_suffixes
 from reward.judge.render import PromptRenderer, load_tokenizer
@@ -41,12 +42,15 @@ class TransformersJudge(Judge):
         prefix_chunk: criteria scored per forward against one shared prefix (bounds memory).
         revision: an optional label added to the judge's identity (the verdict cache key), which
             already holds a fingerprint of the model folder's content.
+        max_model_len: the context in tokens (prompt plus answer); default the model's
+            ``max_position_embeddings``. A longer prompt fails its item with the server's rule
+            and words (``reward.judge.limits``), before any tensor is made.
     """
 
     def __init__(self, model: str, *, device: str | None = None, dtype: str | None = None,
                  config: JudgeConfig | None = None, cache: VerdictCache | None = None,
                  batch_size: int = 16, prefix_reuse: bool = True, prefix_chunk: int = 16,
-                 revision: str | None = None) -> None:
+                 revision: str | None = None, max_model_len: int | None = None) -> None:
         require_model(model, "the in-process judge")
         torch = require("torch", "the in-process judge")
         transformers = require("transformers", "the in-process judge")
@@ -61,6 +65,8 @@ class TransformersJudge(Judge):
         self.model.to(self.device).eval()
         self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
         self._lock = threading.Lock()  # one forward at a time on this model
+        self.max_model_len = max_model_len or getattr(self.model.config, "max_position_embeddings", None)
+        self._longest_token = longest_token_chars(tokenizer)
         block = (config or JudgeConfig()).prefix_block
         super().__init__(PromptRenderer(tokenizer, block_size=block),
                          model_id=local_model_id(model, dtype) + (f"!{revision}" if revision else ""), config=config,
@@ -69,9 +75,36 @@ class TransformersJudge(Judge):
     async def _grade_one(self, template: Template, item: JudgeItem, ids: list[int]) -> Verdict:
         return (await self._grade_uncached(template, [item]))[0]
 
+    def _within_context(self, template: Template, items: list[JudgeItem], failed):
+        """(indices of the items that fit the context, their ids, results with a failure for the
+        rest and None for these). Items far too long are refused from their length in characters,
+        before they are tokenised (``reward.judge.limits``)."""
+        out: list = [None] * len(items)
+        fit, ids = [], []
+        for i, it in enumerate(items):
+            chars = sum(len(text) for text, _ in template.pieces(it)) + len(template.system)
+            reason = context_failure(min_tokens(chars, self._longest_token), self.max_model_len, at_least=True)
+            if reason is None:
+                rendered = self.renderer.render_ids(template, it)
+                reason = context_failure(len(rendered), self.max_model_len)
+            if reason is None:
+                fit.append(i)
+                ids.append(rendered)
+            else:
+                out[i] = failed(reason)
+        return fit, ids, out
+
     async def _grade_uncached(self, template: Template, items: list[JudgeItem], *,
                               on_done=None) -> list[Verdict]:
-        ids = [self.renderer.render_ids(template, it) for it in items]
+        fit, ids, out = self._within_context(template, items, lambda r: Verdict.failed(r, mode=template.mode))
+        if fit:
+            done = None if on_done is None else (lambda j, v: on_done(fit[j], v))
+            for i, v in zip(fit, await self._grade_fitting(template, [items[i] for i in fit], ids, done)):
+                out[i] = v
+        return out
+
+    async def _grade_fitting(self, template: Template, items: list[JudgeItem], ids: list[list[int]],
+                             on_done) -> list[Verdict]:
         if template.mode == "choice" and self.prefix_reuse:
             keys = [self.renderer.prefix_key(template, it) for it in items]
             conv_keys = [(template.version, it.conversation) for it in items]
@@ -194,8 +227,10 @@ class TransformersJudge(Judge):
             temp = max(temperature, retry_temperature) if attempt and retry_temperature is not None else temperature
             kw = {"do_sample": True, "temperature": temp} if temp > 0 else {"do_sample": False}
             with torch.inference_mode():
+                # the answer budget shrinks to what the context has left, as on the server
+                budget = answer_budget(max_tokens, max(len(batch[i]) for i in pending), self.max_model_len)
                 gen = self.model.generate(input_ids=input_ids, attention_mask=mask, pad_token_id=self.pad_id,
-                                          max_new_tokens=max_tokens, **kw)
+                                          max_new_tokens=budget, **kw)
             new = gen[:, input_ids.shape[1]:]
             self.stats.requests += len(pending)
             self.stats.prompt_tokens += sum(len(batch[i]) for i in pending)
@@ -224,7 +259,10 @@ class TransformersJudge(Judge):
     async def _generate_json_uncached(self, template: Template, items: list[JudgeItem], *, constraint: dict,
                                       required: tuple[str, ...], max_tokens: int, attempts: int,
                                       on_done=None) -> list[JSONResult]:
-        ids = [self.renderer.render_ids(template, it) for it in items]
+        fit, ids, out = self._within_context(template, items, JSONResult.failed)
+        if not fit:
+            return out
+        done = None if on_done is None else (lambda j, r: on_done(fit[j], r))
 
         def batch_fn(batch: list[list[int]]) -> list[JSONResult]:
             results = self._generate_parsed(batch, parse=lambda t: parse_json_object(t, required), attempts=attempts,
@@ -233,7 +271,10 @@ class TransformersJudge(Judge):
                     else JSONResult.failed(f"unparseable JSON: {text[:200]!r} after {attempts} attempts", text=text)
                     for v, text in results]
 
-        return await asyncio.to_thread(self._run_batched, batch_fn, ids, JSONResult.failed, _on_loop(on_done))
+        made = await asyncio.to_thread(self._run_batched, batch_fn, ids, JSONResult.failed, _on_loop(done))
+        for i, r in zip(fit, made):
+            out[i] = r
+        return out
 
 
 def _choice_verdict(p: float) -> Verdict:

@@ -49,8 +49,11 @@ def finite_p_yes(p: Any) -> float:
 def choice_p_yes(data: Any, yes_id: int, no_id: int) -> float:
     """p_yes from a choice-mode reply with top logprobs keyed ``token_id:N``.
 
-    BadReply when logprobs are missing, a logprob is NaN or +inf, or neither answer token is
-    present: each of these would otherwise turn into a silent "no".
+    BadReply when logprobs are missing, a logprob is NaN or +inf, or either answer token is
+    absent: each of these would otherwise turn into a silent "no" (or "yes"). Both ids were asked
+    for (``logprob_token_ids``, or the choice constraint that leaves only the two answers), so a
+    reply with one of them comes from a server or gateway that ignored the request: p_yes read
+    from it would be 0.0 or 1.0 whatever the judge thought.
     """
     choice = completion_choice(data)
     try:
@@ -64,9 +67,14 @@ def choice_p_yes(data: Any, yes_id: int, no_id: int) -> float:
     for lp in (lp_yes, lp_no):
         if lp is not None and (math.isnan(lp) or lp == math.inf):
             raise BadReply(f"non-finite logprob in the reply: yes={lp_yes!r} no={lp_no!r}")
+    if lp_yes is None or lp_no is None:
+        which = "neither answer token is" if lp_yes is None and lp_no is None else \
+            f"only one of the two answer tokens (yes={yes_id}, no={no_id}) is"
+        raise BadReply(f"{which} in the reply's logprobs (the server ignored logprob_token_ids and the "
+                       f"choice constraint?): {str(top)[:120]!r}")
     p = p_yes_from_logprobs(lp_yes, lp_no)
     if p is None:
-        raise BadReply("neither answer token is in the reply's logprobs")
+        raise BadReply("both answer tokens have logprob -inf in the reply")
     return finite_p_yes(p)
 
 

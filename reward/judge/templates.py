@@ -31,6 +31,14 @@ PLACEHOLDER = re.compile(r"\{\{(\w+)\}\}|<<(\w+)>>")
 KNOWN = {"conversation", "response", "conversation_with_response", "criterion", "points", "rubric_item"}
 USER_MARKER = "---user---"
 RESPONSE_OPEN, RESPONSE_CLOSE = "<response>", "</response>"
+# Anything a reader could take for our closing delimiter: any case, blanks (newlines too) inside,
+# fullwidth brackets and slash.
+_CLOSE_LIKE = re.compile(r"[<\uff1c]\s*[/\uff0f]\s*response\s*[>\uff1e]", re.IGNORECASE)
+# "(<points> points)" around an empty points value (a tree leaf has none): left out, not "( points)".
+_EMPTY_POINTS = re.compile(r" ?\((?:\{\{points\}\}|<<points>>) points?\)")
+# How values are rendered into a template (the fence, empty points): part of every template's
+# version, so verdicts cached under an older rendering are never served for the new prompts.
+RENDER_VERSION = "2"
 
 
 @dataclass(frozen=True)
@@ -46,7 +54,7 @@ class Template:
     def version(self) -> str:
         """Content hash: part of the verdict cache key, so editing a template never reuses
         verdicts graded under another wording."""
-        h = hashlib.sha256(f"{self.name}\0{self.mode}\0{self.system}\0{self.user}".encode())
+        h = hashlib.sha256(f"{self.name}\0{self.mode}\0{self.system}\0{self.user}\0{RENDER_VERSION}".encode())
         return h.hexdigest()[:16]
 
     def pieces(self, item: JudgeItem) -> list[tuple[str, bool]]:
@@ -56,18 +64,19 @@ class Template:
     def named_pieces(self, item: JudgeItem) -> list[tuple[str, bool, str | None]]:
         """Like :meth:`pieces`, with the placeholder name of each value (None for template text)."""
         values = _values(item)
+        user = self.user if values["points"] else _EMPTY_POINTS.sub("", self.user)
         out: list[tuple[str, bool, str | None]] = []
         pos = 0
-        for m in PLACEHOLDER.finditer(self.user):
+        for m in PLACEHOLDER.finditer(user):
             name = _slot(m)
             if name not in KNOWN:
                 continue  # an unknown <<word>> is literal text of the template
             if m.start() > pos:
-                out.append((self.user[pos:m.start()], True, None))
+                out.append((user[pos:m.start()], True, None))
             out.append((values[name], False, name))
             pos = m.end()
-        if pos < len(self.user):
-            out.append((self.user[pos:], True, None))
+        if pos < len(user):
+            out.append((user[pos:], True, None))
         return out
 
 
@@ -83,8 +92,11 @@ def format_conversation(item: JudgeItem) -> str:
 
 
 def fence_response(text: str) -> str:
-    """Neutralise our closing delimiter inside the graded text so it cannot end the fence."""
-    return text.replace(RESPONSE_CLOSE, "</ response>")
+    """Neutralise anything like our closing delimiter inside the graded text (``</RESPONSE>``,
+    ``< /response >``, fullwidth brackets) so it cannot end the fence: its brackets are written
+    as ``&lt;`` and ``&gt;`` (``</Response>`` -> ``&lt;/Response&gt;``), which no reader takes for
+    a tag."""
+    return _CLOSE_LIKE.sub(lambda m: "&lt;" + m.group(0)[1:-1] + "&gt;", text)
 
 
 def _points_text(points: float | None) -> str:
@@ -137,7 +149,7 @@ EXPLAIN = Template(
 # the candidate node as the router renders it (its path, title and definition, and a leaf's
 # criterion). Relevance is asked given the parent, so the walk can multiply the answers.
 RELEVANCE = Template(
-    name="rubricstree-relevance-v2",
+    name="rubricstree-relevance-v3",
     mode="choice",
     system=("You decide which parts of a rubric apply to one conversation with an AI health"
             " assistant. The rubric is a tree: broad areas at the top, single checks (criteria) at"
@@ -145,7 +157,10 @@ RELEVANCE = Template(
             " above it on that path has already been judged to apply. Decide whether the candidate"
             " applies too: for an area, whether any check inside it could matter for a good reply"
             " to this conversation; for a criterion, whether the situation it names is present in"
-            " the conversation or could well arise in the reply. Reply with exactly one word: yes or no."),
+            " the conversation, counting a detail the user mentions only in passing (a medicine they"
+            " take, a pregnancy, a thought of self-harm) while asking about something else. A"
+            " situation the topic could involve but the user did not describe does not count."
+            " Reply with exactly one word: yes or no."),
     user=("Conversation:\n{{conversation}}\n\n{{criterion}}\n\nGiven that its parent applies, does"
           " the candidate apply to this conversation? Answer yes or no."),
 )

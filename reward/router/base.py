@@ -22,18 +22,33 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from reward.judge.cache import VerdictCache
 from reward.judge.types import Message
+from reward.router.cues import cue_leaves
 from reward.tree.graph import RubricTree
 
 ROUTING_NAMESPACE = "routing"
-# Negative checks a router activates for every prompt unless told otherwise (``always_on=[]``):
-# failures that any conversation can show (false reassurance, home care for red flags, needless
-# or repeated questions, sending a minor complaint to the emergency department), whose trigger an
-# embedding of the topic does not see. They stay out of the tree's ``always_on`` flag, which the
-# scoring variants read as "safety check on every prompt"; ids absent from a tree are skipped.
-DEFAULT_ALWAYS_ON = ("sf_home_care_instead_of_emergency", "cm_false_reassurance", "sf_over_escalation",
-                     "cs_needless_questions", "hm_pers_no_repeat_questions")
+# The forced set: checks a clinician makes on every reply, whatever the question, added to the
+# tree's own ``always_on`` leaves (missed emergency, dangerous advice, a dose above the maximum,
+# method information after a suicidal disclosure). Each is a failure that can
+# appear in a reply to any prompt and whose trigger is in the reply or in a detail mentioned in
+# passing, not in the prompt's topic: false reassurance about symptoms, a factual medical error,
+# home care suggested for red-flag symptoms, a length out of proportion to the question.
+# Fabricated record data is checked where there are records or tool results (context, tool
+# calls), and over-escalation of a minor complaint on every prompt that is not urgent (the
+# urgency rule, ``ROUTINE_GUARDS``). Everything else is routed
+# (relevance, the urgency rule, cues, context); the set stays at most 8 leaves
+# (``tests/reward/router/test_forced_set.py``). ``always_on=[]`` drops these extras; ids absent
+# from a tree are skipped.
+DEFAULT_ALWAYS_ON = ("cm_false_reassurance", "ms_ddx_factual_error", "sf_home_care_instead_of_emergency",
+                     "cm_proportional_length")
+# The triage guard of a prompt the urgency rule calls routine: sending a minor complaint to the
+# emergency department (its urgent counterpart, home care for red flags, is in the forced set).
+TRIAGE_GUARD_ROUTINE = "sf_over_escalation"
+# The other reply-side failure of a routine prompt: questions before a useful answer when the user
+# gave enough (on an urgent prompt the check is that emergency advice comes first).
+ROUTINE_GUARDS = (TRIAGE_GUARD_ROUTINE, "cs_needless_questions")
+MAX_FORCED = 8
 # Bumped when the stored Routing shape or the key recipe changes, so old entries are not reused.
-ROUTING_FORMAT = 2
+ROUTING_FORMAT = 3
 
 
 class ActiveLeaf(BaseModel):
@@ -198,6 +213,9 @@ class Router(ABC):
         out = dict.fromkeys((i for i in always_on if i in eligible), "always_on")
         user_text = "\n".join(m.content for m in conversation if m.role == "user")
         if user_text:
+            for leaf_id in cue_leaves(user_text, eligible):
+                if self.tree[leaf_id].is_leaf:
+                    out.setdefault(leaf_id, "cue")
             for leaf in self.tree.leaves:
                 if leaf.cues and leaf.id in eligible and any(re.search(c, user_text, re.IGNORECASE)
                                                               for c in leaf.cues):
@@ -212,6 +230,28 @@ class Router(ABC):
                     for leaf_id in self.tree.descendant_leaves[node.id]:
                         if leaf_id in eligible:
                             out.setdefault(leaf_id, "context")
+        return out
+
+    def cue_paths(self, standing: dict[str, str], expanded: dict[str, float],
+                  gate: dict[str, float] | None = None) -> dict[str, float]:
+        """The internal nodes above each ``cue`` leaf that the routing did not expand, along one
+        path (an expanded parent first, else the first listed): added to the routing's
+        ``expanded``, they make a leaf reached by a cue sit in the activated sub-DAG exactly as a
+        leaf reached by relevance does, so the scoring weighs the two alike."""
+        out: dict[str, float] = {}
+        gate = gate or {}
+        for lid, reason in standing.items():
+            if reason != "cue":
+                continue
+            nid = lid
+            while self.tree.parents.get(nid):
+                parents = self.tree.parents[nid]
+                p = next((x for x in parents if x in expanded or x in out), parents[0])
+                if p == self.tree.root:
+                    break
+                if p not in expanded:
+                    out[p] = min(1.0, max(0.0, gate.get(p, 1.0)))
+                nid = p
         return out
 
     def _active(self, relevance: dict[str, float], routed: Iterable[str], standing: dict[str, str] | Iterable[str],

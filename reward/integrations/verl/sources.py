@@ -31,6 +31,7 @@ from typing import Any
 from reward.errors import InputError
 from reward.integrations.rollout_log import leaf_columns
 from reward.integrations.verl.context import RewardContext
+from reward.stages.cost import items_per_prompt, judge_items
 from reward.stages.mcq import DEFAULT_LETTERS, grade_mcq
 from reward.stages.rollout_text import key_letter, parse_options, to_plain
 from reward.stages.row_rubrics import grade_rubric_rows
@@ -53,6 +54,8 @@ EXTRA_DEFAULTS: dict[str, Any] = {
     "tree_score": None,       # clinical: tree-weighted score
     "points_score": None,     # clinical: HealthBench points score of the row's rubric items
     "n_active_leaves": None,
+    "judge_items": None,      # clinical: judge items this rollout asked for (leaves + rubric items)
+    "judge_items_prompt": None,  # clinical: judge items of all rollouts of its prompt in the batch
     "judge_failures": 0,      # judge items that failed for this rollout
     "failed_leaves": "",      # clinical tree: routed leaves that failed the check (ids, bounded)
     "uncertain_leaves": "",   # clinical tree: leaves the judge could not decide (p_yes near 0.5)
@@ -227,11 +230,13 @@ async def score_clinical(samples: list[Sample], context: RewardContext) -> list[
     # one call for the batch: RubricReward groups by prompt and routes each prompt once
     results = await context.rubric_reward.score(records)
     cols = leaf_columns(results, ())  # the leaf verdicts behind each score, in verl's rollout dumps
+    per_prompt = items_per_prompt(results, [repr((rec["prompt"], rec.get("context"))) for rec in records])
     out = []
-    for j, r in enumerate(results):
+    for j, (r, n_prompt) in enumerate(zip(results, per_prompt)):
         n_fail = sum(lr.failure is not None for lr in r.leaves) + sum(it.failure is not None for it in r.rubric_items)
         extra = {"tree_score": r.tree_score, "points_score": r.points_score,
                  "n_active_leaves": r.routing.get("n_active"), "judge_failures": n_fail,
+                 "judge_items": judge_items(r), "judge_items_prompt": n_prompt,
                  "format_failure": r.format_failure, "failed_leaves": cols["failed_leaves"][j],
                  "uncertain_leaves": cols["uncertain_leaves"][j], "leaf_verdicts": cols["verdicts"][j]}
         if context.settings.log_records:

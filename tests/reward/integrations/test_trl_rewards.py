@@ -160,10 +160,13 @@ class TestRubricRewardFunc:
         assert d["clinical_rubric/macro/communication"] == pytest.approx(0.5)
         assert d["clinical_rubric/tree_axis/accuracy"] == pytest.approx(0.5)
         assert d["clinical_rubric/judge/requests"] == 6 and d["clinical_rubric/judge/failures"] == 0
+        # cost: 3 leaves per rollout (2 rollouts of one prompt), de-duplicated requests aside
+        assert d["clinical_rubric/cost/judge_items_per_rollout"] == pytest.approx(3)
+        assert d["clinical_rubric/cost/judge_items_per_prompt"] == pytest.approx(6)
         assert "clinical_rubric/judge/cache_hits" in d
 
     async def test_rubrics_column_and_per_axis_means(self):
-        f = RubricRewardFunc(keyword_judge(), tree=_tree(), combine="points")
+        f = RubricRewardFunc(keyword_judge(), tree=_tree(), router="static", combine="points")
         log = Log()
         out = await f([CHEST] * 2, [GOOD, POOR], rubrics=[RUBRICS] * 2, log_metric=log)
         # POOR meets only the -5 item: -5/10, not clipped at 0 (the stage 3 default)
@@ -193,17 +196,29 @@ class TestRubricRewardFunc:
 
     async def test_failure_is_none_and_raise_mode(self):
         log = Log()
-        f = RubricRewardFunc(keyword_judge(), tree=_tree())
+        f = RubricRewardFunc(keyword_judge(), tree=_tree(), router="static", combine="tree")
         out = await f([CHEST] * 2, ["crash", GOOD], log_metric=log)
         assert out == [None, pytest.approx(1.0)]
         assert log.d["clinical_rubric/unscored"] == 0.5 and log.d["clinical_rubric/judge/failures"] == 3
         with pytest.raises(JudgeError):
-            await RubricRewardFunc(keyword_judge(), tree=_tree(), on_failure="raise")([CHEST], ["crash"])
+            await RubricRewardFunc(keyword_judge(), tree=_tree(), router="static", on_failure="raise")(
+                [CHEST], ["crash"])
         rows = RubricRewardFunc(keyword_judge(), rubric_source="rows")
         assert await rows([CHEST], ["crash"], rubrics=[RUBRICS]) == [None]
         with pytest.raises(JudgeError):
             await RubricRewardFunc(keyword_judge(), rubric_source="rows", on_failure="raise")(
                 [CHEST], ["crash"], rubrics=[RUBRICS])
+
+    def test_defaults_are_the_documented_stage3_reward(self):
+        """No router argument: the routed tree (embedding router) and the row's rubric items,
+        averaged (the README's "tree and rows" stage-3 reward), not every leaf with the rows ignored."""
+        from reward.settings import RubricRewardSettings
+
+        f = RubricRewardFunc(keyword_judge())
+        assert (f.router_source, f.rubric_source, f.combine) == ("embedding", "both", "mean")
+        s = RubricRewardSettings()
+        assert (s.router, s.rubric_source, s.combine) == ("embedding", "both", "mean")
+        assert RubricRewardFunc.from_settings(keyword_judge(), {}).combine == "mean"
 
     def test_pickles_with_a_spec(self):
         f = RubricRewardFunc({"url": "http://127.0.0.1:9", "served_model": "m", "tokenizer": "t"},

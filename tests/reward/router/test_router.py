@@ -336,14 +336,15 @@ def test_universal_and_context_leaves_are_active_without_being_asked():
         Node(id="d1", title="d1", criterion="If data, criterion d1."),
     ], root="root")
     judge = _judge({"A": 0.0, "D": 0.0, "a1": 0.0, "u1": 0.0, "d1": 0.0})
-    r = LLMTreeRouter(tree, judge, threshold=0.5).route_sync(CONV)
+    r = LLMTreeRouter(tree, judge, threshold=0.5, universal=True).route_sync(CONV)
     assert [(a.leaf_id, a.reason) for a in r.active] == [("u1", "universal")]
     r = LLMTreeRouter(tree, _judge({"A": 0, "D": 0, "a1": 0, "u1": 0, "d1": 0}),
-                      threshold=0.5).route_sync(CONV, context="HbA1c 7.1%")
+                      threshold=0.5, universal=True).route_sync(CONV, context="HbA1c 7.1%")
     assert [(a.leaf_id, a.reason) for a in r.active] == [("u1", "universal"), ("d1", "context")]
     assert "u1" not in _asked(judge)
-    assert LLMTreeRouter(tree, _judge({"A": 0, "D": 0, "a1": 0, "u1": 0, "d1": 0}), threshold=0.5,
-                         universal=False).route_sync(CONV).leaf_ids == []
+    # the default: a universal leaf is routed like any other (asked, here answered no)
+    assert LLMTreeRouter(tree, _judge({"A": 0, "D": 0, "a1": 0, "u1": 0, "d1": 0}),
+                         threshold=0.5).route_sync(CONV).leaf_ids == []
 
 
 def test_cue_leaves_are_active_when_a_user_turn_states_the_instruction():

@@ -1,0 +1,158 @@
+"""Instruction cues: hear the user's instructions on form (format, length, language, exclusions,
+audience) in any common phrasing, and switch on the instruction-following leaves they call for.
+
+An instruction has no topic, so an embedding of the prompt does not find it: "in a table please"
+sits nowhere near "If the user requests a format ... uses that format". A cue is a request shape,
+not a keyword: a format noun counts when it follows "in/as/into (a)" or a request verb ("give me
+a table", "put it in a grid", "as JSON"), never alone ("table salt", "the chart at the clinic");
+a language counts when a reply is asked for in it ("answer in German", "she only reads
+Portuguese", "en français") or when the user writes in it (:func:`reward.router.language.is_english`),
+not as an adjective ("in Chinese medicine", "German measles"). Patterns cover English and the
+common forms in Spanish, French, German, Portuguese and Chinese.
+
+Measured on ``reward/data/instruction_phrasings.jsonl`` (phrasings of our own, labelled before the
+patterns were run on them): see ``docs/routing.md`` and ``tests/reward/router/test_cues.py``.
+
+Each kind maps to leaves (:data:`CUE_LEAVES`); a tree without those leaves gets none. The
+taxonomy's own ``cues`` (regular expressions on a leaf) still work alongside these.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from reward.router.language import is_english
+
+KINDS = ("format", "length", "language", "exclusion", "audience")
+
+CUE_LEAVES: dict[str, tuple[str, ...]] = {
+    "format": ("if_requested_format",),
+    "length": ("if_length_limit",),
+    "language": ("if_same_language",),
+    "exclusion": ("if_respects_exclusions",),
+    "audience": ("if_named_audience", "if_reading_level"),
+}
+# machine-readable formats also switch on the leaf that checks the output parses
+MACHINE_READABLE = re.compile(r"\b(json|csv|xml|yaml)\b", re.IGNORECASE)
+
+_NUM = r"(?:\d+|one|two|three|four|five|six|seven|eight|nine|ten|a few|a couple of)"
+_LANGS = (r"(?:english|spanish|french|german|portuguese|italian|chinese|mandarin|cantonese|japanese|korean|"
+          r"arabic|hindi|urdu|bengali|punjabi|russian|polish|vietnamese|tagalog|turkish|dutch|swahili|persian|"
+          r"farsi|greek|hebrew|thai|indonesian|ukrainian|romanian|somali|amharic|tamil|gujarati)")
+# "in Chinese medicine", "in French cuisine": a language used as an adjective
+_ADJ_USE = (r"(?!\s+(?:medicine|food|foods|cuisine|herbs?|herbal|culture|diet|style|people|population|"
+            r"patients|hospitals?|doctors?|measles|flu|encephalitis|guidelines?|studies|research))")
+_FORMAT_NOUN = (r"(?:tables?|charts?|grids?|lists?|checklists?|bullets?|bullet[- ]points?|bulleted|numbered|"
+                r"columns|headings?|sections|json|csv|markdown|q\s?&\s?a|point form|step[- ]by[- ]step|"
+                r"points,? one per line|flowchart|timeline)")
+_REQUEST_VERB = (r"(?:give|put|make|write|format|present|lay|show|break|use|summari[sz]e|organi[sz]e|draw|"
+                 r"answer|reply|respond|list|arrange|structure|set out|turn)")
+_AUDIENCE = (r"(?:\d+[- ]?(?:year|yr)[- ]?olds?|child|children|kids?|son|daughter|teen(?:ager)?s?|grand(?:mother|"
+             r"father|ma|pa|parents?)|mother|mum|mom|father|dad|parents?|patients?|colleagues?|nurses?|"
+             r"caregivers?|carers?|students?|class|husband|wife|partner|team|staff|residents?|family|"
+             r"doctor|gp|clinicians?|pharmacist|boss|employer|school|teacher|elderly|lay (?:person|reader))")
+
+PATTERNS: dict[str, tuple[str, ...]] = {
+    "format": (
+        rf"\b(?:in|as|into|in the form of)\s+(?:an?\s+|the\s+)?(?:\w+\s+)?{_FORMAT_NOUN}\b",
+        rf"\b{_REQUEST_VERB}\b[^.?!\n]{{0,40}}\b{_FORMAT_NOUN}\b",
+        r"\btabulate\b",
+        r"\b(?:table|list|chart|bullet points)\s*,?\s*(?:please|pls)\b",
+        r"\b(?:en\s+(?:forma\s+de\s+)?(?:una\s+)?(?:tabla|lista)|con\s+viñetas|(?:hazme|haz|dame)\s+una\s+(?:tabla|lista)|en\s+puntos)\b",
+        r"\b(?:sous\s+forme\s+de\s+(?:tableau|liste)|en\s+(?:tableau|liste)|à\s+puces|fais(?:-moi)?\s+un\s+tableau)\b",
+        r"\b(?:als\s+(?:tabelle|liste|stichpunkte|aufzählung)|in\s+(?:einer\s+)?tabelle|in\s+stichpunkten)\b",
+        r"\b(?:em\s+(?:forma\s+de\s+)?(?:uma\s+)?(?:tabela|lista)|em\s+t[oó]picos)\b",
+        r"(?:用表格|列成表|表格形式|列表|分点|要点形式)",
+    ),
+    "length": (
+        rf"\b(?:max(?:imum)?(?:\s+of)?|at most|no more than|not more than|under|below|less than|fewer than|within|"
+        rf"up to|(?:a\s+)?limit\s+of|limit"
+        rf"(?:ed)?\s+(?:it\s+|this\s+|your\s+(?:answer|reply|response)\s+)?to|keep\s+(?:it\s+)?(?:to|under|within|"
+        rf"below)|in|at least|only)\s+{_NUM}\s*[- ]?(?:words?|sentences?|lines?|paragraphs?|bullet[- ]?points?|"
+        rf"bullets|points|characters|tips)\b",
+        r"\b\d+\s*(?:words?|sentences?|lines?|characters)\s*(?:max(?:imum)?|tops|or (?:less|fewer)|limit)\b",
+        rf"\b{_NUM}\s+(?:key\s+|main\s+)?(?:points|tips|sentences|lines|bullets|words|things)\s+(?:only|max(?:imum)?|at most)\b",
+        rf"\b(?:top|just|only)\s+{_NUM}\s+(?:key\s+|main\s+)?(?:tips|points|things|reasons|bullets|steps)\b",
+        r"\b(?:be\s+(?:brief|concise|short)|briefly|keep\s+(?:it|this|the\s+answer|your\s+answer|the\s+reply)\s+"
+        r"(?:short|brief|concise|simple|under|below|to)|short\s+(?:answer|version|reply|response)|make\s+it\s+"
+        r"(?:short|shorter|concise|brief)|concise(?:ly)?|tl;?\s?dr|in\s+a\s+(?:line|sentence|nutshell|paragraph)|"
+        r"a\s+line\s+or\s+two|one[- ]word\s+answer|summari[sz]e\s+(?:it\s+|this\s+)?in|short\s+and\s+sweet|"
+        r"the\s+gist)\b",
+        r"\b(?:respuesta\s+corta|breve(?:mente)?|en\s+pocas\s+palabras|m[aá]ximo\s+\d+\s+(?:palabras|frases|líneas)|"
+        r"en\s+(?:una|dos|tres|\d+)\s+(?:frases?|líneas?))\b",
+        r"\b(?:bri[eè]vement|en\s+(?:une|deux|trois|\d+)\s+phrases?|phrases?\s+maximum|réponse\s+courte|"
+        r"en\s+quelques\s+mots|fais\s+court)\b",
+        r"\b(?:ganz\s+kurz|kurz\s+(?:antworten|erklären|zusammenfassen)|höchstens\s+\w+\s+(?:sätze|wörter|zeilen)|"
+        r"in\s+(?:einem|zwei|drei|\d+)\s+sätzen|erklär\w*\s+(?:mir\s+)?kurz)\b",
+        r"\b(?:em\s+poucas\s+palavras|resposta\s+curta|resumidamente|brevemente|no\s+máximo\s+\d+\s+(?:palavras|frases))\b",
+        r"(?:简短|简单回答|一句话|不超过\s*\d+\s*字|简要|简单说)",
+    ),
+    "language": (
+        rf"\b(?:in|into)\s+(?:plain\s+|simple\s+)?{_LANGS}\b{_ADJ_USE}",
+        rf"\b(?:reply|respond|answer|write|translate|say|put|explain|speaks?|reads?|understands?)\b[^.?!\n]{{0,40}}"
+        rf"\b{_LANGS}\b{_ADJ_USE}",
+        r"\b(?:only|just)\s+(?:speaks?|reads?|understands?)\s+\w+",
+        r"\ben\s+(?:français|espagnol|anglais|allemand|portugais|italien|chinois|arabe)\b",
+        r"\ben\s+(?:español|inglés|francés|portugués|alemán|italiano|chino|catalán)\b",
+        r"\bauf\s+(?:deutsch|englisch|spanisch|französisch|türkisch|italienisch)\b",
+        r"\bem\s+(?:português|inglês|espanhol|francês)\b",
+        r"(?:用(?:中文|英文|英语|汉语|普通话|粤语)|说中文)",
+    ),
+    "exclusion": (
+        r"\b(?:don'?t|do\s+not|please\s+don'?t|no\s+need\s+to|never)\s+(?:suggest|recommend|mention|include|tell\s+me|"
+        r"bring\s+up|give\s+me|list|talk\s+about|go\s+into|offer|propose)\b",
+        r"\bwithout\s+(?:mentioning|suggesting|recommending|including|using|any|discussing|bringing)\b",
+        r"\b(?:other\s+than|apart\s+from|aside\s+from|besides|except(?:\s+for)?)\b[^.?!\n]{0,50},?\s*"
+        r"(?:what|which|how|any|are\s+there|is\s+there|can|could|anything)\b",
+        r"\bno\s+(?:medications?|medicines?|drugs?|pills?|tablets?|surgery|supplements?|meds)\b\s*(?:options|please|,|\.|!|$)",
+        r"\bi\s+(?:don'?t|do\s+not)\s+want\s+(?:any|anything|to\s+take|medication|medicine|pills|drugs)\b",
+        r"\b(?:exclud(?:e|ing)|leave\s+(?:out|\w+\s+out)|skip\s+(?:the|any|all)|not\s+interested\s+in|"
+        r"avoid\s+(?:recommending|suggesting|mentioning|including)|nothing\s+with)\b",
+        r"\b(?:sin\s+(?:medicamentos|pastillas|fármacos|medicinas)|no\s+me\s+(?:recomiendes|sugieras|digas)|excepto)\b",
+        r"\b(?:sans\s+(?:médicaments?|traitement|médicament)|ne\s+(?:me\s+)?(?:propose|conseille|suggère|parle)\s+pas)\b",
+        r"\b(?:ohne\s+(?:medikamente|tabletten|arzneimittel)|keine\s+(?:medikamente|tabletten)\s+bitte)\b",
+        r"\bsem\s+(?:remédios?|medicamentos?|medicação)\b",
+        r"(?:不要(?:推荐|建议|提)|不吃药)",
+    ),
+    "audience": (
+        rf"\b(?:explain|write|put|make|draft|say|tell|describe|word|phrase|adapt|rewrite)\b[^.?!\n]{{0,60}}\b(?:for|to)"
+        rf"\s+(?:(?:my|a|an|our|the|his|her|their)\s+(?:\w+\s+){{0,2}})?{_AUDIENCE}\b",
+        rf"\btell\s+(?:my|our)\s+(?:\w+\s+)?{_AUDIENCE}\b",
+        rf"\b(?:version|summary|leaflet|handout|explanation)\s+for\s+(?:(?:my|a|an|our|the)\s+)?(?:\w+\s+)?{_AUDIENCE}\b",
+        r"\b(?:like|as\s+if)\s+(?:i'?m|i\s+am|to)\s+(?:a\s+)?(?:five|5|\d+|a\s+child|a\s+kid|child|kid)\b",
+        r"\b(?:\w+[- ]grade|reading|grade\s+\d+)\s+(?:reading\s+)?level\b",
+        r"\b(?:so|that|such\s+that)\s+(?:a|my|an)\s+(?:\w+\s+)?(?:child|kid|teen(?:ager)?|\d+[- ]year[- ]old)\s+"
+        r"(?:could|can|would|will)\s+understand",
+        r"\bunderstandable\s+(?:for|to)\b",
+        r"\b(?:simple|easy|plain)\s+(?:words|language|terms|english)\b|\blay(?:man|person)?'?s?\s+terms\b",
+        r"\bexpl[ií]ca(?:selo|lo|le|me)?\b[^.?!\n]{0,40}\ba\s+(?:mi|un|una)\s+(?:hij[oa]|niñ[oa]|abuel[oa]|madre|padre|paciente)",
+        r"\b(?:comme\s+(?:à|a)\s+un\s+enfant|pour\s+(?:un|une|mon|ma)\s+(?:enfant|fils|fille|patient|patiente|grand-mère|grand-père))\b",
+        r"\b(?:für\s+(?:ein|mein|meine|meinen)\s+(?:kind|sohn|tochter|oma|opa|patienten)|wie\s+für\s+ein\s+kind)\b",
+        r"\bpara\s+(?:o\s+|a\s+)?(?:meu|minha|uma|um)\s+(?:filho|filha|criança|avó|avô|paciente)\b",
+        r"(?:给(?:孩子|小孩|老人)|小孩(?:子)?能听懂|通俗易懂)",
+    ),
+}
+
+_COMPILED = {k: tuple(re.compile(p, re.IGNORECASE) for p in ps) for k, ps in PATTERNS.items()}
+
+
+def detect(text: str) -> set[str]:
+    """The instruction kinds (:data:`KINDS`) that ``text`` (the user's turns) states."""
+    found = {k for k, rx in _COMPILED.items() if any(r.search(text) for r in rx)}
+    if text.strip() and not is_english(text):
+        found.add("language")
+    return found
+
+
+def cue_leaves(text: str, leaf_ids: Sequence[str] | set[str]) -> dict[str, str]:
+    """Leaf id -> the cue kind that switched it on, for the leaves of ``leaf_ids`` that ``text`` calls for."""
+    out: dict[str, str] = {}
+    available = set(leaf_ids)
+    for kind in sorted(detect(text)):
+        for lid in CUE_LEAVES[kind]:
+            if lid in available:
+                out.setdefault(lid, kind)
+        if kind == "format" and MACHINE_READABLE.search(text) and "if_machine_readable" in available:
+            out.setdefault("if_machine_readable", kind)
+    return out

@@ -1,0 +1,202 @@
+"""The judge's identity cannot be fooled by a same-path swap (issue 26, N1 and N3).
+
+N1: the fingerprint used to read the safetensors header plus 16 samples of 64 KiB of each weight
+file, so one tensor changed between the samples kept it, and a rerun took every verdict from the
+old judge's cache. It is now a full SHA-256 of every model file, remembered per file while its
+device, inode, size, mtime and ctime are unchanged, or the commit of an untouched hub snapshot.
+N3: a served judge whose ``/v1/models`` gave no entry used to be named by its served name alone,
+so two judges served as ``judge`` shared verdicts; now it may cache only under a named revision.
+"""
+
+from __future__ import annotations
+
+import http.server
+import json
+import os
+import socket
+import threading
+from pathlib import Path
+
+import numpy as np
+import pytest
+from rt_fakes import _WordTokenizer
+
+from reward.errors import InputError
+from reward.judge import identity
+from reward.judge.cache import VerdictCache
+from reward.judge.identity import MEMO_FILE, model_fingerprint
+
+
+def _model(folder: Path) -> Path:
+    """A model folder: config, tokenizer and a 16 MiB safetensors weight file."""
+    from safetensors.numpy import save_file
+
+    folder.mkdir(parents=True)
+    (folder / "config.json").write_text('{"model_type": "qwen3"}', encoding="utf-8")
+    (folder / "tokenizer.json").write_text('{"model": {"vocab": {"a": 0}}}', encoding="utf-8")
+    rng = np.random.default_rng(0)
+    save_file({"w": rng.standard_normal(4 << 20).astype(np.float32)}, str(folder / "model.safetensors"))
+    return folder
+
+
+def _flip_byte(f: Path, offset: int, *, keep_mtime: bool = False) -> None:
+    st = f.stat()
+    with f.open("r+b") as fh:
+        fh.seek(offset)
+        b = fh.read(1)
+        fh.seek(offset)
+        fh.write(bytes([b[0] ^ 0xFF]))
+    if keep_mtime:
+        os.utime(f, ns=(st.st_atime_ns, st.st_mtime_ns))
+
+
+def _forget_process_memo() -> None:
+    identity._memo_local.clear()
+
+
+def test_one_tensor_changed_between_the_old_samples_changes_the_fingerprint(tmp_path):
+    judge = _model(tmp_path / "judge")
+    before = model_fingerprint(judge)
+    # 16 samples of 64 KiB spread over 16 MiB start about every 1.07 MiB; 512 KiB is in no sample
+    _flip_byte(judge / "model.safetensors", 512 << 10)
+    assert model_fingerprint(judge) != before
+
+
+def test_a_rewrite_that_restores_the_mtime_is_still_seen(tmp_path):
+    judge = _model(tmp_path / "judge")
+    before = model_fingerprint(judge)
+    _flip_byte(judge / "model.safetensors", 9 << 20, keep_mtime=True)  # same size, same mtime, same inode
+    assert model_fingerprint(judge) != before
+
+
+def test_a_copy_has_the_same_fingerprint_and_the_digest_memo_spares_rereading(tmp_path, monkeypatch):
+    judge = _model(tmp_path / "judge")
+    fp = model_fingerprint(judge)
+    memo = Path(os.environ["RUBRICSTREE_CACHE_DIR"]) / MEMO_FILE
+    assert memo.exists()
+    import shutil
+
+    shutil.copytree(judge, tmp_path / "copy")
+    assert model_fingerprint(tmp_path / "copy") == fp  # content, not place
+    reads = []
+    real = identity.file_sha256
+    monkeypatch.setattr(identity, "file_sha256", lambda f, progress=None: reads.append(f.name) or real(f, progress))
+    _forget_process_memo()  # a new process: only the memo file remains
+    assert model_fingerprint(judge) == fp and reads == []
+    os.utime(judge / "config.json")  # touched: that file (only) is read again
+    _forget_process_memo()
+    assert model_fingerprint(judge) == fp and reads == ["config.json"]
+
+
+def test_trainer_state_does_not_change_the_judge(tmp_path):
+    judge = _model(tmp_path / "judge")
+    fp = model_fingerprint(judge)
+    (judge / "optimizer.pt").write_bytes(b"\0" * 1024)
+    assert model_fingerprint(judge) == fp
+
+
+def _snapshot(tmp_path: Path, commit: str) -> Path:
+    repo = tmp_path / "hub" / "models--org--judge"
+    (repo / "blobs").mkdir(parents=True)
+    (repo / "refs").mkdir()
+    (repo / "refs" / "main").write_text(commit)
+    snap = repo / "snapshots" / commit
+    snap.mkdir(parents=True)
+    for name, data in (("config.json", b"{}"), ("model.safetensors", b"\1" * 4096)):
+        blob = repo / "blobs" / f"blob-{name}"
+        blob.write_bytes(data)
+        (snap / name).symlink_to(Path("..") / ".." / "blobs" / blob.name)
+    return snap
+
+
+def test_hub_snapshot_is_named_by_its_commit_until_a_file_is_written_over_it(tmp_path, monkeypatch):
+    commit = "a" * 40
+    snap = _snapshot(tmp_path, commit)
+    assert model_fingerprint(snap) == f"rev-{commit}"
+    from huggingface_hub import constants
+
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "hub"))
+    assert model_fingerprint("org/judge") == f"rev-{commit}"  # the hub id, through the local hub cache
+    (snap / "model.safetensors").unlink()
+    (snap / "model.safetensors").write_bytes(b"\2" * 4096)  # saved over the link: no longer the hub's
+    fp = model_fingerprint(snap)
+    assert fp and not fp.startswith("rev-")
+
+
+# ---------------------------------------------------------------- N3: served identity
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture
+def rootless_server():
+    """A server whose /v1/models lists ``judge`` without vLLM's ``root``."""
+    class H(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            body = json.dumps({"data": [{"id": "judge"}]}).encode()
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *a):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), H)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/v1"
+    server.shutdown()
+
+
+def test_served_judge_without_identity_is_refused_for_caching_unless_a_revision_is_named(tmp_path, rootless_server):
+    from reward.judge.http import HTTPJudge
+
+    cache = VerdictCache(tmp_path / "v.sqlite")
+    dead = f"http://127.0.0.1:{_free_port()}/v1"
+    for url in (dead, rootless_server):
+        with pytest.raises(InputError, match="revision") as exc:
+            HTTPJudge(url, "judge", tokenizer=_WordTokenizer(), cache=cache)
+        assert "judge" in str(exc.value) and "--no-cache" in str(exc.value)
+        a = HTTPJudge(url, "judge", tokenizer=_WordTokenizer(), cache=cache, revision="judge-v1")
+        b = HTTPJudge(url, "judge", tokenizer=_WordTokenizer(), cache=cache, revision="judge-v2")
+        assert a.model_id != b.model_id  # two named judges never share verdicts
+        assert HTTPJudge(url, "judge", tokenizer=_WordTokenizer(), cache=None).cache is None
+
+
+def test_revision_from_the_environment_reaches_every_command(tmp_path, monkeypatch):
+    from reward.judge import make_judge
+
+    dead = f"http://127.0.0.1:{_free_port()}/v1"
+    with pytest.raises(InputError, match="RUBRICSTREE_JUDGE_REVISION"):
+        make_judge(judge_url=dead, served_model="judge", tokenizer=_WordTokenizer(), judge_api="completions",
+                   cache=VerdictCache(tmp_path / "v.sqlite"))
+    monkeypatch.setenv("RUBRICSTREE_JUDGE_REVISION", "judge-2026-12")
+    judge = make_judge(judge_url=dead, served_model="judge", tokenizer=_WordTokenizer(), judge_api="completions",
+                       cache=VerdictCache(tmp_path / "v.sqlite"))
+    assert "!judge-2026-12" in judge.model_id
+
+
+def test_served_judge_is_named_by_the_full_hash_of_its_weights(judge_url, tmp_path):
+    from reward.judge import make_judge
+    from reward.serving import list_models
+
+    judge = make_judge(judge_url=judge_url, judge_api="completions", cache=VerdictCache(tmp_path / "v.sqlite"))
+    root = next(m["root"] for m in list_models(judge_url) if m["id"] == judge.model)
+    if not Path(root).exists():
+        pytest.skip("the served weights are not readable here")
+    assert f"#{model_fingerprint(root)}" in judge.model_id
+
+
+def test_chat_judge_not_listed_by_its_server_is_refused_for_caching(tmp_path, rootless_server):
+    """The chat backend: a hosted grader is named by its listed (dated) model id; a server that
+    does not list the model (or does not answer) needs a revision to cache."""
+    from reward.judge.chat import ChatJudge
+
+    cache = VerdictCache(tmp_path / "v.sqlite")
+    assert ChatJudge(rootless_server, "judge", cache=cache).cache is cache  # listed: a known name
+    for url in (rootless_server, f"http://127.0.0.1:{_free_port()}/v1"):
+        with pytest.raises(InputError, match="revision"):
+            ChatJudge(url, "another-grader", cache=cache)
+        assert ChatJudge(url, "another-grader", cache=cache, revision="r1").model_id.endswith("!r1")

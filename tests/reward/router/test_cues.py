@@ -1,0 +1,73 @@
+"""Instruction cues on our phrasing set (labelled before the patterns ran on it) and the language
+guess. No model: pure pattern logic."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from reward.router.cues import CUE_LEAVES, KINDS, cue_leaves, detect
+from reward.router.language import is_english
+from reward.tree import load_tree
+
+PHRASINGS_FILE = Path(__file__).resolve().parents[3] / "reward" / "data" / "instruction_phrasings.jsonl"
+PHRASINGS = [json.loads(line) for line in PHRASINGS_FILE.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def _prf(kind: str) -> tuple[float, float]:
+    tp = sum(kind in detect(p["text"]) and kind in p["cues"] for p in PHRASINGS)
+    fp = sum(kind in detect(p["text"]) and kind not in p["cues"] for p in PHRASINGS)
+    fn = sum(kind not in detect(p["text"]) and kind in p["cues"] for p in PHRASINGS)
+    return tp / (tp + fp), tp / (tp + fn)
+
+
+def test_the_phrasing_set_is_large_and_covers_every_kind():
+    assert len(PHRASINGS) >= 100
+    for kind in KINDS:
+        assert sum(kind in p["cues"] for p in PHRASINGS) >= 10, kind
+    assert sum(not p["cues"] for p in PHRASINGS) >= 30  # phrasings that must not fire
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_each_kind_is_heard_in_most_phrasings(kind):
+    precision, recall = _prf(kind)
+    print(f"\n{kind}: precision {precision:.3f} recall {recall:.3f}")
+    assert recall >= 0.9
+    # language fires on any text not in English (the leaf applies to it), which the set labels
+    # only where the language itself is the request: its precision is lower by design
+    assert precision >= (0.7 if kind == "language" else 0.85)
+
+
+@pytest.mark.parametrize("text", [
+    "Is table salt worse than sea salt?", "What is ginseng used for in Chinese medicine?",
+    "The chart at the clinic said my BMI is 31.", "I had a short episode of dizziness.",
+    "Is Spanish flu related to bird flu?", "My GP gave me a leaflet with bullet points on diabetes.",
+    "Without my glasses I get headaches.", "My kids had chickenpox last week."])
+def test_words_that_look_like_cues_do_not_fire(text):
+    assert detect(text) == set()
+
+
+def test_kinds_map_to_leaves_of_the_packaged_tree():
+    tree = load_tree()
+    for kind, leaves in CUE_LEAVES.items():
+        for lid in leaves:
+            assert lid in tree and tree[lid].is_leaf, (kind, lid)
+    ids = {leaf.id for leaf in tree.leaves}
+    assert cue_leaves("Give it to me as JSON, please.", ids) == {"if_requested_format": "format",
+                                                                 "if_machine_readable": "format"}
+    assert cue_leaves("Explain it like I'm five.", {"if_named_audience"}) == {"if_named_audience": "audience"}
+
+
+@pytest.mark.parametrize(("text", "english"), [
+    ("I have had a headache for three days, what can I take?", True),
+    ("Metformin 500 mg, lisinopril 10 mg", True),  # no function words: not enough to tell
+    ("¿Qué puedo tomar para el dolor de cabeza?", False),
+    ("Est-ce que je peux prendre de l'ibuprofène avec mon traitement ?", False),
+    ("Wie lange dauert eine Erkältung normalerweise?", False),
+    ("我可以同时吃布洛芬和对乙酰氨基酚吗？", False),
+    ("Сколько длится грипп?", False),
+])
+def test_language_guess(text, english):
+    assert is_english(text) is english

@@ -1,0 +1,27 @@
+"""Judge items per rollout and per prompt (reward.stages.cost)."""
+
+from __future__ import annotations
+
+import pytest
+
+from reward.stages.cost import items_per_prompt, judge_cost, judge_items
+from reward.stages.rubric_reward import ItemResult, LeafResult, RolloutScore
+
+
+def _res(n_leaves: int, n_items: int) -> RolloutScore:
+    leaves = [LeafResult(leaf_id=f"l{i}", title="t", polarity="positive", met=True, p_yes=1.0, passed=1.0,
+                         relevance=1.0, weight=0.1, reason="routed") for i in range(n_leaves)]
+    items = [ItemResult(criterion=f"c{i}", points=1.0, met=True, p_yes=1.0) for i in range(n_items)]
+    return RolloutScore(id="x", score=1.0, scoring="hard", combine="mean", leaves=leaves, rubric_items=items)
+
+
+def test_items_per_rollout_and_per_prompt():
+    results = [_res(10, 3), _res(10, 3), _res(4, 0)]
+    keys = ["a", "a", "b"]
+    assert [judge_items(r) for r in results] == [13, 13, 4]
+    cost = judge_cost(results, keys)
+    assert cost["judge_items_per_rollout"] == pytest.approx(30 / 3)
+    assert cost["judge_items_per_prompt"] == pytest.approx(30 / 2)
+    assert cost["leaf_items_per_rollout"] == pytest.approx(8) and cost["rubric_items_per_rollout"] == pytest.approx(2)
+    assert items_per_prompt(results, keys) == [26, 26, 4]
+    assert judge_cost([], [])["judge_items_per_rollout"] is None
