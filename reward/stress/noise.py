@@ -21,7 +21,7 @@ answers no"), and an applicable leaf is called not applicable with probability `
 Reported: the clean replies' mean and standard deviation, and the detection rate and mean
 penalty under noise, overall and by perturbation. What it cannot tell: a real judge's errors
 are neither independent nor equally likely on every leaf; measure those against physician
-labels (``rubricstree metaeval``).
+labels (``rubricstree meta-eval``).
 """
 
 from __future__ import annotations
