@@ -9,22 +9,24 @@ from pathlib import Path
 import typer
 
 from reward.errors import RubricsTreeError
+from reward.judge.settings import JudgeSettings
+from rubricstree.judge_options import judge_options
 
 app = typer.Typer(no_args_is_help=True)
 
 
 @app.command("eval")
+@judge_options()
 def eval_command(
         labels: Path | None = typer.Option(None, "--labels", help="labelled routing cases (JSONL); default: the "
                                                                    "bundled reward/data/routing_labels.jsonl"),
         router: str = typer.Option("embedding", "--router", help="embedding (default), llm or static"),
         taxonomy: Path | None = typer.Option(None, "--taxonomy", help="taxonomy YAML (default: the packaged one)"),
-        judge_url: str | None = typer.Option(None, "--judge-url", help="vLLM endpoint(s) for the llm router"),
-        judge_model: str | None = typer.Option(None, "--judge-model", help="in-process judge model for the llm router"),
-        served_model: str | None = typer.Option(None, "--served-model", help="model name on the server"),
         limit: int | None = typer.Option(None, "--limit", min=1, help="route only the first N cases (a quick look)"),
         cases: bool = typer.Option(False, "--cases", help="keep the per-case records in the JSON"),
-        as_json: bool = typer.Option(False, "--json", help="print the report as JSON")) -> None:
+        as_json: bool = typer.Option(False, "--json", help="print the report as JSON"),
+        judge: JudgeSettings = None,  # the judge options (rubricstree.judge_options), for the llm router
+) -> None:
     """Precision, recall (all and critical leaves), active leaves per prompt, by language, and
     urgency precision/recall of a router on labelled prompts."""
     from reward.router import make_router
@@ -36,11 +38,9 @@ def eval_command(
         data = load_cases(labels, tree=tree)[:limit]
         kwargs = {}
         if router == "llm":
-            from reward.judge import make_judge
-
-            if not (judge_url or judge_model):
+            if not (judge.url or judge.model):
                 raise typer.BadParameter("the llm router needs --judge-url or --judge-model")
-            kwargs["judge"] = make_judge(judge_url=judge_url, judge_model=judge_model, served_model=served_model)
+            kwargs["judge"] = judge.build()
         rt = make_router(router, tree, **kwargs)
         report = asyncio.run(evaluate(rt, data, progress=not as_json))
     except (RubricsTreeError, ValueError, OSError) as exc:

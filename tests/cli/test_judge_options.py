@@ -14,7 +14,7 @@ from rubricstree.judge_options import flags, judge_options
 JUDGE_COMMANDS = {
     "score", "stress", "judge check", "eval healthbench", "meta-eval run", "meta-eval stability",
     "meta-eval healthbench", "optimize handbook", "optimize revise", "optimize best-of-n", "optimize report",
-    "tree coverage", "tree propose", "synth eval-rubrics", "train filter",
+    "tree coverage", "tree propose", "synth eval-rubrics", "train filter", "route eval",
 }
 SIZES_A_JUDGE_ONLY = {"train plan"}  # its --judge-model is a memory-plan input; it grades nothing
 

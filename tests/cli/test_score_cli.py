@@ -55,6 +55,8 @@ def test_missing_package_found_while_running_exits_2_with_the_hint(tmp_path, mon
     rows.write_text(json.dumps({"id": "x", "prompt": [{"role": "user", "content": "hi"}], "completion": "c"}) + "\n")
     result = runner.invoke(app, ["score", "--rollouts", str(rows), "--out", str(tmp_path / "o.jsonl"),
                                  "--router", "embedding", "--judge-url", "http://127.0.0.1:9",
-                                 "--served-model", "m", "--judge-model", str(tiny_model_dir)])
+                                 "--served-model", "m", "--judge-model", str(tiny_model_dir),
+                                 # no server answers: its identity is named, so the run reaches the routing
+                                 "--judge-revision", "test"])
     assert result.exit_code == 2, result.output
     assert "pip install 'rubricstree[train]'" in result.output
