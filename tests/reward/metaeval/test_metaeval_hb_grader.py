@@ -149,11 +149,12 @@ def test_meta_eval_grades_with_the_reference_grader_over_the_chat_api(tmp_path, 
     with ChatServer() as srv:
         res = CliRunner().invoke(app, ["meta-eval", "healthbench", "--data", str(f), "--out", str(tmp_path / "o"),
                                        "--modes", "explain", "--judge-url", srv.url, "--judge-api", "chat",
-                                       "--served-model", "gpt-4.1", "--judge-template", str(tpl)])
+                                       "--served-model", "gpt-4.1", "--judge-template", str(tpl),
+                                       "--judge-revision", "stub"])  # the stub lists no model: name it
         ref_bodies = list(srv.requests)
         ours = CliRunner().invoke(app, ["meta-eval", "healthbench", "--data", str(f), "--out", str(tmp_path / "o2"),
                                         "--modes", "explain", "--judge-url", srv.url, "--judge-api", "chat",
-                                        "--served-model", "gpt-4.1"])
+                                        "--served-model", "gpt-4.1", "--judge-revision", "stub"])
         our_bodies = srv.requests[len(ref_bodies):]
     assert res.exit_code == 0, res.output
     assert digest in res.output and "healthbench-official" in res.output and "temperature 0.5" in res.output
