@@ -169,7 +169,7 @@ def test_grader_official_path_end_to_end(tmp_path, tiny_model_dir, monkeypatch):
         srv.faults = {keys[0]: ["prose", "malformed"], keys[1]: ["stringbool"]}
         res = CliRunner().invoke(app, [
             "eval", "healthbench", "--model", str(tiny_model_dir), "--data", str(FIXTURE), "--out", str(out),
-            "--judge-url", srv.url, "--judge-api", "chat", "--served-model", "gpt-4.1", "--grader", "official",
+            "--judge-url", srv.url, "--judge-api", "chat", "--served-model", "gpt-4.1", "--judge-revision", "stub", "--grader", "official",
             "--max-new-tokens", "4", "--no-thinking", "--limit", "1", "--json"])
     assert res.exit_code == 0, res.output
     m = json.loads((out / "metrics.json").read_text())
@@ -208,7 +208,7 @@ def test_official_body_with_its_own_system_section_is_not_the_reference_grader(t
     with ChatServer() as srv:
         res = CliRunner().invoke(app, [
             "eval", "healthbench", "--model", str(tiny_model_dir), "--data", str(FIXTURE), "--out", str(out),
-            "--judge-url", srv.url, "--judge-api", "chat", "--served-model", "gpt-4.1",
+            "--judge-url", srv.url, "--judge-api", "chat", "--served-model", "gpt-4.1", "--judge-revision", "stub",
             "--judge-template", str(template), "--max-new-tokens", "4", "--no-thinking", "--limit", "1", "--json"])
     assert res.exit_code == 0, res.output
     m = json.loads((out / "metrics.json").read_text())
