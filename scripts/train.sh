@@ -87,7 +87,7 @@ if [ "$GPU" = 1 ]; then
   if [ "$J_URL" = "-" ] && [ "$J_MODEL" != "-" ] && [ -n "${JUDGE_CUDA_VISIBLE_DEVICES:-}" ]; then
     N_JUDGE=$(count "$JUDGE_CUDA_VISIBLE_DEVICES")
   fi
-  # awk reads every line and keeps the first: `| head -n 1` under pipefail can kill the launch with
+  # awk reads every line and keeps the first: piping into head under pipefail can kill the launch with
   # SIGPIPE (exit 141) when nvidia-smi writes its second line after head has exited
   MEM_GB=$(nvidia-smi --query-gpu=memory.total --format=csv,noheader,nounits | awk 'NR == 1 {printf "%d", $1 / 1024}')
   PLAN=("$PY" -m rubricstree train plan "$CONFIG" --gpus $((N_TRAIN + N_JUDGE)) --gpu-memory-gb "$MEM_GB"
