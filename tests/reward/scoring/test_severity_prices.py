@@ -170,3 +170,40 @@ def test_severity_order_holds_on_the_healthbench_hard_rows_static_routing(tree):
     assert len(rows) == 50
     costs = single_failure_costs(tree, routing)
     assert order_violations(tree, costs) == []
+
+
+def _context_violations(tree: RubricTree, variant: str, trials: int, seed: int = 0) -> list:
+    """Contexts (random sets of other failures, soft on odd trials) where one more failure of a lower
+    severity costs more than one more of a higher severity, in the same reply; or costs nothing."""
+    import random
+
+    routing = _static_routing(tree)
+    ids = list(routing.leaf_ids)
+    by = {s: [lid for lid in ids if tree.severity[lid] == s] for s in RANK}
+    kw = {"variant": variant, "activated": set(routing.expanded),
+          "rule_active": [a.leaf_id for a in routing.active if a.reason in RULE_REASONS]}
+    rng = random.Random(seed)
+    base = _passing(tree, ids)
+    bad = []
+    for trial in range(trials):
+        context = rng.sample(ids, rng.randint(0, 8))
+        met = _fail(tree, base, *context)
+        if trial % 2:  # soft: the context's failures are partial
+            met = met | {lid: rng.random() if tree[lid].polarity == "positive" else 1 - rng.random() for lid in context}
+        before = score_tree(tree, met, **kw).score
+        cost = {}
+        for sev in RANK:
+            lid = rng.choice([x for x in by[sev] if x not in context])
+            cost[sev] = before - score_tree(tree, _fail(tree, met, lid), **kw).score
+        if not (cost["minor"] <= cost["major"] + 1e-12 <= cost["critical"] + 2e-12) or min(cost.values()) <= 0:
+            bad.append((context, cost))
+    return bad
+
+
+def test_severity_order_holds_for_a_further_failure_in_any_context(tree):
+    """The order is not only for a lone failure: whatever else a reply already fails (random sets of
+    other failures, critical ones included), one more minor failure costs no more than one more major
+    one, and a major no more than a critical one, in that same reply; and every further failure
+    lowers the score (nothing is clipped). Hard and soft verdicts. The paper's structural form breaks it."""
+    assert _context_violations(tree, DEFAULT_SCORING_VARIANT, 120) == []
+    assert _context_violations(tree, "paper", 40)  # the test can fail: the structural form breaks it
