@@ -53,6 +53,7 @@ from reward.judge.chat_choice import NO_WORDS, YES_WORDS, choice_verdict, p_yes_
 from reward.judge.endpoints import EndpointPool
 from reward.judge.identity import require_identity
 from reward.judge.parsing import explain_parser, parse_json_object
+from reward.judge.server_facts import facts_suffix, server_facts
 from reward.judge.templates import Template
 from reward.judge.transport import RequestFailed as _Failed
 from reward.judge.transport import ServedTransport
@@ -133,6 +134,8 @@ class ChatJudge(ServedTransport, Judge):
             require_identity(model, {"id": model} if self._listed else None, revision,
                              [ep.name for ep in self.pool.endpoints], need_root=False)
         model_id = f"chat:{host}:{model}" + (f"@{self.served_root}" if self.served_root else "")
+        if self.served_root:  # vLLM: how it runs the model too (dtype, quantization where it says)
+            model_id += facts_suffix(server_facts(self.pool.endpoints[0].url, self._headers))
         model_id += f"!{revision}" if revision else ""  # a hosted model's name is all it reports
         super().__init__(None, model_id=model_id, config=config, cache=cache, concurrency=concurrency)
         self.deadline_s = deadline_s  # bound of one grade call outside a run (reward.judge.budget)

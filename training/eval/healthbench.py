@@ -142,31 +142,20 @@ def _judge_config(cfg: HealthBenchEvalConfig):
     return judge_config(cfg.judge, _template_file(cfg))
 
 
-def _judge_identity(cfg: HealthBenchEvalConfig, judge) -> dict[str, str]:
-    """Who grades, without loading the judge (a finished run re-scores without it)."""
-    if judge is not None:
-        return {"backend": type(judge).__name__, "model": judge.model_id}
-    # by content (reward.judge.identity): a resume against swapped weights or another served
-    # model differs here, and check_settings refuses it
-    from reward.judge.identity import model_fingerprint, served_model_id
+def _judge_identity(cfg: HealthBenchEvalConfig, judge) -> dict[str, Any]:
+    """Who grades, without loading the judge (a finished run re-scores without it): by content
+    (reward.judge.identity) and endpoint (training.eval.judge_record), so a resume against swapped
+    weights or another server differs here and check_settings refuses it."""
+    from training.eval.judge_record import object_judge_record, served_judge_record
 
+    if judge is not None:
+        return object_judge_record(judge)
     j = cfg.judge.resolved()
     if j.url:
-        from reward.judge.api import served_judge_identity
-        from reward.serving import list_models, redact_url, split_urls
-
-        chat = served_judge_identity(j.url, j.api, j.served_model, j.api_key_env)
-        if chat["backend"] == "chat":  # a hosted grader: identified by provider and model name
-            return chat
-
-        try:
-            models = list_models(split_urls(j.url)[0])
-        except ValueError as exc:
-            raise InputError(f"cannot identify the judge at {redact_url(j.url)}: {exc}") from exc
-        served = j.served_model or str(models[0].get("id"))
-        entry = next((m for m in models if m.get("id") == served), None)
-        return {"backend": "http", "model": served, "identity": served_model_id(served, entry)}
+        return served_judge_record(j.url, j.api, j.served_model, j.api_key_env)
     if j.model:
+        from reward.judge.identity import model_fingerprint
+
         return {"backend": "inprocess", "model": model_identity(j.model), "fingerprint": model_fingerprint(j.model)}
     raise InputError("give a judge: --judge-url URL (a vLLM server) or --judge-model PATH (in-process)")
 
@@ -329,7 +318,9 @@ def _score(run: EvalRun, gens: dict[str, Generation], verdicts: dict[tuple[str, 
         "system_prompt": settings["system_prompt"],
         "generation": settings["generation"],
         "grading": {**settings["grading"], "judge_backend": settings["judge"]["backend"],
-                    "judge_model": settings["judge"]["model"], "grader": cfg.grader},
+                    "judge_model": settings["judge"]["model"], "grader": cfg.grader,
+                    **{f"judge_{k}": settings["judge"][k] for k in ("endpoints", "root", "identity")
+                       if k in settings["judge"]}},
         "n_rows": len(rows), "n_scored": len(scored), "n_unscored": len(unscored), "unscored": unscored,
         "score": None, "bootstrap_std": None, "n_samples": 0, "tags": {},
         "length_adjusted": None,
