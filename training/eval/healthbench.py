@@ -381,6 +381,10 @@ def run_healthbench(cfg: HealthBenchEvalConfig, *, generator=None, judge=None) -
     rows = all_rows[:cfg.limit] if cfg.limit else all_rows
     _check_rows(rows, str(data.path))
     settings = run_settings(cfg, data, judge, generator)
+    if cfg.baseline:  # before any work: a baseline of another grader is refused, both named
+        from training.eval.judge_record import check_baseline_grader
+
+        check_baseline_grader(cfg.baseline, settings)
     out.mkdir(parents=True, exist_ok=True)  # only once the input is known to be good
     check_settings(out / "config.json", settings)
     record = RunRecord(argv=sys.argv[1:], graded_items=0)

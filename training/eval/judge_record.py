@@ -8,6 +8,7 @@ any server can answer to ``gpt-4.1`` (vLLM's ``--served-model-name``). The compa
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from reward.errors import InputError
@@ -77,3 +78,42 @@ def grader_name(rec: dict[str, Any] | None) -> str:
     where = f" at {', '.join(rec['endpoints'])}" if rec.get("endpoints") else ""
     ident = rec.get("identity") or rec.get("fingerprint")
     return f"'{rec.get('model')}' ({rec.get('backend')}{where}" + (f"; identity {ident}" if ident else "") + ")"
+
+
+def _grader_key(rec: dict[str, Any] | None):
+    rec = rec or {}
+    return rec.get("identity") or (rec.get("backend"), rec.get("model"), rec.get("fingerprint"))
+
+
+def check_baseline_grader(folder: str | Path, settings: dict[str, Any]) -> None:
+    """Refuse a ``--baseline`` graded by another grader or with other grading settings: the
+    difference would mix the policy's change with the grader's.
+
+    Raises:
+        InputError: the folder holds no evaluation (``config.json``), or its judge identity or
+            grading settings (template, mode, sampling) differ; the message names both graders.
+    """
+    import json
+
+    path = Path(folder) / "config.json"
+    try:
+        base = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError as exc:
+        raise InputError("not an evaluation folder (no config.json): cannot tell which grader graded the baseline",
+                         file=str(path), field="--baseline") from exc
+    except (OSError, ValueError) as exc:
+        raise InputError(f"unreadable evaluation settings: {exc}", file=str(path), field="--baseline") from exc
+    if not isinstance(base, dict):
+        raise InputError("not an evaluation's settings (not a JSON object)", file=str(path), field="--baseline")
+    diffs = []
+    if _grader_key(base.get("judge")) != _grader_key(settings.get("judge")):
+        diffs.append("judge identity")
+    theirs, ours = base.get("grading") or {}, settings.get("grading") or {}
+    diffs += [f"{k}: {theirs.get(k)!r} vs {ours.get(k)!r}" for k in sorted(set(theirs) | set(ours))
+              if theirs.get(k) != ours.get(k)]
+    if diffs:
+        raise InputError(
+            f"the baseline was graded by {grader_name(base.get('judge'))}, this run by "
+            f"{grader_name(settings.get('judge'))}; they differ in {'; '.join(diffs)}. A difference between the "
+            "two runs would mix the policy's change with the grader's: grade the baseline with this run's judge "
+            "and grading options, or drop --baseline", file=str(path), field="--baseline")
