@@ -286,6 +286,8 @@ async def _grade(judge, todo: list[GradeTask], run: EvalRun) -> None:
 def _score(run: EvalRun, gens: dict[str, Generation], verdicts: dict[tuple[str, int], bool]
            ) -> tuple[dict[str, Any], list[ExampleResult]]:
     cfg, data, rows, settings = run.cfg, run.data, run.rows, run.settings
+    from training.eval.judge_record import grading_fields
+
     gen_errors, judge_errors = run.generation_errors, run.judge_errors
     scored: list[HealthBenchRow] = []
     results: list[ExampleResult] = []
@@ -317,10 +319,7 @@ def _score(run: EvalRun, gens: dict[str, Generation], verdicts: dict[tuple[str, 
                  "variant_source": data.variant_source, "rows_in_file": len(run.all_rows), "limit": cfg.limit},
         "system_prompt": settings["system_prompt"],
         "generation": settings["generation"],
-        "grading": {**settings["grading"], "judge_backend": settings["judge"]["backend"],
-                    "judge_model": settings["judge"]["model"], "grader": cfg.grader,
-                    **{f"judge_{k}": settings["judge"][k] for k in ("endpoints", "root", "identity")
-                       if k in settings["judge"]}},
+        "grading": {**settings["grading"], **grading_fields(settings["judge"]), "grader": cfg.grader},
         "n_rows": len(rows), "n_scored": len(scored), "n_unscored": len(unscored), "unscored": unscored,
         "score": None, "bootstrap_std": None, "n_samples": 0, "tags": {},
         "length_adjusted": None,

@@ -117,3 +117,11 @@ def check_baseline_grader(folder: str | Path, settings: dict[str, Any]) -> None:
             f"{grader_name(settings.get('judge'))}; they differ in {'; '.join(diffs)}. A difference between the "
             "two runs would mix the policy's change with the grader's: grade the baseline with this run's judge "
             "and grading options, or drop --baseline", file=str(path), field="--baseline")
+
+
+def grading_fields(rec: dict[str, Any]) -> dict[str, Any]:
+    """The judge's record as ``metrics.json``'s ``grading`` holds it (``judge_*`` keys), which the
+    comparability verdict reads."""
+    out = {"judge_backend": rec["backend"], "judge_model": rec["model"]}
+    out.update({f"judge_{k}": rec[k] for k in ("endpoints", "root", "identity") if k in rec})
+    return out
