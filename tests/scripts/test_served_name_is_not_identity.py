@@ -106,15 +106,14 @@ def test_a_local_server_named_gpt41_is_not_the_reference_grader(spoof_server, ap
     assert comparability(_published_metrics(hosted))["comparable_to_published"] is True
 
 
-def test_the_identity_carries_the_dtype_the_server_reports(spoof_server, tiny_model_dir):
-    from reward.judge.http import HTTPJudge
+def test_the_identity_carries_the_dtype_the_server_reports(spoof_server):
     from reward.judge.server_facts import server_facts
 
     facts = server_facts(URL)
     assert facts["dtype"] == "bfloat16" and facts["vllm"] and "cache_dtype" in facts
     assert "quantization" in facts
-    judge = HTTPJudge(URL, "gpt-4.1", tokenizer=str(tiny_model_dir))
-    assert "dtype=bfloat16" in judge.model_id and f"vllm={facts['vllm']}" in judge.model_id
+    identity = served_judge_record(URL, "auto", "gpt-4.1")["identity"]  # the same served_model_id as HTTPJudge's
+    assert "dtype=bfloat16" in identity and f"vllm={facts['vllm']}" in identity
 
 
 def test_stop_ends_the_whole_process_group_and_closes_the_port(spoof_server):
