@@ -68,7 +68,14 @@ port_open() { (exec 3<>"/dev/tcp/$1/$2") 2>/dev/null; }
 
 if [ -n "$STOP" ]; then
   [ -f "$PID_FILE" ] || exit 0  # nothing to stop
-  stop_group "$(tr -dc 0-9 <"$PID_FILE")"
+  SPID=$(tr -dc 0-9 <"$PID_FILE")
+  # a stale pid file whose number now belongs to someone else: leave that process alone
+  if [ -n "$SPID" ] && ! ps -e -o pgid=,args= 2>/dev/null | awk -v g="$SPID" \
+      '$1 == g && tolower($0) ~ /vllm/ {f = 1} END {exit !f}'; then
+    echo "serve_judge.sh: no vLLM process in group $SPID (a stale $PID_FILE): nothing stopped" >&2
+    rm -f "$PID_FILE"; exit 0
+  fi
+  stop_group "$SPID"
   rm -f "$PID_FILE"
   if [ "$PORT_GIVEN" = 1 ]; then
     for _ in $(seq 1 "$((${JUDGE_STOP_S:-15} * 10))"); do port_open "$HOST" "$PORT" || exit 0; sleep 0.1; done
