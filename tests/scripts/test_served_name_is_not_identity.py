@@ -58,17 +58,17 @@ def spoof_server(tmp_path_factory):
         pytest.skip("no tiny model: set RUBRICSTREE_TINY_MODEL (make test builds one)")
     tmp = tmp_path_factory.mktemp("spoof")
     pid_file = tmp / "judge.pid"
-    env = {**os.environ, "VLLM_SERVER_DEV_MODE": "1", "JUDGE_DTYPE": "bfloat16", "JUDGE_WAIT_S": "240",
+    env = {**os.environ, "VLLM_SERVER_DEV_MODE": "1", "JUDGE_DTYPE": "bfloat16", "JUDGE_WAIT_S": "450",
            "JUDGE_MAX_LEN": "2048", "VLLM_CPU_KVCACHE_SPACE": "1"}
     cmd = ["bash", str(REPO_ROOT / "scripts/serve_judge.sh"), "--model", model, "--served-name", "gpt-4.1",
            "--port", str(PORT), "--pid-file", str(pid_file), "--log", str(tmp / "server.log"),
            "--", "--enforce-eager"]  # no compilation: about two minutes shorter a start on CPU
     try:
-        res = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300, check=False)
+        res = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=480, check=False)
     except subprocess.TimeoutExpired:  # the script was killed: the server it started is ours to stop
         subprocess.run(["bash", str(REPO_ROOT / "scripts/serve_judge.sh"), "--stop", "--pid-file", str(pid_file)],
                        timeout=90, check=False)
-        pytest.fail("the vLLM server did not answer within 300 s")
+        pytest.fail("the vLLM server did not answer within 480 s")
     if res.returncode != 0:
         log = (tmp / "server.log").read_text()[-3000:] if (tmp / "server.log").exists() else ""
         pytest.fail(f"serve_judge.sh failed: {res.stderr}\n{log}")
