@@ -121,7 +121,8 @@ def healthbench(
     thinking: bool | None = typer.Option(None, "--thinking/--no-thinking", help="chat template enable_thinking "
                                             "(default: the template's own default)"),
     baseline: Path | None = typer.Option(None, "--baseline", help="an earlier evaluation folder on the same data: "
-                                         "the report adds the difference and its paired 95% bootstrap interval"),
+                                         "the report adds the difference and its paired 95% bootstrap interval; refused "
+                                         "(exit 2) when another grader or other grading settings graded it"),
     concurrency: int = typer.Option(32, "--concurrency", help="generation requests in flight (server)"),
     min_scored: float = typer.Option(0.0, "--min-scored", min=0.0, max=1.0,
                                      help="exit 3 when a smaller fraction of examples is scored (always when none is)"),

@@ -77,7 +77,7 @@ fi
 STARTED=()
 stop() {
   for pidf in "${STARTED[@]}"; do
-    if [ -f "$pidf" ]; then kill "$(cat "$pidf")" 2>/dev/null || true; rm -f "$pidf"; fi
+    "$ROOT/scripts/serve_judge.sh" --stop --pid-file "$pidf" || true  # the whole process group
   done
 }
 trap stop EXIT

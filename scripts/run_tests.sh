@@ -11,7 +11,8 @@ mkdir -p "$STATE"
 MODEL="$STATE/tiny-model"
 [ -f "$MODEL/config.json" ] || .venv/bin/python scripts/make_tiny_model.py "$MODEL" >/dev/null
 
-stop() { if [ -f "$STATE/judge.pid" ]; then kill "$(cat "$STATE/judge.pid")" 2>/dev/null || true; rm -f "$STATE/judge.pid"; fi; }
+# the server's whole process group (its engine core too), then until its port is closed
+stop() { scripts/serve_judge.sh --stop --pid-file "$STATE/judge.pid" --port "$PORT" || true; }
 trap stop EXIT
 stop
 URL=$(scripts/serve_judge.sh --model "$MODEL" --served-name tiny --port "$PORT" \

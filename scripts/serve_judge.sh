@@ -8,10 +8,14 @@
 # as a module (its `vllm serve` entry point cannot find the distribution named `vllm`).
 # Automatic prefix caching is on (vLLM's default; we pass the flag explicitly). Bound to 127.0.0.1
 # unless --host says otherwise. Writes the server's PID to --pid-file (default
-# .judge-server.pid); stop it with `kill $(cat .judge-server.pid)`. The server runs in its own
-# process group (setsid): when this script gives up (not ready in JUDGE_WAIT_S, the wrong model,
-# interrupted) it stops that whole group (SIGTERM, then SIGKILL after JUDGE_STOP_S, default 15 s),
-# so no vLLM worker keeps the port or the memory, and removes the pid file.
+# .judge-server.pid). The server runs in its own process group (setsid), whose id is that PID.
+# Stop it with
+#   scripts/serve_judge.sh --stop [--pid-file FILE] [--port PORT] [--host HOST]
+# which stops the whole group (vLLM's engine core and workers survive a SIGTERM to the API process
+# alone): SIGTERM, then SIGKILL after JUDGE_STOP_S (default 15 s); then waits (up to JUDGE_STOP_S)
+# for the port to close and removes the pid file. By hand: `kill -- -$(cat .judge-server.pid)`.
+# When this script gives up (not ready in JUDGE_WAIT_S, the wrong model, interrupted) it stops the
+# group the same way, so no vLLM worker keeps the port or the memory.
 # VLLM_PYTHON picks the interpreter that has vLLM (default: .venv-judge/bin/python, else python).
 # Everything after `--` goes to vLLM unchanged (later flags win over the CPU defaults), e.g. a
 # Qwen3-32B judge on two 80 GB GPUs, or on one with 8-bit weights:
@@ -26,20 +30,59 @@ set -euo pipefail
 # JUDGE_WAIT_S: how long to wait for the server to answer. The first start of a 32B judge downloads
 # ~65 GB of weights before loading them (tens of minutes on a shared link): an hour by default.
 MODEL="" PORT=8000 HOST=127.0.0.1 NAME="" PID_FILE=".judge-server.pid" LOG="" WAIT_S=${JUDGE_WAIT_S:-3600}
-EXTRA=()
+EXTRA=() STOP="" PORT_GIVEN=0
 while [ $# -gt 0 ]; do
   case "$1" in
+    --stop) STOP=1; shift ;;
     --model) MODEL=$2; shift 2 ;;
-    --port) PORT=$2; shift 2 ;;
+    --port) PORT=$2; PORT_GIVEN=1; shift 2 ;;
     --host) HOST=$2; shift 2 ;;
     --served-name) NAME=$2; shift 2 ;;
     --pid-file) PID_FILE=$2; shift 2 ;;
     --log) LOG=$2; shift 2 ;;
     --) shift; EXTRA=("$@"); break ;;
-    -h|--help) sed -n 2,24p "$0"; exit 0 ;;
+    -h|--help) sed -n 2,28p "$0"; exit 0 ;;
     *) echo "serve_judge.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
+# Stop the process group led by $1 (setsid made the server its leader; the group outlives a
+# leader that already died, e.g. an engine core whose API process was killed alone): SIGTERM,
+# then SIGKILL after JUDGE_STOP_S. A PID that leads no group (setsid was missing) is signalled
+# alone; our own group is never signalled.
+group_alive() { ps -e -o pgid=,stat= 2>/dev/null | awk -v g="$1" '$1 == g && $2 !~ /^Z/ {f = 1} END {exit !f}'; }
+stop_group() {
+  local pid=$1 MY_PGID target
+  [[ "$pid" =~ ^[0-9]+$ ]] && [ "$pid" -gt 1 ] || return 0
+  MY_PGID=$(ps -o pgid= -p $$ 2>/dev/null | tr -d ' ' || true)
+  target=("$pid")
+  if [ "$pid" != "$MY_PGID" ] && group_alive "$pid"; then target=(-- "-$pid"); fi
+  kill -TERM "${target[@]}" 2>/dev/null || true
+  for _ in $(seq 1 "$((${JUDGE_STOP_S:-15} * 10))"); do
+    if [ "${target[0]}" = "--" ]; then group_alive "$pid" || break; else kill -0 "$pid" 2>/dev/null || break; fi
+    sleep 0.1
+  done
+  kill -KILL "${target[@]}" 2>/dev/null || true
+  for _ in $(seq 1 50); do group_alive "$pid" || break; sleep 0.1; done
+}
+port_open() { (exec 3<>"/dev/tcp/$1/$2") 2>/dev/null; }
+
+if [ -n "$STOP" ]; then
+  [ -f "$PID_FILE" ] || exit 0  # nothing to stop
+  SPID=$(tr -dc 0-9 <"$PID_FILE")
+  # a stale pid file whose number now belongs to someone else: leave that process alone
+  if [ -n "$SPID" ] && ! ps -e -o pgid=,args= 2>/dev/null | awk -v g="$SPID" \
+      '$1 == g && tolower($0) ~ /vllm/ {f = 1} END {exit !f}'; then
+    echo "serve_judge.sh: no vLLM process in group $SPID (a stale $PID_FILE): nothing stopped" >&2
+    rm -f "$PID_FILE"; exit 0
+  fi
+  stop_group "$SPID"
+  rm -f "$PID_FILE"
+  if [ "$PORT_GIVEN" = 1 ]; then
+    for _ in $(seq 1 "$((${JUDGE_STOP_S:-15} * 10))"); do port_open "$HOST" "$PORT" || exit 0; sleep 0.1; done
+    echo "serve_judge.sh: port $PORT on $HOST is still open after the server's group was stopped" >&2; exit 1
+  fi
+  exit 0
+fi
 [ -n "$MODEL" ] || { echo "serve_judge.sh: --model is required" >&2; exit 2; }
 NAME=${NAME:-$(basename "$MODEL")}
 LOG=${LOG:-judge-server-$PORT.log}
@@ -79,25 +122,7 @@ PID=$!
 echo "$PID" >"$PID_FILE"
 
 # Stop the server and everything it started, and forget its pid file.
-give_up() {
-  local target=("$PID") PGID MY_PGID
-  PGID=$(ps -o pgid= -p "$PID" 2>/dev/null | tr -d ' ' || true)
-  MY_PGID=$(ps -o pgid= -p $$ 2>/dev/null | tr -d ' ' || true)
-  if [ -z "$PGID" ] && [ -n "$SETSID" ]; then PGID=$PID; fi
-  # the group, unless setsid was missing and the server shares ours (never signal our own group)
-  if [ -n "$PGID" ] && [ "$PGID" != "$MY_PGID" ]; then target=(-- "-$PGID"); fi
-  kill -TERM "${target[@]}" 2>/dev/null || true
-  for _ in $(seq 1 "$((${JUDGE_STOP_S:-15} * 10))"); do
-    if [ "${target[0]}" = "--" ]; then  # any member of the group that is not a zombie left?
-      ps -e -o pgid=,stat= 2>/dev/null | awk -v g="$PGID" '$1 == g && $2 !~ /^Z/ {f = 1} END {exit !f}' || break
-    else
-      kill -0 "$PID" 2>/dev/null || break
-    fi
-    sleep 0.1
-  done
-  kill -KILL "${target[@]}" 2>/dev/null || true
-  rm -f "$PID_FILE"
-}
+give_up() { stop_group "$PID"; rm -f "$PID_FILE"; }
 trap 'give_up; echo "serve_judge.sh: interrupted; the server was stopped" >&2; exit 130' INT TERM
 for _ in $(seq 1 "$WAIT_S"); do
   if ! kill -0 "$PID" 2>/dev/null; then

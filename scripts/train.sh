@@ -107,7 +107,7 @@ JUDGE_ARGS+=(${JUDGE_VLLM_ARGS:-})
 
 STATE=$(mktemp -d "${TMPDIR:-/tmp}/rubricstree-train.XXXXXX")
 stop() {
-  if [ -f "$STATE/judge.pid" ]; then kill "$(cat "$STATE/judge.pid")" 2>/dev/null || true; fi
+  "$ROOT/scripts/serve_judge.sh" --stop --pid-file "$STATE/judge.pid" || true  # its whole process group
   rm -rf "$STATE"
 }
 trap stop EXIT

@@ -78,7 +78,10 @@ stop_policy() {  # the server of a filter (or of a killed earlier run): stop it 
 stop_judge() {
   [ -f "$ROOT/judge.pid" ] || return 0
   local pid; pid=$(cat "$ROOT/judge.pid")
-  if [ -n "$pid" ] && [[ "$(ps -o args= -p "$pid" 2>/dev/null || true)" == *vllm* ]]; then kill "$pid" 2>/dev/null || true; fi
+  # the whole process group (the engine core survives a SIGTERM to the API process alone)
+  if [ -n "$pid" ] && [[ "$(ps -o args= -p "$pid" 2>/dev/null || true)" == *vllm* ]]; then
+    scripts/serve_judge.sh --stop --pid-file "$ROOT/judge.pid" || true
+  fi
   rm -f "$ROOT/judge.pid"
 }
 trap 'stop_policy; stop_judge' EXIT

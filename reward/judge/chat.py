@@ -13,7 +13,9 @@ words in the top list, case and leading-space variants summed (``yes``, `` Yes``
 normalised over yes+no. On vLLM (recognised by the ``root`` its ``/v1/models`` reports) the answer
 is also constrained to the two words with ``structured_outputs``, whose mask applies before the
 logprobs, so the list holds only answer tokens (prefixes such as ``y`` count for their word).
-When neither word is in the list the item FAILS: never a silent "no".
+When neither word is in the list the item FAILS: never a silent "no". A word listed alone is
+bounded by the smallest listed token (a full list) or fails (a cut list); a reply without
+logprobs is read from its first word at p_yes 1/0, saying so (``reward.judge.chat_choice``).
 
 explain mode: the JSON verdict ``{"explanation", "criteria_met"}``, constrained with
 ``response_format`` (a JSON schema) where the server takes it (on vLLM, a whitespace-free regular
@@ -38,7 +40,6 @@ token-id backend's or another provider's.
 from __future__ import annotations
 
 import logging
-import math
 import os
 from collections.abc import Callable
 from urllib.parse import urlparse
@@ -48,9 +49,11 @@ import httpx
 from reward.judge import defaults as D
 from reward.judge.base import Judge, run_staged
 from reward.judge.cache import VerdictCache
+from reward.judge.chat_choice import NO_WORDS, YES_WORDS, choice_verdict, p_yes_from_top  # noqa: F401
 from reward.judge.endpoints import EndpointPool
 from reward.judge.identity import require_identity
 from reward.judge.parsing import explain_parser, parse_json_object
+from reward.judge.server_facts import facts_suffix, server_facts
 from reward.judge.templates import Template
 from reward.judge.transport import RequestFailed as _Failed
 from reward.judge.transport import ServedTransport
@@ -62,7 +65,6 @@ log = logging.getLogger(__name__)
 API_KEY_ENV = "RUBRICSTREE_JUDGE_API_KEY"
 OPENAI_KEY_ENV = "OPENAI_API_KEY"
 OPENAI_HOST = "api.openai.com"
-YES_WORDS, NO_WORDS = ("yes",), ("no",)
 TOP_LOGPROBS = 20  # the most OpenAI's API returns
 EXPLAIN_SCHEMA = {
     "type": "object",
@@ -81,35 +83,6 @@ def template_messages(template: Template, item: JudgeItem) -> list[dict[str, str
     user = "".join(text for text, _trusted in template.pieces(item))
     msgs = [{"role": "system", "content": template.system}] if template.system else []
     return [*msgs, {"role": "user", "content": user}]
-
-
-def p_yes_from_top(top: list[dict], *, prefixes: bool = False) -> float | None:
-    """p_yes from a chat ``top_logprobs`` list (``[{"token", "logprob"}, ...]``): the
-    probabilities of every spelling of the answer words (case, surrounding spaces) are summed
-    and normalised over yes + no. None when neither word is in the list.
-
-    ``prefixes``: the answer was constrained to the two words (vLLM's choice grammar), so every
-    listed token is the start of one of them (``y`` of ``yes``) and counts for it; unconstrained,
-    a ``y`` could start any word and only whole words count."""
-    py = pn = 0.0
-    seen = False
-    for entry in top or []:
-        if not isinstance(entry, dict) or entry.get("logprob") is None:
-            continue
-        word = str(entry.get("token", "")).strip().lower()
-        is_yes = word in YES_WORDS or (prefixes and word and any(w.startswith(word) for w in YES_WORDS))
-        is_no = word in NO_WORDS or (prefixes and word and any(w.startswith(word) for w in NO_WORDS))
-        if is_yes == is_no:  # neither, or a prefix of both
-            continue
-        p = math.exp(float(entry["logprob"]))
-        seen = True
-        if is_yes:
-            py += p
-        else:
-            pn += p
-    if not seen or py + pn == 0.0:
-        return None
-    return py / (py + pn)
 
 
 def api_key_for(urls: list[str], api_key_env: str = API_KEY_ENV) -> str:
@@ -161,6 +134,8 @@ class ChatJudge(ServedTransport, Judge):
             require_identity(model, {"id": model} if self._listed else None, revision,
                              [ep.name for ep in self.pool.endpoints], need_root=False)
         model_id = f"chat:{host}:{model}" + (f"@{self.served_root}" if self.served_root else "")
+        if self.served_root:  # vLLM: how it runs the model too (dtype, quantization where it says)
+            model_id += facts_suffix(server_facts(self.pool.endpoints[0].url, self._headers))
         model_id += f"!{revision}" if revision else ""  # a hosted model's name is all it reports
         super().__init__(None, model_id=model_id, config=config, cache=cache, concurrency=concurrency)
         self.deadline_s = deadline_s  # bound of one grade call outside a run (reward.judge.budget)
@@ -256,15 +231,7 @@ class ChatJudge(ServedTransport, Judge):
             data = await self._post(self.choice_body(messages))
         except _Failed as exc:
             return Verdict.failed(str(exc))
-        try:
-            top = data["choices"][0]["logprobs"]["content"][0]["top_logprobs"]
-        except (KeyError, IndexError, TypeError):
-            return Verdict.failed(f"no top_logprobs in the judge's answer: {str(data)[:200]}")
-        p = p_yes_from_top(top, prefixes=bool(self.served_root))
-        if p is None:
-            words = [str(e.get("token")) for e in top if isinstance(e, dict)][:8]
-            return Verdict.failed(f"neither answer word (yes/no) is in the judge's top logprobs: {words}")
-        return Verdict(met=p >= 0.5, p_yes=p, mode="choice")
+        return choice_verdict(data, requested=TOP_LOGPROBS, prefixes=bool(self.served_root))
 
     async def _grade_explain(self, messages: list[dict]) -> Verdict:
         cfg = self.config

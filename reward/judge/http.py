@@ -33,6 +33,7 @@ from reward.judge.identity import require_identity, served_model_id
 from reward.judge.parsing import explain_parser, parse_json_object
 from reward.judge.render import PromptRenderer, load_tokenizer
 from reward.judge.replies import choice_p_yes, completion_text, usage_counts
+from reward.judge.server_facts import server_facts
 from reward.judge.templates import Template
 from reward.judge.transport import RequestFailed, ServedTransport
 from reward.judge.types import JSONResult, JudgeConfig, JudgeItem, Verdict
@@ -102,7 +103,8 @@ class HTTPJudge(ServedTransport, Judge):
             tokenizer = load_tokenizer(tokenizer or self.served_root or self.model)
         if cache is not None and transport is None:
             require_identity(model, entry, revision, [ep.name for ep in self.pool.endpoints])
-        model_id = served_model_id(model, entry, revision)
+        facts = server_facts(self.pool.endpoints[0].url, self._headers) if entry and transport is None else None
+        model_id = served_model_id(model, entry, revision, facts)
         block = (config or JudgeConfig()).prefix_block
         super().__init__(PromptRenderer(tokenizer, block_size=block), model_id=model_id, config=config,
                          cache=cache, concurrency=concurrency)

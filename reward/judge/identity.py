@@ -18,7 +18,9 @@ model served under the same name, would be served the old judge's verdicts. So:
   cache when there is one. A file written over a snapshot's link makes the folder an ordinary
   one, hashed in full.
 - a server is named by what it reports in ``/v1/models`` (``root``, ``max_model_len``), the
-  fingerprint of ``root`` when it is readable here, and a user-settable ``revision``
+  fingerprint of ``root`` when it is readable here, what else it reports about how it runs the
+  model (vLLM version, KV-cache dtype, and dtype and quantization when it answers
+  ``/server_info``: :mod:`reward.judge.server_facts`), and a user-settable ``revision``
   (``JudgeSettings.revision``) for what a server cannot tell us. A server whose entry cannot be
   read (no answer at start-up, or no ``root``) has no established identity: such a judge may
   only use the verdict cache with a ``revision`` (:func:`require_identity`).
@@ -205,8 +207,13 @@ def local_model_id(model: str, dtype: str) -> str:
     return f"hf:{model}:{dtype}" + (f":{fp}" if fp else "")
 
 
-def served_model_id(model: str, entry: Mapping[str, Any] | None, revision: str | None = None) -> str:
-    """A served judge's identity from its ``/v1/models`` entry (None: the server did not say)."""
+def served_model_id(model: str, entry: Mapping[str, Any] | None, revision: str | None = None,
+                    facts: Mapping[str, str] | None = None) -> str:
+    """A served judge's identity from its ``/v1/models`` entry (None: the server did not say) and
+    what else it reports about how it runs the model (``facts``: vLLM version, cache dtype, and
+    dtype and quantization where it tells them; :mod:`reward.judge.server_facts`)."""
+    from reward.judge.server_facts import facts_suffix
+
     out = f"http:{model}"
     if entry:
         root = entry.get("root")
@@ -217,6 +224,7 @@ def served_model_id(model: str, entry: Mapping[str, Any] | None, revision: str |
                 out += f"#{fp}"
         if entry.get("max_model_len"):
             out += f"~{entry['max_model_len']}"
+    out += facts_suffix(facts)
     if revision:
         out += f"!{revision}"
     return out

@@ -84,3 +84,19 @@ def test_the_right_model_is_reported_ready(tmp_path):
     port = _free_port()
     res = _run(tmp_path, port, "tiny")
     assert res.returncode == 0 and res.stdout.strip() == f"http://127.0.0.1:{port}", res.stderr
+
+
+def test_stop_leaves_a_process_that_is_not_a_vllm_server_alone(tmp_path):
+    """--stop signals a whole process group: a stale pid file whose number now leads someone else's
+    group (here a sleeping process of its own session) must not get that group killed."""
+    other = subprocess.Popen(["sleep", "60"], start_new_session=True)
+    try:
+        pid_file = tmp_path / "judge.pid"
+        pid_file.write_text(str(other.pid))
+        res = subprocess.run(["bash", str(REPO / "scripts/serve_judge.sh"), "--stop", "--pid-file", str(pid_file)],
+                             capture_output=True, text=True, timeout=30, check=False)
+        assert res.returncode == 0 and "no vLLM process" in res.stderr, res.stderr
+        assert other.poll() is None and not pid_file.exists()
+    finally:
+        other.kill()
+        other.wait()

@@ -11,9 +11,17 @@ reads a run's ``metrics.json`` content and returns
 
     {"comparable_to_published": bool, "comparability_notes": [one line per reason]}
 
-``comparable_to_published`` is True exactly when there is no note. The grader is identified by
-the model name the judge server answers to (a local server could serve anything under any
-name: the note is about the name, which is all a run can know).
+``comparable_to_published`` is True exactly when there is no note.
+
+The grader is not identified by the name it answers to: any server can answer to ``gpt-4.1``
+(vLLM's ``--served-model-name gpt-4.1``). The run records who grades
+(:mod:`training.eval.judge_record`): its endpoints, the weights the server reports (vLLM's
+``root``) and its full identity. A grader is the reference one only when all of these hold:
+it is named gpt-4.1 (a dated snapshot included); every endpoint is OpenAI's own API,
+``https://api.openai.com`` (https, default port: a local server cannot present that host's
+certificate); and the server reports no local weights (``root``: vLLM does, OpenAI does not).
+Anything else (a gateway or proxy in front of OpenAI included) is named with its reason; a run
+that did not record its endpoints (an older version) is not comparable either.
 """
 
 from __future__ import annotations
@@ -34,6 +42,39 @@ def is_published_grader(name: str | None) -> bool:
     if not name:
         return False
     return name.strip().lower().rsplit("/", 1)[-1] in PUBLISHED_GRADERS
+
+
+REFERENCE_HOST = "api.openai.com"
+
+
+def is_reference_endpoint(url: str) -> bool:
+    """OpenAI's own API: https, host api.openai.com, the default port."""
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError:
+        return False
+    return parts.scheme == "https" and (parts.hostname or "").lower() == REFERENCE_HOST and port in (None, 443)
+
+
+def identity_notes(g: Mapping[str, Any]) -> list[str]:
+    """Why a grader NAMED gpt-4.1 is not shown to be OpenAI's gpt-4.1 (none when it is)."""
+    name = g.get("judge_model")
+    endpoints = g.get("judge_endpoints")
+    if not endpoints:
+        return [f"the grader named {name!r} has no recorded endpoint (a run of an older version, or a judge "
+                "object): a name alone does not show it is OpenAI's gpt-4.1"]
+    notes = []
+    others = [u for u in endpoints if not is_reference_endpoint(u)]
+    if others:
+        notes.append(f"the grader named {name!r} is served at {', '.join(others)}, not by OpenAI "
+                     f"(https://{REFERENCE_HOST}): any server can answer to that name")
+    if g.get("judge_root"):
+        notes.append(f"the server of the grader named {name!r} reports local weights {g['judge_root']!r} "
+                     f"(identity {g.get('judge_identity')}): a vLLM server, not OpenAI's gpt-4.1")
+    return notes
 
 
 def _grader_notes(g: Mapping[str, Any]) -> list[str]:
@@ -88,6 +129,8 @@ def comparability(metrics: Mapping[str, Any]) -> dict[str, Any]:
     judge = g.get("judge_model")
     if not is_published_grader(judge):
         notes.append(f"grader model is {judge!r}, not gpt-4.1 (published numbers are graded by gpt-4.1)")
+    else:
+        notes += identity_notes(g)
     notes += _grader_notes(g)
     sha = d.get("sha256")
     if sha not in PUBLISHED_DATA:
@@ -131,7 +174,7 @@ def markdown_lines(metrics: Mapping[str, Any]) -> list[str]:
         return []
     dec = [f"_{decoding_line(metrics)}_", ""] if decoding_line(metrics) else []
     if metrics["comparable_to_published"]:
-        return [("**Comparable to published HealthBench numbers**: gpt-4.1 grader with the reference template, "
+        return [("**Comparable to published HealthBench numbers**: OpenAI's gpt-4.1 grader (api.openai.com) with the reference template, "
                  "system message and sampling, published data, no system prompt, every example scored."), "", *dec]
     return ["**Not comparable to published HealthBench numbers**, because:", ""] + \
         [f"- {n}" for n in metrics.get("comparability_notes", [])] + ["", *dec]
@@ -145,7 +188,7 @@ def html_block(metrics: Mapping[str, Any]) -> str:
         return ""
     dec = f"<p class=sub id=decoding>{html.escape(decoding_line(metrics))}</p>" if decoding_line(metrics) else ""
     if metrics["comparable_to_published"]:
-        return ("<p class=ok id=verdict><b>Comparable to published HealthBench numbers</b>: gpt-4.1 grader with the "
+        return ("<p class=ok id=verdict><b>Comparable to published HealthBench numbers</b>: OpenAI's gpt-4.1 grader (api.openai.com) with the "
                 "reference template, system message and sampling, published data, no system prompt, every example "
                 "scored.</p>" + dec)
     items = "".join(f"<li>{html.escape(n)}</li>" for n in metrics.get("comparability_notes", []))

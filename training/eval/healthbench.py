@@ -142,31 +142,20 @@ def _judge_config(cfg: HealthBenchEvalConfig):
     return judge_config(cfg.judge, _template_file(cfg))
 
 
-def _judge_identity(cfg: HealthBenchEvalConfig, judge) -> dict[str, str]:
-    """Who grades, without loading the judge (a finished run re-scores without it)."""
-    if judge is not None:
-        return {"backend": type(judge).__name__, "model": judge.model_id}
-    # by content (reward.judge.identity): a resume against swapped weights or another served
-    # model differs here, and check_settings refuses it
-    from reward.judge.identity import model_fingerprint, served_model_id
+def _judge_identity(cfg: HealthBenchEvalConfig, judge) -> dict[str, Any]:
+    """Who grades, without loading the judge (a finished run re-scores without it): by content
+    (reward.judge.identity) and endpoint (training.eval.judge_record), so a resume against swapped
+    weights or another server differs here and check_settings refuses it."""
+    from training.eval.judge_record import object_judge_record, served_judge_record
 
+    if judge is not None:
+        return object_judge_record(judge)
     j = cfg.judge.resolved()
     if j.url:
-        from reward.judge.api import served_judge_identity
-        from reward.serving import list_models, redact_url, split_urls
-
-        chat = served_judge_identity(j.url, j.api, j.served_model, j.api_key_env)
-        if chat["backend"] == "chat":  # a hosted grader: identified by provider and model name
-            return chat
-
-        try:
-            models = list_models(split_urls(j.url)[0])
-        except ValueError as exc:
-            raise InputError(f"cannot identify the judge at {redact_url(j.url)}: {exc}") from exc
-        served = j.served_model or str(models[0].get("id"))
-        entry = next((m for m in models if m.get("id") == served), None)
-        return {"backend": "http", "model": served, "identity": served_model_id(served, entry)}
+        return served_judge_record(j.url, j.api, j.served_model, j.api_key_env)
     if j.model:
+        from reward.judge.identity import model_fingerprint
+
         return {"backend": "inprocess", "model": model_identity(j.model), "fingerprint": model_fingerprint(j.model)}
     raise InputError("give a judge: --judge-url URL (a vLLM server) or --judge-model PATH (in-process)")
 
@@ -297,6 +286,8 @@ async def _grade(judge, todo: list[GradeTask], run: EvalRun) -> None:
 def _score(run: EvalRun, gens: dict[str, Generation], verdicts: dict[tuple[str, int], bool]
            ) -> tuple[dict[str, Any], list[ExampleResult]]:
     cfg, data, rows, settings = run.cfg, run.data, run.rows, run.settings
+    from training.eval.judge_record import grading_fields
+
     gen_errors, judge_errors = run.generation_errors, run.judge_errors
     scored: list[HealthBenchRow] = []
     results: list[ExampleResult] = []
@@ -328,8 +319,7 @@ def _score(run: EvalRun, gens: dict[str, Generation], verdicts: dict[tuple[str, 
                  "variant_source": data.variant_source, "rows_in_file": len(run.all_rows), "limit": cfg.limit},
         "system_prompt": settings["system_prompt"],
         "generation": settings["generation"],
-        "grading": {**settings["grading"], "judge_backend": settings["judge"]["backend"],
-                    "judge_model": settings["judge"]["model"], "grader": cfg.grader},
+        "grading": {**settings["grading"], **grading_fields(settings["judge"]), "grader": cfg.grader},
         "n_rows": len(rows), "n_scored": len(scored), "n_unscored": len(unscored), "unscored": unscored,
         "score": None, "bootstrap_std": None, "n_samples": 0, "tags": {},
         "length_adjusted": None,
@@ -390,6 +380,10 @@ def run_healthbench(cfg: HealthBenchEvalConfig, *, generator=None, judge=None) -
     rows = all_rows[:cfg.limit] if cfg.limit else all_rows
     _check_rows(rows, str(data.path))
     settings = run_settings(cfg, data, judge, generator)
+    if cfg.baseline:  # before any work: a baseline of another grader is refused, both named
+        from training.eval.judge_record import check_baseline_grader
+
+        check_baseline_grader(cfg.baseline, settings)
     out.mkdir(parents=True, exist_ok=True)  # only once the input is known to be good
     check_settings(out / "config.json", settings)
     record = RunRecord(argv=sys.argv[1:], graded_items=0)

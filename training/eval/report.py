@@ -151,7 +151,9 @@ def _settings_rows(m: dict[str, Any]) -> list[tuple[str, str]]:
         ("decoding", f"{decoding}, max_new_tokens {gen['max_new_tokens']}"),
         ("grading", f"{g['mode']} mode, template {g['template']} (version {g['template_version']})"),
         ("grader sampling", ", ".join(f"{k} {v}" for k, v in (g.get("sampling") or {}).items()) or "n/a"),
-        ("judge", f"{g['judge_model']} ({g['judge_backend']})"),
+        ("judge", f"{g['judge_model']} ({g['judge_backend']}"
+                  + (f" at {', '.join(g['judge_endpoints'])}" if g.get("judge_endpoints") else "") + ")"
+                  + (f"; identity {g['judge_identity']}" if g.get("judge_identity") else "")),
         ("scored", f"{m['n_scored']} of {m['n_rows']} examples ({m['n_unscored']} unscored)"),
     ] + ([("responses", _responses_line(m["responses"]))] if m.get("responses") else [])
 

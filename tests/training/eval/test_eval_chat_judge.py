@@ -145,7 +145,8 @@ def test_grader_official_path_end_to_end(tmp_path, tiny_model_dir, monkeypatch):
     """--grader official: the template is fetched from the reference harness's source (the network
     simulated at httpx.get, serving a harness file with OUR wording; the pin is moved to its hash),
     sent with the reference grader's system message, and the comparability verdict drops the
-    template and grader reasons, keeping the data-file one (our fixture is no published file)."""
+    template and grader reasons, keeping the data-file one (our fixture is no published file) and
+    the endpoint one (a stub on 127.0.0.1 that answers to gpt-4.1 is not OpenAI's gpt-4.1)."""
     import httpx
 
     import reward.judge.official as official
@@ -189,7 +190,13 @@ def test_grader_official_path_end_to_end(tmp_path, tiny_model_dir, monkeypatch):
     assert all(b == v[0] for v in by_item.values() for b in v)  # retried at the same settings
     assert m["n_unscored"] == 0
     assert m["grading"]["sampling"] == {**official.reference_grader_record(), "attempts": 10}
-    notes = " | ".join(m["comparability_notes"])
+    # the stub answers to gpt-4.1 on 127.0.0.1: the name passes, the endpoint does not (any server
+    # can answer to that name); the template and grader settings are the reference ones
+    assert m["grading"]["judge_endpoints"] == [srv.url.rstrip("/") + ("" if srv.url.rstrip("/").endswith("/v1")
+                                                                        else "/v1")]
+    endpoint = [n for n in m["comparability_notes"] if "the grader named 'gpt-4.1'" in n]
+    assert len(endpoint) == 1 and "not by OpenAI" in endpoint[0]
+    notes = " | ".join(n for n in m["comparability_notes"] if n not in endpoint)
     assert "not gpt-4.1" not in notes and "grader template" not in notes and "grader " not in notes.replace(
         "grader model", "")
     assert "not a published HealthBench file" in notes and m["comparable_to_published"] is False

@@ -12,6 +12,8 @@ from training.eval.comparability import comparability, is_published_grader, mark
 def published_like() -> dict:
     return {
         "grading": {"mode": "explain", "judge_model": "gpt-4.1-2025-04-14", "template": "healthbench-official",
+                    "judge_backend": "chat", "judge_endpoints": ["https://api.openai.com/v1"], "judge_root": None,
+                    "judge_identity": "chat:api.openai.com:gpt-4.1-2025-04-14",
                     "template_sha256": OFFICIAL_TEMPLATE_SHA256,
                     "system_message_sha256": text_sha256(GRADER_SYSTEM_MESSAGE),
                     "sampling": reference_grader_record()},
@@ -73,6 +75,13 @@ def _with(path: str, value) -> dict:
 # every difference from the reference run, alone: it flips the verdict, with its own note
 DIFFERENCES = [
     ("grading.judge_model", "gpt-4.1-mini", "not gpt-4.1"),
+    # named gpt-4.1 but not shown to be OpenAI's: the identity decides, not the name
+    ("grading.judge_endpoints", ["http://127.0.0.1:18260/v1"], "not by OpenAI"),
+    ("grading.judge_endpoints", ["http://api.openai.com/v1"], "not by OpenAI"),
+    ("grading.judge_endpoints", ["https://api.openai.com:8443/v1"], "not by OpenAI"),
+    ("grading.judge_endpoints", ["https://api.openai.com/v1", "https://gw.example.org/v1"], "gw.example.org"),
+    ("grading.judge_endpoints", None, "no recorded endpoint"),
+    ("grading.judge_root", "/models/tiny", "reports local weights '/models/tiny'"),
     ("grading.template_sha256", "a" * 64, "not the official HealthBench grader template"),
     ("grading.system_message_sha256", text_sha256("You grade rubric items."), "system message"),
     ("grading.system_message_sha256", None, "system message"),
