@@ -155,3 +155,31 @@ def test_readings_follow_the_judge_mode():
     assert len({t.version for t in (CHOICE, CONFIRM_CHOICE, SETTLE_CHOICE)}) == 3
     j = FakeJudge(lambda t, it: 1.0, config=JudgeConfig(mode="explain"))
     assert readings(j.config.mode)[0].template.mode == "explain"
+
+
+def test_confirmation_against_the_server(judge_url, tiny_model_dir):
+    """Wiring only (a tiny random model): the real server answers the confirmation readings. The
+    row carries one criterion twice, worth +5 and -5; the choice prompt does not show points, so
+    both get one verdict and one of them is a failure: at least one confirmation request goes out."""
+    import asyncio
+    import math
+
+    from reward.judge import make_judge
+
+    tree = RubricTree([Node(id="root", title="root", children=("empathy",)),
+                       Node(id="empathy", title="Acknowledges worry", criterion=EMPATHY, severity="minor")],
+                      root="root", name="one-leaf")  # few requests: the CPU server is slow
+    j = make_judge(judge_url=judge_url, judge_model=str(tiny_model_dir))
+    try:
+        reward = RubricReward(tree, StaticRouter(tree), j, cache_routing=False, confirm_failures=True)
+        [r] = reward.score_sync([{"id": "s", "prompt": PROMPT, "completion": GOOD,
+                                  "rubrics": [{"criterion": CALL, "points": 5}, {"criterion": CALL, "points": -5}]}])
+    finally:
+        asyncio.run(j.aclose())
+    assert r.score is not None and math.isfinite(r.score), r.failures
+    first = len(r.leaves) + len(r.rubric_items)
+    assert r.confirm_items >= 1 and reward.stats["confirm_items"] == r.confirm_items
+    assert r.confirm_items == sum(x.readings - 1 for x in r.leaves + r.rubric_items)
+    assert reward.stats["judge_items"] == first + r.confirm_items == judge_items(r)
+    assert j.stats.cache_misses == first + r.confirm_items  # every extra reading was a request of its own
+    assert reward.stats["confirm_failed_readings"] == 0
