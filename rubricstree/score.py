@@ -86,6 +86,8 @@ def summarise(reward, judge, rollouts: Sequence, results: dict[str, Any], second
         "judge_items": int(st["judge_items"]),
         "judge_items_per_rollout": cost["judge_items_per_rollout"],
         "judge_items_per_prompt": cost["judge_items_per_prompt"],
+        "confirm_items": int(st.get("confirm_items", 0)),
+        "confirm_overturned": int(st.get("confirm_overturned", 0)),
         "judge_requests": judge.stats.requests,
         "cache_hits": judge.stats.cache_hits,
         "cache_misses": judge.stats.cache_misses,
@@ -239,6 +241,9 @@ def score_command(
                                                       help="score of an unclosed <think> (counted as format_failures)"),
     applicability: bool = typer.Option(False, "--applicability/--no-applicability",
                                        help="leave out routed leaves whose situation is absent (asked once per prompt)"),
+    confirm_failures: bool = typer.Option(False, "--confirm-failures/--no-confirm-failures",
+                                          help="read each failing verdict again with another prompt (a third time "
+                                               "on a disagreement); the majority stands"),
     threshold: float | None = typer.Option(None, "--threshold", help="router relevance threshold"),
     emergency_threshold: float | None = typer.Option(None, "--emergency-threshold",
                                                         help="router threshold for urgent prompts"),
@@ -279,7 +284,8 @@ def score_command(
         rt = build_router(router, tree, judge, threshold=threshold, emergency_threshold=emergency_threshold)
         reward = RubricReward(tree, rt, judge, scoring=scoring, combine=combine, on_failure=on_failure,
                               scoring_variant=scoring_variant, grade=grade,  # type: ignore[arg-type]
-                              format_failure_score=format_failure_score, applicability=applicability)
+                              format_failure_score=format_failure_score, applicability=applicability,
+                              confirm_failures=confirm_failures)
     except (RubricsTreeError, ValueError, OSError) as exc:  # OSError: a judge model/tokenizer not found
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from exc

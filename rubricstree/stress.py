@@ -9,7 +9,8 @@ report also compares every scoring variant, on the routing as run and with the l
 forced in (a router with perfect recall: scoring alone). ``--judge-noise E --seed S`` (oracle mode)
 repeats every case with each verdict, and each per-prompt applicability decision, flipped with
 probability E and reports the clean replies' mean and spread and the detection rate under noise
-(``reward.stress.noise``). Oracle mode scores only the leaves the case labels call applicable;
+(``reward.stress.noise``); ``--confirm-failures`` adds the same draws with failure confirmation
+(``reward.stages.confirm``) and its cost in extra judge items per reply. Oracle mode scores only the leaves the case labels call applicable;
 judge mode asks the judge once per case (``--no-applicability``: every routed leaf).
 
 Judge work (verdicts, routings, baseline answers) sits in the judge's durable cache, so a killed
@@ -53,6 +54,11 @@ def stress_command(
                                             "this probability (default: the --judge-noise value)"),
     seed: int = typer.Option(0, "--seed", help="random seed of --judge-noise"),
     noise_repeats: int = typer.Option(20, "--noise-repeats", help="draws per case under --judge-noise"),
+    confirm_failures: bool = typer.Option(
+        False, "--confirm-failures/--no-confirm-failures",
+        help="judge mode: read each failing verdict again (a third time on a disagreement); oracle mode with "
+             "--judge-noise: also report the same draws with confirmation modelled (extra readings independent: "
+             "the optimistic case)"),
     applicability: bool = typer.Option(True, "--applicability/--no-applicability",
                                        help="judge mode: leave out the leaves whose situation is absent"),
     judge: JudgeSettings = None,  # the judge options (rubricstree.judge_options)
@@ -79,6 +85,9 @@ def stress_command(
                 raise typer.BadParameter(f"{name} must be in [0, 0.5], got {v}")
         if noise_repeats < 1:
             raise typer.BadParameter(f"--noise-repeats must be >= 1, got {noise_repeats}")
+        if confirm_failures and mode == "oracle" and not judge_noise:
+            raise typer.BadParameter("--confirm-failures in oracle mode needs --judge-noise (a perfect judge has no "
+                                     "failure to confirm)")
         tree = load_tree(taxonomy)
         rows = load_cases(cases, tree)
         settings, judge = judge, None
@@ -105,7 +114,8 @@ def stress_command(
         try:
             return await run_stress(rows, tree, rt, mode=mode, variant=variant, judge=judge,
                                     baseline_judge=judge if baseline else None, concurrency=concurrency,
-                                    progress=not as_json, applicability=applicability)
+                                    progress=not as_json, applicability=applicability,
+                                    confirm_failures=confirm_failures and mode == "judge")
         finally:
             if judge is not None:
                 await judge.aclose()
@@ -123,9 +133,10 @@ def stress_command(
     if judge_noise:
         from reward.stress.noise import noise_summary
 
-        summary["noise"] = noise_summary(tree, rows, routings, variant, judge_noise=judge_noise,
+        for key, confirm in (("noise", False), ("noise_confirmed", True))[:1 + confirm_failures]:
+            summary[key] = noise_summary(tree, rows, routings, variant, judge_noise=judge_noise,
                                          applicability_noise=applicability_noise, seed=seed,
-                                         repeats=noise_repeats, margin=margin)
+                                         repeats=noise_repeats, margin=margin, confirm_failures=confirm)
     if report is not None:
         from reward.stress.report import write_report
         from reward.stress.runner import oracle_variant_table, with_labels
@@ -152,10 +163,16 @@ def stress_command(
                 "detection_rate": out["detection_rate"], "mean_penalty": out["mean_penalty"]}
         for p, b in out["by_perturbation"].items():
             flat[f"{p} DR / MP"] = f"{b['detection_rate']:.3f} / {b['mean_penalty']:.3f}"
-        if out.get("noise"):
-            nz = out["noise"]
-            flat[f"noise {nz['judge_noise']}: clean mean ± sd"] = f"{nz['clean_mean']:.3f} ± {nz['clean_sd']:.3f}"
-            flat[f"noise {nz['judge_noise']}: DR / MP"] = f"{nz['detection_rate']:.3f} / {nz['mean_penalty']:.3f}"
+        for key, tag in (("noise", ""), ("noise_confirmed", " confirmed")):
+            if not out.get(key):
+                continue
+            nz = out[key]
+            flat[f"noise {nz['judge_noise']}{tag}: clean mean ± sd"] = f"{nz['clean_mean']:.3f} ± {nz['clean_sd']:.3f}"
+            flat[f"noise {nz['judge_noise']}{tag}: DR / MP"] = f"{nz['detection_rate']:.3f} / {nz['mean_penalty']:.3f}"
+            if "extra_items_per_reply" in nz:
+                flat[f"noise {nz['judge_noise']}{tag}: extra judge items per reply"] = (
+                    f"{nz['extra_items_per_reply']:.2f} (clean {nz['extra_items_per_clean_reply']:.2f}, "
+                    f"perturbed {nz['extra_items_per_perturbed_reply']:.2f})")
         if out["baseline"]:
             base = out["baseline"]
             flat["baseline DR / MP"] = f"{base['detection_rate']:.3f} / {base['mean_penalty']:.3f}"

@@ -258,6 +258,7 @@ class RubricRewardFunc(_JudgeReward):
         on_failure: ``"skip"`` (None) or ``"raise"``.
         scoring_variant: the tree score's variant (``reward.scoring.variants``); None: the default.
         applicability: leave out the routed leaves whose situation is absent (decided once per prompt).
+        confirm_failures: read each failing verdict again before it costs (``reward.stages.confirm``).
 
     Columns: ``rubrics`` (optional), ``judge_prompt`` (else ``prompts``) is the conversation the
     router and judge see. Each prompt is routed once per batch (RubricReward groups by prompt).
@@ -269,7 +270,7 @@ class RubricRewardFunc(_JudgeReward):
                  combine: str = "mean", on_failure: str = "skip", name: str = "clinical_rubric",
                  scoring_variant: str | None = None, grade: str = "answer",
                  format_failure_score: float | None = 0.0, clip_below_zero: bool = False,
-                 applicability: bool = False) -> None:
+                 applicability: bool = False, confirm_failures: bool = False) -> None:
         from reward.scoring.variants import DEFAULT_SCORING_VARIANT, check_variant
 
         super().__init__(judge, name, on_failure)
@@ -284,6 +285,7 @@ class RubricRewardFunc(_JudgeReward):
         self.grade, self.format_failure_score = grade, format_failure_score
         self.clip_below_zero = clip_below_zero
         self.applicability = applicability
+        self.confirm_failures = confirm_failures
 
     @classmethod
     def from_settings(cls, judge: Any, settings: RubricRewardSettings | Mapping[str, Any]) -> RubricRewardFunc:
@@ -309,7 +311,8 @@ class RubricRewardFunc(_JudgeReward):
                                          scoring_variant=self.scoring_variant, on_failure=self.on_failure,
                                          grade=self.grade,  # type: ignore[arg-type]
                                          format_failure_score=self.format_failure_score,
-                                         clip_below_zero=self.clip_below_zero, applicability=self.applicability)
+                                         clip_below_zero=self.clip_below_zero, applicability=self.applicability,
+                                         confirm_failures=self.confirm_failures)
         return self._runtime
 
     async def __call__(self, prompts: list, completions: list, completion_ids: list | None = None,

@@ -14,9 +14,10 @@ from reward.stages.rubric_reward import RolloutScore
 
 
 def judge_items(result: RolloutScore) -> int:
-    """Judge items one rollout asked for: its active leaves plus the row's rubric items (before
-    the batch de-duplicates identical items; the cost a training step pays per rollout)."""
-    return len(result.leaves) + len(result.rubric_items)
+    """Judge items one rollout asked for: its active leaves plus the row's rubric items, plus the
+    extra readings that confirmed its failures (``confirm_failures``), before the batch
+    de-duplicates identical items; the cost a training step pays per rollout."""
+    return len(result.leaves) + len(result.rubric_items) + result.confirm_items
 
 
 def judge_cost(results: Sequence[RolloutScore], prompt_keys: Sequence[Any]) -> dict[str, float | None]:
@@ -24,13 +25,14 @@ def judge_cost(results: Sequence[RolloutScore], prompt_keys: Sequence[Any]) -> d
     result), and the share of them that are tree leaves."""
     if not results:
         return {"judge_items_per_rollout": None, "judge_items_per_prompt": None, "leaf_items_per_rollout": None,
-                "rubric_items_per_rollout": None}
+                "rubric_items_per_rollout": None, "confirm_items_per_rollout": None}
     n = len(results)
     total = sum(judge_items(r) for r in results)
     n_prompts = len(set(prompt_keys)) or 1
     return {"judge_items_per_rollout": total / n, "judge_items_per_prompt": total / n_prompts,
             "leaf_items_per_rollout": sum(len(r.leaves) for r in results) / n,
-            "rubric_items_per_rollout": sum(len(r.rubric_items) for r in results) / n}
+            "rubric_items_per_rollout": sum(len(r.rubric_items) for r in results) / n,
+            "confirm_items_per_rollout": sum(r.confirm_items for r in results) / n}
 
 
 def items_per_prompt(results: Sequence[RolloutScore], prompt_keys: Sequence[Any]) -> list[int]:

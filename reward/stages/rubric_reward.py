@@ -56,6 +56,7 @@ from reward.scoring.variants import (
     check_variant,
     effective_weights,
 )
+from reward.stages.confirm import confirm_failures as confirm_batch
 from reward.stages.reasoning import Grade, failure_score, graded_text
 from reward.stages.rollouts import Rollout, load_rollouts, parse_rollouts  # noqa: F401  (re-exported: the records scored here)
 from reward.tree.graph import RubricTree
@@ -79,6 +80,8 @@ class LeafResult(BaseModel):
     weight: float = Field(description="effective weight under the scoring variant")
     reason: str
     failure: str | None = None
+    readings: int = Field(1, description="judge readings behind the verdict: 2-3 when a failure was confirmed")
+    overturned: bool = Field(False, description="confirmation turned the first reading's failure into a pass")
 
 
 class ItemResult(BaseModel):
@@ -89,6 +92,8 @@ class ItemResult(BaseModel):
     met: bool | None
     p_yes: float | None
     failure: str | None = None
+    readings: int = 1
+    overturned: bool = False
 
 
 class RolloutScore(BaseModel):
@@ -112,6 +117,7 @@ class RolloutScore(BaseModel):
     not_applicable: list[str] = Field(default_factory=list, description=(
         "routed leaves whose situation is absent from the conversation: not graded, not scored"))
     failures: list[str] = Field(default_factory=list)
+    confirm_items: int = Field(0, description="extra judge items this rollout asked to confirm its failures")
     feedback: str = ""
     format_failure: bool = Field(False, description="an unclosed <think>: no final answer; scored format_failure_score")
 
@@ -145,6 +151,10 @@ class RubricReward:
         applicability: decide once per prompt which routed conditional leaves apply
             (``reward.router.applicability``); the others are neither graded nor scored and are
             listed in ``RolloutScore.not_applicable``. Off: every routed leaf is graded.
+        confirm_failures: read every failing verdict (a positive criterion not met, a negative one
+            met; leaves and rubric items) again with another prompt, and a third time when the two
+            disagree; the majority stands (``reward.stages.confirm``). The extra items are counted
+            in ``judge_items`` and per rollout in ``RolloutScore.confirm_items``.
 
     Attributes:
         stats: counters over this object's lifetime (rollouts, scored, unscored, prompts routed,
@@ -156,7 +166,7 @@ class RubricReward:
                  feedback_limit: int = 10, scoring_variant: str = DEFAULT_SCORING_VARIANT,
                  grade: Grade = "answer", format_failure_score: float | str | None = 0.0,
                  clip_below_zero: bool = True, applicability: bool = False,
-                 applicability_threshold: float = 0.5) -> None:
+                 applicability_threshold: float = 0.5, confirm_failures: bool = False) -> None:
         check_variant(scoring_variant)
         if scoring not in ("hard", "soft"):
             raise ValueError(f"scoring must be 'hard' or 'soft', got {scoring!r}")
@@ -175,6 +185,7 @@ class RubricReward:
         self.feedback_limit = feedback_limit
         self.grade, self.format_failure_score = grade, format_failure_score
         self.clip_below_zero = clip_below_zero
+        self.confirm_failures = confirm_failures
         graded_text("", grade)  # validates grade
         if cache_routing and not isinstance(router, CachedRouter):
             router = CachedRouter(router, judge.cache)
@@ -184,7 +195,8 @@ class RubricReward:
         self.stats: dict[str, float] = dict.fromkeys(
             ["rollouts", "scored", "unscored", "prompts", "prompts_routed", "routing_judge_calls",
              "routing_failures", "active_leaves", "judge_items", "routing_s", "grading_s", "format_failures",
-             "applicability_judge_calls", "not_applicable_leaves"], 0)
+             "applicability_judge_calls", "not_applicable_leaves", "confirm_items", "confirm_overturned",
+             "confirm_failed_readings"], 0)
 
     # ------------------------------------------------------------------ routing
     async def route(self, rollouts: Sequence[Rollout | dict]) -> dict[tuple, Routing]:
@@ -233,6 +245,7 @@ class RubricReward:
 
         # Every (rollout x criterion) item of the batch, de-duplicated, in one grade call.
         index: dict[JudgeItem, int] = {}
+        bad_when_met: dict[int, bool] = {}  # item -> whether "met" is the failing verdict
         plans: list[tuple[list[int], list[int]] | None] = []
         for r in rollouts:
             if routings[r.prompt_key].n_failures:  # unscored below: grade nothing for it
@@ -250,12 +263,23 @@ class RubricReward:
             item_idx = [index.setdefault(JudgeItem(conversation=conv, response=shown.text,
                                                    criterion=it.criterion, points=it.points), len(index))
                         for it in (r.rubrics or [])]
+            for i, a in zip(leaf_idx, (a for a in routings[r.prompt_key].active if a.leaf_id in keep)):
+                bad_when_met.setdefault(i, self.tree[a.leaf_id].polarity == "negative")
+            for i, it in zip(item_idx, r.rubrics or []):
+                bad_when_met.setdefault(i, it.points < 0)
             plans.append((leaf_idx, item_idx))
         items = list(index)
         t0 = time.perf_counter()
         verdicts = await self.judge.grade(items, on_failure="record") if items else []
+        extra, overturned = [0] * len(items), [False] * len(items)
+        if self.confirm_failures and items:
+            conf = await confirm_batch(self.judge, items, verdicts, [bad_when_met[i] for i in range(len(items))])
+            verdicts, extra, overturned = conf.verdicts, conf.extra, conf.overturned
+            self.stats["confirm_items"] += sum(extra)
+            self.stats["confirm_overturned"] += sum(overturned)
+            self.stats["confirm_failed_readings"] += conf.failed_readings
         self.stats["grading_s"] += time.perf_counter() - t0
-        self.stats["judge_items"] += len(items)
+        self.stats["judge_items"] += len(items) + sum(extra)
 
         out = []
         for r, plan in zip(rollouts, plans):
@@ -272,6 +296,10 @@ class RubricReward:
             leaf_idx, item_idx = plan
             res = self._score_one(r, routings[r.prompt_key], [verdicts[i] for i in leaf_idx],
                                   [verdicts[i] for i in item_idx], apps[r.prompt_key])
+            for res_part, idx in ((res.leaves, leaf_idx), (res.rubric_items, item_idx)):
+                for one, i in zip(res_part, idx):
+                    one.readings, one.overturned = 1 + extra[i], overturned[i]
+            res.confirm_items = sum(extra[i] for i in leaf_idx + item_idx)
             if res.failures and self.on_failure == "raise":
                 raise JudgeError(f"rollout '{r.id}': {len(res.failures)} judge item(s) failed; "
                                  f"first: {res.failures[0]}")

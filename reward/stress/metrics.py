@@ -64,12 +64,14 @@ def summarise(results: Sequence[Any], *, margin: float = DEFAULT_MARGIN, variant
 def public_summary(summary: dict[str, Any]) -> dict[str, Any]:
     """The documented JSON shape: cases, scoring_variant, detection_rate, mean_penalty,
     by_perturbation, by_scenario, baseline (the same four metric keys, or None), and ``noise``
-    (``reward.stress.noise.noise_summary``) when the run had ``--judge-noise``."""
+    (``reward.stress.noise.noise_summary``) when the run had ``--judge-noise``, and
+    ``noise_confirmed`` (the same draws with failure confirmation) with ``--confirm-failures``."""
     keys = ("detection_rate", "mean_penalty", "by_perturbation", "by_scenario")
     base = summary.get("baseline")
     out = {"cases": summary["cases"], "scoring_variant": summary["scoring_variant"],
            **{k: summary[k] for k in keys},
            "baseline": None if base is None else {k: base[k] for k in keys}}
-    if summary.get("noise"):
-        out["noise"] = summary["noise"]
+    for key in ("noise", "noise_confirmed"):
+        if summary.get(key):
+            out[key] = summary[key]
     return out

@@ -91,14 +91,19 @@ def _tables(summary: dict[str, Any], variants: dict[str, dict[str, dict[str, Any
         rows += _metric_rows(block, "by_scenario", SCENARIOS)
         name = f"RubricsTree, {summary['scoring_variant']}" if label == "ours" else "Holistic baseline"
         out.append((f"{name} (unscored: {block['unscored']})", head, rows))
-    nz = summary.get("noise")
-    if nz:
+    for nz in (summary.get("noise"), summary.get("noise_confirmed")):
+        if not nz:
+            continue
+        confirmed = nz.get("confirm_failures")
         rows = [[name, f"{b['clean_mean']:.3f} ± {b['clean_sd']:.3f}", _f(b["detection_rate"]),
-                 _f(b["mean_penalty"]), str(b["n"])]
+                 _f(b["mean_penalty"]), str(b["n"])] + ([_f(b["extra_items_per_reply"], 2)] if confirmed else [])
                 for name, b in [("overall", nz), *nz["by_perturbation"].items()]]
+        how = ("with failure confirmation: each extra reading an independent draw, the optimistic case"
+               if confirmed else "no failure confirmation")
         out.append((f"Under judge noise {nz['judge_noise']} (applicability noise {nz['applicability_noise']}, "
-                    f"seed {nz['seed']}, {nz['repeats']} draws per case)",
-                    ["", "clean mean ± sd", "detection rate", "mean penalty", "draws"], rows))
+                    f"seed {nz['seed']}, {nz['repeats']} draws per case; {how})",
+                    ["", "clean mean ± sd", "detection rate", "mean penalty", "draws"]
+                    + (["extra judge items per reply"] if confirmed else []), rows))
     for setting, table in (variants or {}).items():
         header = ["variant", "overall DR / MP"] + [p for p in PERTURBATIONS]
         rows = []

@@ -114,7 +114,8 @@ def _recall(routing: Routing, case: StressCase) -> tuple[float, list[str]]:
 
 async def run_stress(cases: Sequence[StressCase], tree: RubricTree, router: Router, *, mode: Mode = "oracle",
                      variant: str, judge: Any = None, baseline_judge: Any = None, concurrency: int = 4,
-                     progress: bool = True, applicability: bool = True) -> tuple[list[CaseResult], list[Routing]]:
+                     progress: bool = True, applicability: bool = True,
+                     confirm_failures: bool = False) -> tuple[list[CaseResult], list[Routing]]:
     """Score every case (see the module docstring); returns the results and the routings, in order.
 
     Args:
@@ -127,6 +128,8 @@ async def run_stress(cases: Sequence[StressCase], tree: RubricTree, router: Rout
         baseline_judge: the judge for the holistic baseline; None skips the baseline.
         applicability: judge mode: the judge decides once per case which routed conditional
             leaves apply (``reward.router.applicability``); oracle mode reads the case labels.
+        confirm_failures: judge mode: failing verdicts are read again (``reward.stages.confirm``);
+            oracle mode models that in ``reward.stress.noise``.
     """
     from tqdm import tqdm
 
@@ -147,7 +150,7 @@ async def run_stress(cases: Sequence[StressCase], tree: RubricTree, router: Rout
         from reward.stages.rubric_reward import RubricReward
 
         reward = RubricReward(tree, router, judge, scoring_variant=variant, cache_routing=False,
-                              applicability=applicability)
+                              applicability=applicability, confirm_failures=confirm_failures)
         sem = asyncio.Semaphore(max(1, concurrency))
         bar = tqdm(total=len(cases), unit="case", desc="judging cases", file=sys.stderr, disable=not progress)
 

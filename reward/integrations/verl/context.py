@@ -75,7 +75,8 @@ class RewardContext:
                                                combine=s.combine, on_failure="skip",
                                                scoring_variant=s.scoring_variant or DEFAULT_SCORING_VARIANT,
                                                grade=s.grade, format_failure_score=s.format_failure_score,
-                                               clip_below_zero=s.clip_below_zero, applicability=s.applicability)
+                                               clip_below_zero=s.clip_below_zero, applicability=s.applicability,
+                                               confirm_failures=s.confirm_failures)
         return self._rubric_reward
 
     @property

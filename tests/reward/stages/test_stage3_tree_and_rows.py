@@ -34,6 +34,7 @@ def test_trl_recipe_settings(cfg):
     assert isinstance(func, RubricRewardFunc)
     assert (func.rubric_source, func.combine, func.router_source, func.scoring_variant) == (
         "both", "mean", "embedding", DEFAULT_SCORING_VARIANT)
+    assert r.confirm_failures and func.confirm_failures  # failure confirmation on in the tree recipe
 
 
 def test_trl_recipe_rewards_with_tree_and_rows(cfg):
@@ -84,4 +85,5 @@ def test_verl_recipe_settings(monkeypatch):
     s = load_settings(**kw)
     assert (s.rubric_source, s.combine, s.router, s.scoring_variant) == ("both", "mean", "embedding",
                                                                          DEFAULT_SCORING_VARIANT)
+    assert s.confirm_failures
     assert c.actor_rollout_ref.actor.policy_loss.loss_mode == "gspo"

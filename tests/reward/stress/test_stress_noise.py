@@ -103,3 +103,36 @@ def test_per_prompt_applicability_beats_a_three_way_verdict_under_the_same_noise
     assert per_prompt["clean_mean"] > three_way["clean_mean"] + 0.2
     with pytest.raises(ValueError, match="design"):
         noise_summary(tree, cases, routings, "severity", judge_noise=0.1, repeats=1, design="vote")
+
+
+def test_failure_confirmation_raises_the_clean_mean_on_the_same_draws(setup):
+    """Confirmation reads only failures again (independent draws, the optimistic case): on one seed
+    the first readings are the same draws, a good reply loses fewer false failures, and the cost
+    is counted."""
+    tree, cases, routings = setup
+    plain = noise_summary(tree, cases, routings, "severity", judge_noise=0.1, seed=5, repeats=5)
+    confirmed = noise_summary(tree, cases, routings, "severity", judge_noise=0.1, seed=5, repeats=5,
+                              confirm_failures=True)
+    assert confirmed["confirm_failures"] and not plain["confirm_failures"]
+    assert confirmed["clean_mean"] > plain["clean_mean"]
+    assert confirmed["clean_sd"] < plain["clean_sd"]
+    assert "extra_items_per_reply" not in plain
+    assert 0 < confirmed["extra_items_per_clean_reply"] < confirmed["extra_items_per_perturbed_reply"]
+    # no noise: confirmation changes nothing (a true failure is confirmed) but costs one reading per failure
+    exact = noise_summary(tree, cases, routings, "severity", judge_noise=0.0, repeats=1, confirm_failures=True)
+    oracle = noise_summary(tree, cases, routings, "severity", judge_noise=0.0, repeats=1)
+    assert exact["clean_mean"] == oracle["clean_mean"] and exact["mean_penalty"] == oracle["mean_penalty"]
+
+
+def test_cli_reports_both_without_and_with_confirmation(tmp_path):
+    res = runner.invoke(app, ["stress", "--router", "static", "--judge-noise", "0.1", "--seed", "3",
+                              "--noise-repeats", "2", "--confirm-failures", "--json", "--report", str(tmp_path / "r")])
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.stdout.strip().splitlines()[-1])
+    assert not out["noise"]["confirm_failures"] and out["noise_confirmed"]["confirm_failures"]
+    assert out["noise_confirmed"]["extra_items_per_reply"] > 0
+    assert "with failure confirmation" in (tmp_path / "r" / "report.md").read_text()
+    text = runner.invoke(app, ["stress", "--router", "static", "--judge-noise", "0.1", "--noise-repeats", "1",
+                               "--confirm-failures"])
+    assert text.exit_code == 0 and "confirmed" in text.output
+    assert runner.invoke(app, ["stress", "--router", "static", "--confirm-failures"]).exit_code == 2
