@@ -26,7 +26,6 @@ CONFIG_NAME=$(basename "$CONFIG" .yaml)
 
 PY=${PYTHON:-$ROOT/.venv/bin/python}
 [ -x "$PY" ] || PY=python3
-"$PY" -c "import verl" 2>/dev/null || { echo "train_verl: verl is not installed for $PY: pip install -e '.[verl]'" >&2; exit 2; }
 
 # absolute, so that every Ray worker finds the files whatever its working directory (a relative
 # value is read from where you run this, as you would expect, not from the repository root)
@@ -58,6 +57,8 @@ for a in "$@"; do  # a local folder as the start: it must be a Hugging Face expo
     fi ;;
   esac
 done
+
+"$PY" -c "import verl" 2>/dev/null || { echo "train_verl: verl is not installed for $PY: pip install -e '.[verl]'" >&2; exit 2; }
 
 if [ "$only_print" = 0 ]; then
   if ! command -v nvidia-smi >/dev/null 2>&1 || ! nvidia-smi -L >/dev/null 2>&1; then
