@@ -67,14 +67,16 @@ if [ "$GPU" = 1 ] && [ "$J_URL" = "-" ] && [ "$J_MODEL" != "-" ]; then
          "(or pass --set judge.url=URL of a running judge)" >&2
     exit 2
   fi
-  # no GPU on both lists: the judge's KV cache and the trainer's colocated vLLM would each claim it
-  SHARED=$(tr ',' '\n' <<<"$JUDGE_CUDA_VISIBLE_DEVICES,$TRAIN_CUDA_VISIBLE_DEVICES" | tr -d ' ' | grep -v '^$' \
-           | sort | uniq -d | paste -sd, -) || true
-  if [ -n "$SHARED" ]; then
-    echo "train.sh: GPU(s) $SHARED are in both JUDGE_CUDA_VISIBLE_DEVICES ($JUDGE_CUDA_VISIBLE_DEVICES) and" \
-         "TRAIN_CUDA_VISIBLE_DEVICES ($TRAIN_CUDA_VISIBLE_DEVICES); give each its own" >&2
-    exit 2
-  fi
+fi
+# no GPU on both lists, whether this script starts the judge or it runs already (judge.url): the
+# judge's KV cache and the trainer's colocated vLLM would each claim it
+# shellcheck source=scripts/gpu_lists.sh
+. "$ROOT/scripts/gpu_lists.sh"
+SHARED=$(gpu_overlap "${JUDGE_CUDA_VISIBLE_DEVICES:-}" "${TRAIN_CUDA_VISIBLE_DEVICES:-}")
+if [ "$GPU" = 1 ] && [ -n "$SHARED" ]; then
+  echo "train.sh: GPU(s) $SHARED are in both JUDGE_CUDA_VISIBLE_DEVICES ($JUDGE_CUDA_VISIBLE_DEVICES) and" \
+       "TRAIN_CUDA_VISIBLE_DEVICES ($TRAIN_CUDA_VISIBLE_DEVICES); give each its own" >&2
+  exit 2
 fi
 if [ "$GPU" = 1 ]; then
   case "$SHARDING" in fsdp2|zero3|none) ;;

@@ -19,8 +19,9 @@
 # server on the filter's model (the base model, or the current checkpoint's export) is started with
 # scripts/serve_judge.sh on $POLICY_PORT (default 8200), health-checked (it must list the name
 # "policy"), used only by that filter (--set difficulty.generate_url=..., never exported) and stopped
-# (by its PID, waiting for it to exit) before training resumes. It gets every GPU
-# ($POLICY_CUDA_VISIBLE_DEVICES, default all) as data-parallel replicas
+# (by its PID, waiting for it to exit) before training resumes. It gets $POLICY_CUDA_VISIBLE_DEVICES,
+# else $TRAIN_CUDA_VISIBLE_DEVICES, else every GPU but the judge's ($JUDGE_CUDA_VISIBLE_DEVICES; a
+# judge URL on this machine without it is refused, and so are lists that overlap), as data-parallel replicas
 # (--data-parallel-size N; $POLICY_VLLM_ARGS replaces that, e.g. "--tensor-parallel-size 2
 # --data-parallel-size 4"). Filters run only after the previous trainer has exited, so its GPUs
 # are free. A server left by a killed run (its PID in $ROOT/policy.pid) is stopped first.
@@ -48,6 +49,9 @@ if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then 
 SERVE=${PIPELINE_SERVE:-$GPU}
 PORT=${POLICY_PORT:-8200}
 PID_FILE=$ROOT/policy.pid
+# shellcheck source=scripts/gpu_lists.sh
+. "$ROOT_DIR/scripts/gpu_lists.sh"
+JUDGE_URL=${RUBRICSTREE_JUDGE_URL:-}  # the judge in use (a stage's config may name another): its GPUs stay its own
 
 say() { echo "[pipeline $(date +%H:%M:%S)] $*" >&2; }
 eta() {
@@ -96,6 +100,7 @@ ensure_judge() {  # CONFIG [--set ...]
   [ "${#JUDGE_SETS[@]}" -gt 0 ] && return 0
   spec=$(launcher --config "$cfg" "$@" --print-judge | tail -n 1)
   IFS=$'\t' read -r url model served <<<"$spec"
+  [ "$url" != "-" ] && JUDGE_URL=$url
   if [ "$GPU" != 1 ] || [ "$url" != "-" ] || [ "$model" = "-" ]; then return 0; fi
   if [ -z "${JUDGE_CUDA_VISIBLE_DEVICES:-}" ] || [ -z "${TRAIN_CUDA_VISIBLE_DEVICES:-}" ]; then
     say "the judge ($model) needs its own GPUs: set JUDGE_CUDA_VISIBLE_DEVICES and TRAIN_CUDA_VISIBLE_DEVICES"; exit 2
@@ -112,23 +117,24 @@ ensure_judge() {  # CONFIG [--set ...]
         --served-name "$name" --port "${JUDGE_PORT:-8100}" --pid-file "$ROOT/judge.pid" \
         --log "$ROOT/judge-server.log" -- "${jargs[@]}")
   JUDGE_SETS=(--set "judge.url=$url" --set "judge.served_model=$name")
-  POLICY_CUDA_VISIBLE_DEVICES=${POLICY_CUDA_VISIBLE_DEVICES:-$TRAIN_CUDA_VISIBLE_DEVICES}
+  JUDGE_URL=$url
 }
 
 serve_policy() {  # MODEL -> prints the server's base URL once it answers
-  local model=$1 n args
+  local model=$1 args gpus=""
   stop_policy
+  if [ "$GPU" = 1 ]; then  # never the judge's GPUs (refused with a message when the lists overlap)
+    gpus=$(policy_gpus "$JUDGE_URL") || { say "refusing to start the policy server (see above)"; exit 2; }
+  fi
   if [ -n "${POLICY_VLLM_ARGS:-}" ]; then
     read -r -a args <<<"$POLICY_VLLM_ARGS"
   elif [ "$GPU" = 1 ]; then
-    if [ -n "${POLICY_CUDA_VISIBLE_DEVICES:-}" ]; then n=$(awk -F, '{print NF}' <<<"$POLICY_CUDA_VISIBLE_DEVICES")
-    else n=$(nvidia-smi -L | wc -l); fi
-    args=(--data-parallel-size "$n")
+    args=(--data-parallel-size "$(awk -F, '{print NF}' <<<"$gpus")")
   else
     args=()
   fi
-  say "serving $model for the filter on port $PORT (${args[*]:-defaults})"
-  env ${POLICY_CUDA_VISIBLE_DEVICES:+CUDA_VISIBLE_DEVICES=$POLICY_CUDA_VISIBLE_DEVICES} \
+  say "serving $model for the filter on port $PORT${gpus:+, GPUs $gpus} (${args[*]:-defaults})"
+  env ${gpus:+CUDA_VISIBLE_DEVICES=$gpus} \
     scripts/serve_judge.sh --model "$model" --served-name policy --port "$PORT" \
     --pid-file "$PID_FILE" --log "$ROOT/policy-server.log" -- "${args[@]}"
 }

@@ -12,6 +12,9 @@
 # Stages 2 and 3 also need a judge server (scripts/serve_judge.sh) at $RUBRICSTREE_JUDGE_URL.
 # Data: $RUBRICSTREE_VERL_DATA (default ./data/verl) holds stageN_{train,val}.parquet
 # (python -m training.verl_data --help).
+# Each stage ends with a Hugging Face export of its last checkpoint, <trainer.default_local_dir>/hf
+# (python -m training.verl_export), the next stage's actor_rollout_ref.model.path; stages 2-3 are
+# refused without one (or an explicit path).
 set -euo pipefail
 
 CONFIG=${1:?usage: scripts/train_verl.sh CONFIG.yaml [hydra overrides ...]}
@@ -23,7 +26,6 @@ CONFIG_NAME=$(basename "$CONFIG" .yaml)
 
 PY=${PYTHON:-$ROOT/.venv/bin/python}
 [ -x "$PY" ] || PY=python3
-"$PY" -c "import verl" 2>/dev/null || { echo "train_verl: verl is not installed for $PY: pip install -e '.[verl]'" >&2; exit 2; }
 
 # absolute, so that every Ray worker finds the files whatever its working directory (a relative
 # value is read from where you run this, as you would expect, not from the repository root)
@@ -35,6 +37,28 @@ only_print=0
 for a in "$@"; do
   case "$a" in --cfg|--cfg=*|--help|-h|--info|--info=*) only_print=1 ;; esac
 done
+
+# stages 2-3 start from the previous stage's export: the config reads it from FV_STAGE1_MODEL /
+# FV_STAGE2_MODEL (no default, so never the base model by accident); say how to pass it
+NEEDS=$(grep -o 'path: \${oc.env:FV_STAGE[0-9]_MODEL}' "$CONFIG" | grep -o 'FV_STAGE[0-9]_MODEL' || true)
+if [ -n "$NEEDS" ] && [ -z "${!NEEDS:-}" ] && ! grep -q '^actor_rollout_ref.model.path=' <<< "$(printf '%s\n' "$@")"; then
+  echo "train_verl: $CONFIG_NAME starts from the previous stage's checkpoint and none is given: pass" \
+       "actor_rollout_ref.model.path=<previous stage>/hf (its Hugging Face export, which this script writes at" \
+       "the end of every stage) or set $NEEDS; actor_rollout_ref.model.path=Qwen/Qwen3-8B starts from the base" \
+       "model on purpose" >&2
+  exit 2
+fi
+for a in "$@"; do  # a local folder as the start: it must be a Hugging Face export, not a raw checkpoint
+  case "$a" in actor_rollout_ref.model.path=/*|actor_rollout_ref.model.path=.*|actor_rollout_ref.model.path=*/hf)
+    if [ ! -f "${a#*=}/config.json" ]; then
+      echo "train_verl: ${a#*=} has no config.json: not a Hugging Face export (a verl stage writes" \
+           "<trainer.default_local_dir>/hf when it ends; python -m training.verl_export CHECKPOINT_DIR makes one)" >&2
+      exit 2
+    fi ;;
+  esac
+done
+
+"$PY" -c "import verl" 2>/dev/null || { echo "train_verl: verl is not installed for $PY: pip install -e '.[verl]'" >&2; exit 2; }
 
 if [ "$only_print" = 0 ]; then
   if ! command -v nvidia-smi >/dev/null 2>&1 || ! nvidia-smi -L >/dev/null 2>&1; then
@@ -63,4 +87,13 @@ if [ "$only_print" = 0 ] && [ -z "${WANDB_API_KEY:-}" ] && [ -z "${WANDB_MODE:-}
 fi
 
 cd "$ROOT"
-exec "$PY" -m verl.trainer.main_ppo --config-path "$CONFIG_DIR" --config-name "$CONFIG_NAME" "$@"
+if [ "$only_print" = 1 ]; then
+  exec "$PY" -m verl.trainer.main_ppo --config-path "$CONFIG_DIR" --config-name "$CONFIG_NAME" "$@"
+fi
+# where verl saves (trainer.default_local_dir, relative to the repository root): the stage ends with
+# a Hugging Face export of its last actor checkpoint in $CKPT/hf (training/verl_export.py, verl's
+# model merger), what the next stage (actor_rollout_ref.model.path=$CKPT/hf), eval and vllm serve load
+CKPT=$("$PY" -m training.verl_export --print-checkpoint-dir "$CONFIG_DIR/$CONFIG_NAME.yaml" "$@" | tail -n 1)
+"$PY" -m verl.trainer.main_ppo --config-path "$CONFIG_DIR" --config-name "$CONFIG_NAME" "$@"
+echo "train_verl: exporting the last checkpoint in $CKPT to $CKPT/hf (verl.model_merger)" >&2
+"$PY" -m training.verl_export "$CKPT"

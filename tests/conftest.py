@@ -61,9 +61,10 @@ def _isolated_cache(tmp_path, monkeypatch):
 
 @pytest.fixture(autouse=True)
 def _stage1_checkpoint(monkeypatch):
-    """The stage 2 configs start from FV_STAGE1_MODEL and refuse to load without it (no silent
+    """The stage 2 (stage 3) configs start from FV_STAGE1_MODEL (FV_STAGE2_MODEL) and refuse to load without it (no silent
     fallback to the base model); tests that read them get a stand-in name unless they unset it."""
     monkeypatch.setenv("FV_STAGE1_MODEL", "Qwen/Qwen3-8B")
+    monkeypatch.setenv("FV_STAGE2_MODEL", "Qwen/Qwen3-8B")  # stage 3 likewise starts from stage 2's
 
 
 # What makes a test slow besides the tiny model: a subprocess, the MiniLM embedding model (the

@@ -171,7 +171,12 @@ def load_config(path: str | Path, overrides: Sequence[str] = ()) -> TrainConfig:
     try:
         raw = expand_env(raw)
     except InputError as exc:
-        raise InputError(exc.reason, file=str(path), field=exc.field) from exc
+        reason = exc.reason
+        if exc.field == "model":  # stages 2-3: the previous stage's checkpoint, never a silent base model
+            reason += ("; this stage starts from the previous stage's Hugging Face export: pass "
+                       "--set model=<run root>/<previous stage>/hf (scripts/train_pipeline.sh passes it), or "
+                       "--set model=Qwen/Qwen3-8B to start from a base model on purpose")
+        raise InputError(reason, file=str(path), field=exc.field) from exc
     try:
         return TrainConfig.model_validate(raw)
     except ValidationError as exc:

@@ -76,6 +76,24 @@ def build_reward_funcs(cfg: TrainConfig) -> list:
     return [RubricRewardFunc.from_settings(judge_spec(cfg), r.rubric())]
 
 
+def filter_reward(cfg: TrainConfig, reward_funcs: list | None = None):
+    """What the stage-3 difficulty filter averages per row: the stage's raw score of each sample, a
+    pass rate in 0..1, not the shaped training reward. A truncated answer (unclosed ``<think>``)
+    is a failed attempt and scores 0, whatever ``format_failure_score`` gives it in training (the
+    ``floor`` sits below the row's worst answer, often below 0, and would drag a row's mean out of
+    ``difficulty.keep``); a harmful answer's negative points count as 0, as HealthBench clips. The
+    trainer's reward function is copied with those two settings (same judge, router and tree)."""
+    import copy
+
+    fn = (reward_funcs or build_reward_funcs(cfg))[0]
+    if not hasattr(fn, "format_failure_score"):  # MCQ rule reward: already correctness in {0, 1}
+        return fn
+    raw = copy.copy(fn)
+    raw.format_failure_score, raw.clip_below_zero = 0.0, True
+    raw._runtime = None  # rebuilt with these settings on first use
+    return raw
+
+
 def _data_paths(cfg: TrainConfig) -> list[str]:
     return list(cfg.data.paths)
 
@@ -181,7 +199,7 @@ def run_difficulty(cfg: TrainConfig, model: Any, out_dir: Path, reward_funcs: li
         dcfg, reward = d.config("split"), MCQRuleReward()  # stages 1-2 route by MCQ correctness
     else:
         dataset = build_healthbench_dataset(raw, system_prompt=cfg.data.system_prompt or "ours")
-        dcfg, reward = d.config("keep"), (reward_funcs or build_reward_funcs(cfg))[0]
+        dcfg, reward = d.config("keep"), filter_reward(cfg, reward_funcs)  # raw 0..1, not the shaped reward
     samples = sample_prompts([row["prompt"] for row in dataset], model=model, cfg=dcfg, generate_url=d.generate_url,
                              served_model=d.served_model, tokenizer=tokenizer, out_dir=out_dir)
     return filter_rows(raw, dataset, samples, reward, dcfg, out_dir)

@@ -13,13 +13,22 @@ Registration must happen in verl's trainer process (a Ray actor): the verl confi
 ``ray_kwargs.ray_init.runtime_env.worker_process_setup_hook`` to :func:`register`, which Ray runs
 in every worker process, and ``algorithm.adv_estimator: rubricstree_grpo``. The estimator itself
 (:func:`masked_grpo_advantage`) is plain torch, tested without verl.
+
+Validation runs no advantage estimator: verl averages the raw rewards, so one masked (NaN) rollout
+would make ``val-core/<source>/reward/mean@N`` NaN. :func:`register` also wraps verl's
+``RayPPOTrainer._val_metrics_update`` with :func:`guard_validation_metrics`: masked rollouts are
+left out of the validation statistics and counted as ``val-aux/<source>/masked_rollouts`` (a
+source with every rollout masked reports only that count, never NaN).
 """
 
 from __future__ import annotations
 
+import functools
+import math
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-__all__ = ["ESTIMATOR", "masked_grpo_advantage", "register"]
+__all__ = ["ESTIMATOR", "drop_masked", "guard_validation_metrics", "masked_grpo_advantage", "register"]
 
 ESTIMATOR = "rubricstree_grpo"
 
@@ -54,6 +63,47 @@ def masked_grpo_advantage(token_level_rewards: Any, response_mask: Any, index: A
     return adv, adv
 
 
+def _masked(value: Any) -> bool:
+    try:
+        return math.isnan(float(value))
+    except (TypeError, ValueError):
+        return False
+
+
+def drop_masked(data_sources: Any, sample_uids: Sequence[Any], infos: Mapping[str, list]) -> tuple[Any, list, dict,
+                                                                                                   dict[str, int]]:
+    """The validation rollouts whose ``reward`` is a number (not a masked NaN), and the number of
+    masked ones per data source: ``(data_sources, sample_uids, infos, masked)``, same types in."""
+    rewards = list(infos.get("reward", []))
+    keep = [i for i in range(len(sample_uids)) if not (i < len(rewards) and _masked(rewards[i]))]
+    kept, masked = set(keep), {}
+    for i in range(len(sample_uids)):
+        masked[str(data_sources[i])] = masked.get(str(data_sources[i]), 0) + (i not in kept)
+    kept_sources = data_sources[keep] if hasattr(data_sources, "shape") else [data_sources[i] for i in keep]
+    kept_infos = {k: ([v[i] for i in keep] if len(v) == len(sample_uids) else list(v)) for k, v in infos.items()}
+    return kept_sources, [sample_uids[i] for i in keep], kept_infos, masked
+
+
+def guard_validation_metrics(update: Callable) -> Callable:
+    """Wrap verl's ``RayPPOTrainer._val_metrics_update`` (``self, data_sources, sample_uids,
+    reward_extra_infos_dict, sample_turns``): statistics over the scored rollouts only, plus
+    ``val-aux/<source>/masked_rollouts``."""
+    if getattr(update, "_rubricstree_guard", False):
+        return update
+
+    @functools.wraps(update)
+    def guarded(self: Any, data_sources: Any, sample_uids: Any, reward_extra_infos_dict: Mapping[str, list],
+                sample_turns: Any) -> dict:
+        sources, uids, infos, masked = drop_masked(data_sources, list(sample_uids), reward_extra_infos_dict)
+        metrics = update(self, sources, uids, infos, sample_turns) if len(uids) else {}
+        for source, n in masked.items():
+            metrics[f"val-aux/{source}/masked_rollouts"] = n
+        return metrics
+
+    guarded._rubricstree_guard = True  # type: ignore[attr-defined]
+    return guarded
+
+
 def register() -> None:
     """Register :func:`masked_grpo_advantage` in verl's estimator registry as ``rubricstree_grpo``
     (Ray's ``worker_process_setup_hook``; a no-op where verl is not installed or it is there)."""
@@ -63,3 +113,8 @@ def register() -> None:
         return
     if ESTIMATOR not in core_algos.ADV_ESTIMATOR_REGISTRY:
         core_algos.register_adv_est(ESTIMATOR)(masked_grpo_advantage)
+    try:
+        from verl.trainer.ppo.ray_trainer import RayPPOTrainer
+    except ImportError:  # a worker without the trainer's dependencies: it never validates
+        return
+    RayPPOTrainer._val_metrics_update = guard_validation_metrics(RayPPOTrainer._val_metrics_update)

@@ -127,3 +127,38 @@ def test_the_verl_configs_mask_failed_rollouts(name):
     assert raw["reward"]["custom_reward_function"]["reward_kwargs"]["on_failure"] == "mask"
     hook = raw["ray_kwargs"]["ray_init"]["runtime_env"]["worker_process_setup_hook"]
     assert hook == "reward.integrations.verl.advantage.register"
+
+
+def _val_inputs(rewards: list[float]):
+    n = len(rewards)
+    sources = np.array(["healthbench"] * n, dtype=object)
+    uids = [f"p{i // 2}" for i in range(n)]
+    return sources, uids, {"reward": list(rewards), "score": list(rewards)}
+
+
+def _finite(metrics: dict) -> bool:
+    return all(math.isfinite(float(v)) for v in metrics.values())
+
+
+def test_validation_metrics_leave_masked_rollouts_out_and_count_them():
+    """verl's own validation statistics (no estimator runs there) turn NaN with one masked rollout;
+    guarded, they are the statistics of the scored rollouts, plus the masked count. ``update`` is
+    what RayPPOTrainer._val_metrics_update computes (verl's process_validation_metrics, flattened;
+    ray_trainer itself needs packages this CPU venv lacks)."""
+    metric_utils = pytest.importorskip("verl.trainer.ppo.metric_utils")
+    from reward.integrations.verl.advantage import guard_validation_metrics
+
+    def update(self, data_sources, sample_uids, infos, sample_turns):
+        out = metric_utils.process_validation_metrics(data_sources, sample_uids, infos)
+        return {f"val/{src}/{var}/{m}": v for src, d in out.items() for var, mv in d.items() for m, v in mv.items()}
+
+    rewards = [0.2, float("nan"), 0.6, 0.8]
+    assert not _finite(update(None, *_val_inputs(rewards), []))  # what verl reports unguarded
+    guarded = guard_validation_metrics(update)
+    out = guarded(None, *_val_inputs(rewards), [])
+    assert _finite(out) and out["val-aux/healthbench/masked_rollouts"] == 1
+    # p0 keeps its scored 0.2 only; mean@2 is over the prompts with two scored rollouts: p1's 0.6, 0.8
+    assert out["val/healthbench/reward/mean@2"] == pytest.approx(0.7)
+    all_masked = guarded(None, *_val_inputs([float("nan")] * 4), [])
+    assert all_masked == {"val-aux/healthbench/masked_rollouts": 4}
+    assert guard_validation_metrics(guarded) is guarded  # wrapped once, however often the hook runs

@@ -1,0 +1,105 @@
+"""The Hugging Face export at the end of a verl stage: what the next stage, ``eval`` and ``vllm serve`` load.
+
+verl's trainer saves FSDP shards (``<default_local_dir>/global_step_N/actor``: one
+``model_world_size_W_rank_R.pt`` per rank, ``fsdp_config.json`` and a ``huggingface/`` folder with
+the config and tokenizer) and names the newest in ``latest_checkpointed_iteration.txt``. Nothing
+else can load those. scripts/train_verl.sh ends each stage with :func:`export_latest`: verl's own
+merger (``python -m verl.model_merger merge --backend fsdp --local_dir ACTOR --target_dir DIR``,
+verl 0.9.1) writes safetensors into a temporary folder that is renamed to
+``<default_local_dir>/hf`` (as the TRL path's ``<output_dir>/hf``) only once it holds a config and
+weights (:func:`training.hf_export.is_export`); ``export.json`` records the step and the source.
+
+``python -m training.verl_export CHECKPOINT_DIR`` exports; ``--print-checkpoint-dir CONFIG
+[OVERRIDES...]`` prints the ``trainer.default_local_dir`` a verl config composes to (Hydra).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from reward.errors import InputError
+from training.hf_export import is_export
+
+__all__ = ["checkpoint_dir_of", "export_latest", "latest_actor", "merge_command"]
+
+
+def latest_actor(ckpt_dir: str | Path) -> tuple[int, Path]:
+    """The newest saved step and its ``actor`` folder (from ``latest_checkpointed_iteration.txt``)."""
+    ckpt = Path(ckpt_dir)
+    marker = ckpt / "latest_checkpointed_iteration.txt"
+    if not marker.is_file():
+        raise InputError("no verl checkpoint here (trainer.save_freq must be > 0: verl saves at the last step)",
+                         file=str(marker))
+    step = int(marker.read_text().strip())
+    actor = ckpt / f"global_step_{step}" / "actor"
+    if not (actor / "fsdp_config.json").is_file():
+        raise InputError(f"step {step}'s actor checkpoint has no fsdp_config.json (not an FSDP checkpoint)",
+                         file=str(actor))
+    return step, actor
+
+
+def merge_command(actor: str | Path, target: str | Path, python: str = sys.executable) -> list[str]:
+    return [python, "-m", "verl.model_merger", "merge", "--backend", "fsdp", "--local_dir", str(actor),
+            "--target_dir", str(target)]
+
+
+def export_latest(ckpt_dir: str | Path, target: str | Path | None = None, *, python: str | None = None,
+                  run: Callable[..., subprocess.CompletedProcess] = subprocess.run) -> Path:
+    """Merge the newest actor checkpoint under ``ckpt_dir`` into ``target`` (default ``ckpt_dir/hf``)."""
+    python = python or os.environ.get("PYTHON") or sys.executable  # train_verl.sh's interpreter
+    step, actor = latest_actor(ckpt_dir)
+    out = Path(target) if target is not None else Path(ckpt_dir) / "hf"
+    meta_file = out / "export.json"
+    if is_export(out) and meta_file.is_file() and json.loads(meta_file.read_text()).get("step") == step:
+        return out  # this step is exported already (a rerun)
+    tmp = out.with_name(out.name + ".tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    res = run(merge_command(actor, tmp, python))
+    if res.returncode != 0 or not is_export(tmp):
+        raise InputError(f"verl's model merger did not write a Hugging Face model (exit {res.returncode}): "
+                         f"{' '.join(merge_command(actor, tmp, python))}", file=str(tmp))
+    (tmp / "export.json").write_text(json.dumps({"step": step, "source": str(actor), "trainer": "verl"}, indent=2))
+    if out.is_symlink() or out.is_file():
+        out.unlink()
+    elif out.exists():
+        shutil.rmtree(out)
+    tmp.replace(out)
+    return out
+
+
+def checkpoint_dir_of(config: str | Path, overrides: Sequence[str] = ()) -> str:
+    """``trainer.default_local_dir`` of a verl config with Hydra ``overrides`` (composed as
+    scripts/train_verl.sh composes it; relative to where the trainer runs)."""
+    from hydra import compose, initialize_config_dir
+
+    path = Path(config).resolve()
+    with initialize_config_dir(config_dir=str(path.parent), version_base=None):
+        cfg = compose(config_name=path.stem, overrides=list(overrides))
+    return str(cfg.trainer.default_local_dir)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    try:
+        if args[:1] == ["--print-checkpoint-dir"] and len(args) >= 2:
+            print(checkpoint_dir_of(args[1], [a for a in args[2:] if not a.startswith("-")]))
+            return 0
+        if len(args) not in (1, 2) or args[0].startswith("-"):
+            print("usage: python -m training.verl_export CHECKPOINT_DIR [TARGET] | --print-checkpoint-dir CONFIG "
+                  "[OVERRIDES...]", file=sys.stderr)
+            return 2
+        print(export_latest(*args))
+    except InputError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
