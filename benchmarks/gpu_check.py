@@ -186,7 +186,8 @@ def serve_phase(export: Path, port: int, dry: bool) -> dict:
         return out
     with tempfile.TemporaryDirectory() as tmp:
         pid_file = Path(tmp) / "pid"
-        extra = ["--max-model-len", "1024"] + ([] if dry else ["--gpu-memory-utilization", "0.3"])
+        # the dry run checks the wiring: no graph compilation (about two minutes of a CPU start)
+        extra = ["--max-model-len", "1024"] + (["--enforce-eager"] if dry else ["--gpu-memory-utilization", "0.3"])
         env = {**os.environ, **({"VLLM_PYTHON": vllm_py} if vllm_py else {})}
         t0 = time.perf_counter()
         res = subprocess.run(["bash", str(ROOT / "scripts/serve_judge.sh"), "--model", str(export), "--served-name",

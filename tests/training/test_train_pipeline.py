@@ -40,7 +40,9 @@ def test_pipeline_runs_the_stages_in_order_and_resumes(tmp_path, judge_url, tiny
            "RUBRICSTREE_JUDGE_URL": judge_url}
     vllm = _vllm_python()
     if vllm:  # serve the base model for the filter, as on a GPU machine
-        env.update({"PIPELINE_SERVE": "1", "VLLM_PYTHON": vllm, "POLICY_PORT": "18232"})
+        # no graph compilation for the tiny policy (about two minutes of each CPU start; wiring only)
+        env.update({"PIPELINE_SERVE": "1", "VLLM_PYTHON": vllm, "POLICY_PORT": "18232",
+                    "POLICY_VLLM_ARGS": "--enforce-eager"})
     res = _run(env)
     assert res.returncode == 0, res.stderr[-3000:]
     root = tmp_path / "fv"
