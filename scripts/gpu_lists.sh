@@ -9,7 +9,16 @@ gpu_overlap() {  # A B: the GPUs on both lists (empty: none)
 gpu_minus() {  # A B: the GPUs of A not on B
   comm -23 <(gpu_split "$1") <(gpu_split "$2") | sort -n | paste -sd, -
 }
-is_local_url() { [[ "${1:-}" =~ ^https?://(localhost|127\.[0-9.]+|0\.0\.0\.0|\[::1\])(:|/|$) ]]; }
+is_local_url() {  # URL: its host is this machine (loopback, or this host's name or one of its addresses)
+  [[ "${1:-}" =~ ^https?://(\[[^]]*\]|[^/:]+) ]] || return 1
+  local host=${BASH_REMATCH[1]} me
+  [[ "$host" =~ ^(localhost|127\.[0-9.]+|0\.0\.0\.0|\[::1\])$ ]] && return 0
+  for me in "$(hostname 2>/dev/null || true)" "$(hostname -f 2>/dev/null || true)" \
+            $(hostname -I 2>/dev/null || true); do
+    [ -n "$me" ] && [ "${host,,}" = "${me,,}" ] && return 0
+  done
+  return 1
+}
 policy_gpus() {  # JUDGE_URL: the GPUs of the filter's policy server, or a message and status 2
   # POLICY_CUDA_VISIBLE_DEVICES, else TRAIN_CUDA_VISIBLE_DEVICES, else every GPU but the judge's
   # (JUDGE_CUDA_VISIBLE_DEVICES, whether the pipeline started the judge or it runs on its own)

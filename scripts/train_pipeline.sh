@@ -71,11 +71,12 @@ json_field() { "$PY" -c 'import json, sys; v = json.loads(sys.argv[1])[sys.argv[
 stop_policy() {  # the server of a filter (or of a killed earlier run): stop it and wait until it is gone
   [ -f "$PID_FILE" ] || return 0
   local pid; pid=$(cat "$PID_FILE")
-  if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null && [[ "$(ps -o args= -p "$pid" 2>/dev/null || true)" == *vllm* ]]; then
-    say "stopping the policy server (PID $pid)"
-    kill "$pid" 2>/dev/null || true
-    for _ in $(seq 1 120); do kill -0 "$pid" 2>/dev/null || break; sleep 1; done
-    kill -9 "$pid" 2>/dev/null || true
+  if [ -n "$pid" ]; then
+    # the whole process group, and wait for the port: the engine cores (one per data-parallel rank)
+    # outlive a signal to the API process alone and keep their GPU memory from the next trainer;
+    # a stale pid file whose group runs no vLLM is left alone (serve_judge.sh --stop)
+    say "stopping the policy server (PID $pid, its process group)"
+    scripts/serve_judge.sh --stop --pid-file "$PID_FILE" --port "$PORT" || true
   fi
   rm -f "$PID_FILE"
 }

@@ -41,14 +41,18 @@ done
 # stages 2-3 start from the previous stage's export: the config reads it from FV_STAGE1_MODEL /
 # FV_STAGE2_MODEL (no default, so never the base model by accident); say how to pass it
 NEEDS=$(grep -o 'path: \${oc.env:FV_STAGE[0-9]_MODEL}' "$CONFIG" | grep -o 'FV_STAGE[0-9]_MODEL' || true)
-if [ -n "$NEEDS" ] && [ -z "${!NEEDS:-}" ] && ! grep -q '^actor_rollout_ref.model.path=' <<< "$(printf '%s\n' "$@")"; then
+# (`--cfg job` only prints the config: no start model needed)
+if [ "$only_print" = 0 ] && [ -n "$NEEDS" ] && [ -z "${!NEEDS:-}" ] \
+   && ! grep -q '^actor_rollout_ref.model.path=' <<< "$(printf '%s\n' "$@")"; then
   echo "train_verl: $CONFIG_NAME starts from the previous stage's checkpoint and none is given: pass" \
        "actor_rollout_ref.model.path=<previous stage>/hf (its Hugging Face export, which this script writes at" \
        "the end of every stage) or set $NEEDS; actor_rollout_ref.model.path=Qwen/Qwen3-8B starts from the base" \
        "model on purpose" >&2
   exit 2
 fi
-for a in "$@"; do  # a local folder as the start: it must be a Hugging Face export, not a raw checkpoint
+START_ARGS=("$@")
+[ -n "$NEEDS" ] && [ -n "${!NEEDS:-}" ] && START_ARGS+=("actor_rollout_ref.model.path=${!NEEDS}")
+for a in "${START_ARGS[@]}"; do  # a local folder as the start: a Hugging Face export, not a raw checkpoint
   case "$a" in actor_rollout_ref.model.path=/*|actor_rollout_ref.model.path=.*|actor_rollout_ref.model.path=*/hf)
     if [ ! -f "${a#*=}/config.json" ]; then
       echo "train_verl: ${a#*=} has no config.json: not a Hugging Face export (a verl stage writes" \
@@ -69,6 +73,13 @@ if [ "$only_print" = 0 ]; then
   if ! "$PY" -c "import importlib.metadata as m; m.version('vllm')" 2>/dev/null; then
     echo "train_verl: vllm (verl's rollout engine) is not installed for $PY:" \
          "pip install -e '.[train,verl,gpu]' (the gpu extra pins vllm 0.24.0, the version verl 0.9.1 is built for)" >&2
+    [ "${RUBRICSTREE_ALLOW_NO_GPU:-0}" = 1 ] || exit 2
+  fi
+  # verl's trainer entry point and its default v1 trainer import packages verl does not declare
+  # (TransferQueue, cachetools, fastapi, uvicorn): fail here, not inside a Ray actor
+  if ! err=$("$PY" -c "import verl.trainer.main_ppo, verl.trainer.ppo.v1.trainer_base" 2>&1); then
+    echo "train_verl: verl's trainer does not import for $PY ($(tail -n 1 <<<"$err")):" \
+         "pip install -e '.[train,verl,gpu]'" >&2
     [ "${RUBRICSTREE_ALLOW_NO_GPU:-0}" = 1 ] || exit 2
   fi
   if grep -q 'RUBRICSTREE_JUDGE_URL' "$CONFIG" && [ -z "${RUBRICSTREE_JUDGE_URL:-}" ] \

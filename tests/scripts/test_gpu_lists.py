@@ -54,6 +54,21 @@ def test_overlap_and_an_unplaced_local_judge_are_refused(eight_gpus):
     assert res.returncode == 2 and "JUDGE_CUDA_VISIBLE_DEVICES" in res.stderr and "runs on this machine" in res.stderr
 
 
+def test_a_judge_named_by_this_hosts_name_or_address_is_on_this_machine(eight_gpus):
+    """`serve_judge.sh --host 0.0.0.0` and a URL with this node's name (the docs' JUDGE_HOST) or one
+    of its addresses: the judge's GPUs are on this machine, so an unplaced judge is refused too."""
+    import socket
+
+    names = [socket.gethostname()]
+    ips = subprocess.run(["hostname", "-I"], capture_output=True, text=True, check=False).stdout.split()
+    names += [ip for ip in ips if ":" not in ip][:1]
+    for host in names:
+        res = policy(eight_gpus, f"http://{host}:8000/v1")
+        assert res.returncode == 2 and "runs on this machine" in res.stderr, (host, res.stderr)
+        res = policy(eight_gpus, f"http://{host}:8000/v1", JUDGE_CUDA_VISIBLE_DEVICES="7")
+        assert res.returncode == 0 and res.stdout.strip() == "0,1,2,3,4,5,6"
+
+
 def test_train_sh_refuses_overlap_with_a_judge_given_by_url(eight_gpus):
     env = {**eight_gpus, "PYTHON": sys.executable, "RUBRICSTREE_TINY_MODEL": "/some/tiny",
            "JUDGE_CUDA_VISIBLE_DEVICES": "6,7", "TRAIN_CUDA_VISIBLE_DEVICES": "0,1,2,3,4,5,6"}

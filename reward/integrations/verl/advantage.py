@@ -93,9 +93,10 @@ def guard_validation_metrics(update: Callable) -> Callable:
 
     @functools.wraps(update)
     def guarded(self: Any, data_sources: Any, sample_uids: Any, reward_extra_infos_dict: Mapping[str, list],
-                sample_turns: Any) -> dict:
+                sample_turns: Any, *args: Any, **kwargs: Any) -> dict:
+        # *args/**kwargs: the v1 trainer passes expected_acc_counts, the legacy one nothing more
         sources, uids, infos, masked = drop_masked(data_sources, list(sample_uids), reward_extra_infos_dict)
-        metrics = update(self, sources, uids, infos, sample_turns) if len(uids) else {}
+        metrics = update(self, sources, uids, infos, sample_turns, *args, **kwargs) if len(uids) else {}
         for source, n in masked.items():
             metrics[f"val-aux/{source}/masked_rollouts"] = n
         return metrics
@@ -113,8 +114,23 @@ def register() -> None:
         return
     if ESTIMATOR not in core_algos.ADV_ESTIMATOR_REGISTRY:
         core_algos.register_adv_est(ESTIMATOR)(masked_grpo_advantage)
+    for trainer in _trainer_classes():
+        trainer._val_metrics_update = guard_validation_metrics(trainer._val_metrics_update)
+
+
+def _trainer_classes() -> list[type]:
+    """verl 0.9.1's two PPO trainers: ``trainer.use_v1`` (the default, and our configs') runs
+    ``ppo.v1.trainer_base.PPOTrainer``; the legacy path runs ``ray_trainer.RayPPOTrainer``. Each
+    has its own ``_val_metrics_update``; a worker without a trainer's dependencies never validates."""
+    out = []
+    try:
+        from verl.trainer.ppo.v1.trainer_base import PPOTrainer
+        out.append(PPOTrainer)
+    except ImportError:
+        pass
     try:
         from verl.trainer.ppo.ray_trainer import RayPPOTrainer
-    except ImportError:  # a worker without the trainer's dependencies: it never validates
-        return
-    RayPPOTrainer._val_metrics_update = guard_validation_metrics(RayPPOTrainer._val_metrics_update)
+        out.append(RayPPOTrainer)
+    except ImportError:
+        pass
+    return out

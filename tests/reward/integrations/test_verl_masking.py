@@ -162,3 +162,25 @@ def test_validation_metrics_leave_masked_rollouts_out_and_count_them():
     all_masked = guarded(None, *_val_inputs([float("nan")] * 4), [])
     assert all_masked == {"val-aux/healthbench/masked_rollouts": 4}
     assert guard_validation_metrics(guarded) is guarded  # wrapped once, however often the hook runs
+
+
+def test_register_guards_the_trainer_verl_runs_with_its_own_arguments():
+    """``register()`` (the Ray worker hook) guards both of verl's trainers, the v1 one that
+    ``trainer.use_v1`` (the default) runs included, and the guarded method is verl's own: called as
+    the v1 trainer calls it (``expected_acc_counts=``), the statistics are finite with the count."""
+    pytest.importorskip("verl.trainer.ppo.v1.trainer_base")
+    pytest.importorskip("verl.trainer.ppo.ray_trainer")
+    from verl.trainer.ppo.ray_trainer import RayPPOTrainer
+    from verl.trainer.ppo.v1.trainer_base import PPOTrainer
+
+    from reward.integrations.verl.advantage import register
+
+    register()
+    for trainer in (PPOTrainer, RayPPOTrainer):
+        assert getattr(trainer._val_metrics_update, "_rubricstree_guard", False), trainer
+    sources, uids, infos = _val_inputs([0.2, float("nan"), 0.6, 0.8])
+    # verl's methods read nothing from ``self``
+    out = PPOTrainer._val_metrics_update(None, sources, uids, infos, [], expected_acc_counts=None)
+    assert _finite(out) and out["val-aux/healthbench/masked_rollouts"] == 1
+    legacy = RayPPOTrainer._val_metrics_update(None, sources, uids, infos, [])
+    assert _finite(legacy) and legacy["val-aux/healthbench/masked_rollouts"] == 1
