@@ -215,13 +215,18 @@ def test_cache_identity_includes_what_the_server_serves(judge, judge_url):
     root = next(m["root"] for m in models if m["id"] == judge.model)
     assert judge.served_root == root
     # and by content (issue 10, defect 4): the root's fingerprint when it is readable here, the
-    # context length the server reports, and a user revision when one is given
+    # context length the server reports, what it reports about how it runs the model (vLLM
+    # version, cache dtype: issue 26 review), and a user revision when one is given
     from reward.judge.identity import model_fingerprint
+    from reward.judge.server_facts import facts_suffix, server_facts
 
     entry = next(m for m in models if m["id"] == judge.model)
     fp = model_fingerprint(root)
     block = f"+block{judge.renderer.block_size}"
-    content = f"http:{judge.model}@{root}" + (f"#{fp}" if fp else "") + f"~{entry['max_model_len']}"
+    facts = server_facts(normalise_url(judge_url))
+    assert facts.get("vllm")  # a vLLM server says its version
+    content = (f"http:{judge.model}@{root}" + (f"#{fp}" if fp else "") + f"~{entry['max_model_len']}"
+               + facts_suffix(facts))
     assert judge.model_id == content + block
     revised = make_judge(judge_url=judge_url, tokenizer=root, cache=False, revision="ckpt-2")
     assert revised.model_id == content + "!ckpt-2" + block
