@@ -88,9 +88,8 @@ def filter_command(
                 raise typer.BadParameter("--kind healthbench needs --judge-url for the rubric reward")
             from reward.integrations.trl import RubricRewardFunc
 
-            # the raw score as a pass rate in 0..1 (a truncated answer 0), as the stage-3 launcher filters
-            reward_fn = RubricRewardFunc(judge, rubric_source=rubric_source, format_failure_score=0.0,
-                                         clip_below_zero=True)
+            # a pass rate in 0..1 (a truncated answer 0), as the stage-3 launcher filters
+            reward_fn = RubricRewardFunc(judge, rubric_source=rubric_source).as_pass_rate()
         _, stats = run_filter(data, model=model, out_dir=out, kind=kind, cfg=cfg, generate_url=generate_url,
                               served_model=model if generate_url else None, reward_fn=reward_fn,
                               system_prompt=system_prompt, limit=limit)

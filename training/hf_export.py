@@ -21,7 +21,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-__all__ = ["EXPORT_DTYPES", "export_dir", "export_trainer", "full_state_dict", "is_export", "save_hf"]
+__all__ = ["EXPORT_DTYPES", "export_dir", "export_trainer", "full_state_dict", "is_export", "move_into_place", "save_hf"]
 
 EXPORT_DTYPES = ("bfloat16", "float16", "float32")
 
@@ -79,6 +79,13 @@ def save_hf(model: Any, state_dict: dict, out: str | Path, *, tokenizer: Any = N
     if tokenizer is not None:
         tokenizer.save_pretrained(str(tmp))
     (tmp / "export.json").write_text(json.dumps({"dtype": dtype, **(meta or {})}, indent=2) + "\n", encoding="utf-8")
+    return move_into_place(tmp, out)
+
+
+def move_into_place(tmp: str | Path, out: str | Path) -> Path:
+    """Replace ``out`` (a folder, a file or a symlink) with the finished folder ``tmp``: a reader
+    finds the old export or the new one, never a half-written folder."""
+    tmp, out = Path(tmp), Path(out)
     if out.is_symlink() or out.is_file():
         out.unlink()
     elif out.exists():

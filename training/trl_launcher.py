@@ -77,21 +77,10 @@ def build_reward_funcs(cfg: TrainConfig) -> list:
 
 
 def filter_reward(cfg: TrainConfig, reward_funcs: list | None = None):
-    """What the stage-3 difficulty filter averages per row: the stage's raw score of each sample, a
-    pass rate in 0..1, not the shaped training reward. A truncated answer (unclosed ``<think>``)
-    is a failed attempt and scores 0, whatever ``format_failure_score`` gives it in training (the
-    ``floor`` sits below the row's worst answer, often below 0, and would drag a row's mean out of
-    ``difficulty.keep``); a harmful answer's negative points count as 0, as HealthBench clips. The
-    trainer's reward function is copied with those two settings (same judge, router and tree)."""
-    import copy
-
+    """What the stage-3 difficulty filter averages per row: the trainer's reward as a pass rate in
+    0..1 (``RubricRewardFunc.as_pass_rate``), not the shaped training reward."""
     fn = (reward_funcs or build_reward_funcs(cfg))[0]
-    if not hasattr(fn, "format_failure_score"):  # MCQ rule reward: already correctness in {0, 1}
-        return fn
-    raw = copy.copy(fn)
-    raw.format_failure_score, raw.clip_below_zero = 0.0, True
-    raw._runtime = None  # rebuilt with these settings on first use
-    return raw
+    return fn.as_pass_rate() if hasattr(fn, "as_pass_rate") else fn  # MCQ: correctness in {0, 1} already
 
 
 def _data_paths(cfg: TrainConfig) -> list[str]:

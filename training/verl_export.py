@@ -24,7 +24,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from reward.errors import InputError
-from training.hf_export import is_export
+from training.hf_export import is_export, move_into_place
 
 __all__ = ["checkpoint_dir_of", "export_latest", "latest_actor", "merge_command"]
 
@@ -65,12 +65,7 @@ def export_latest(ckpt_dir: str | Path, target: str | Path | None = None, *, pyt
         raise InputError(f"verl's model merger did not write a Hugging Face model (exit {res.returncode}): "
                          f"{' '.join(merge_command(actor, tmp, python))}", file=str(tmp))
     (tmp / "export.json").write_text(json.dumps({"step": step, "source": str(actor), "trainer": "verl"}, indent=2))
-    if out.is_symlink() or out.is_file():
-        out.unlink()
-    elif out.exists():
-        shutil.rmtree(out)
-    tmp.replace(out)
-    return out
+    return move_into_place(tmp, out)
 
 
 def checkpoint_dir_of(config: str | Path, overrides: Sequence[str] = ()) -> str:

@@ -292,6 +292,19 @@ class RubricRewardFunc(_JudgeReward):
         """The reward of a :class:`reward.settings.RubricRewardSettings` (or its mapping)."""
         return cls(judge, **dict(RubricRewardSettings.model_validate(settings)))
 
+    def as_pass_rate(self) -> RubricRewardFunc:
+        """This reward as the difficulty filter reads it: a pass rate in 0..1 per sample, not the
+        shaped training reward. Same judge, tree, router and settings, except that an unfinished
+        answer (unclosed ``<think>``) is a failed attempt scoring 0, whatever ``format_failure_score``
+        gives it in training (its ``floor`` sits below the row's worst answer), and a harmful
+        answer's negative points count as 0, as HealthBench clips a score."""
+        import copy
+
+        raw = copy.copy(self)
+        raw.format_failure_score, raw.clip_below_zero = 0.0, True
+        raw._runtime = None  # the scorer is rebuilt with these settings (the judge is shared)
+        return raw
+
     def _reward(self):
         if self._runtime is None:
             from reward.router import make_router
