@@ -1,13 +1,18 @@
-"""What one training step's reward costs: judge items, tokens and wall time, three ways, one run.
+"""What one training step's reward costs: judge items, tokens and wall time, four ways, one run.
 
     python benchmarks/step_cost.py --judge-url http://127.0.0.1:8765/v1 [--tokenizer PATH] [--json]
     python benchmarks/step_cost.py --full --data rows.jsonl ...   # 32 prompts x 8 rollouts (a GSPO step)
 
 The same batch (``--prompts`` prompts x ``--rollouts`` rollouts, rows that carry rubric items) is
-graded against the judge server three times, with a fresh judge and no verdict cache each time:
+graded against the judge server once per mode, with a fresh judge and no verdict cache each time:
 
 - ``tree_routed``: the default stage-3 reward (embedding router, the routed leaves + the row's
   rubric items, ``combine="mean"``);
+- ``tree_recipe``: the same as the shipped stage-3 tree-and-rows configs run it, with the
+  applicability step (one decision per prompt and conditional leaf) and failure confirmation (a
+  failing verdict read again): what those two cost on top of ``tree_routed``. How many verdicts
+  fail decides confirmation's cost, and a random judge fails about half of them, so with the tiny
+  model this mode shows the wiring and an upper range of the cost, not what a real judge pays;
 - ``all_leaves``: the static router (every leaf of the tree) + the row's rubric items;
 - ``rows_only``: the row's rubric items alone (the paper's stage-3 reward).
 
@@ -42,7 +47,7 @@ from reward.stages.row_rubrics import grade_rubric_rows
 from reward.stages.rubric_reward import RubricReward
 from reward.tree import load_tree
 
-MODES = ("tree_routed", "all_leaves", "rows_only")
+MODES = ("tree_routed", "tree_recipe", "all_leaves", "rows_only")
 
 
 def load_rows(path: Path) -> list[dict[str, Any]]:
@@ -91,9 +96,13 @@ async def run_mode(mode: str, batch: list[dict[str, Any]], args, tree, router) -
                     "rubric_items_per_rollout": sum(n_items) / len(batch)}
             scored = sum(g.score is not None for g in graded)
         else:
-            reward = RubricReward(tree, router, judge, combine="mean", cache_routing=False)
+            recipe = mode == "tree_recipe"  # configs/*/stage3_tree_and_rows.yaml
+            reward = RubricReward(tree, router, judge, combine="mean", cache_routing=False, applicability=recipe,
+                                  confirm_failures=recipe)
             results = await reward.score(batch)
             cost = judge_cost(results, [json.dumps(r["prompt"]) for r in batch])
+            cost["confirm_items"] = reward.stats["confirm_items"]
+            cost["applicability_calls"] = reward.stats["applicability_judge_calls"]
             scored = sum(r.score is not None for r in results)
         wall = time.perf_counter() - t0
         st = judge.stats
@@ -110,15 +119,19 @@ async def main_async(args) -> dict[str, Any]:
     rows = load_rows(Path(args.data))
     n_prompts, per_prompt = (32, 8) if args.full else (args.prompts, args.rollouts)
     batch = build_batch(rows, n_prompts, per_prompt)
-    routers = {"tree_routed": EmbeddingRouter(tree), "all_leaves": StaticRouter(tree), "rows_only": None}
+    embedding = EmbeddingRouter(tree)
+    routers = {"tree_routed": embedding, "tree_recipe": embedding, "all_leaves": StaticRouter(tree), "rows_only": None}
     t0 = time.perf_counter()
-    routers["tree_routed"].prepare()
+    embedding.prepare()
     prepare_s = time.perf_counter() - t0
     out = []
     for mode in args.modes.split(","):
         if mode not in MODES:
             raise SystemExit(f"unknown mode {mode!r}; known: {', '.join(MODES)}")
         out.append(await run_mode(mode, batch, args, tree, routers[mode]))
+    base = next((m for m in out if m["mode"] == "tree_routed"), None)
+    for m in out:  # the alternative in the same run, as a ratio
+        m["requests_vs_tree_routed"] = round(m["requests"] / base["requests"], 2) if base and base["requests"] else "-"
     return {"prompts": n_prompts, "rollouts_per_prompt": per_prompt, "rollouts": len(batch),
             "leaves_in_tree": len(tree.leaves), "router_prepare_s": round(prepare_s, 2), "modes": out,
             "note": "a tiny random judge measures wiring and cost only"}
@@ -145,7 +158,8 @@ def main() -> None:
     print(f"{res['prompts']} prompts x {res['rollouts_per_prompt']} rollouts ({res['rollouts']} rollouts; "
           f"{res['leaves_in_tree']} leaves in the tree; {res['note']})")
     cols = ("mode", "judge_items_per_rollout", "judge_items_per_prompt", "requests", "prompt_tokens",
-            "cached_tokens", "completion_tokens", "failures", "wall_s")
+            "cached_tokens", "completion_tokens", "failures", "wall_s", "requests_vs_tree_routed")
+
     print("  ".join(cols))
     for m in res["modes"]:
         print("  ".join(str(m[c]) for c in cols))
