@@ -68,27 +68,18 @@ is_export() {
 launcher() { env -u RUBRICSTREE_POLICY_URL -u RUBRICSTREE_POLICY_SERVED "$PY" -m training.trl_launcher "$@"; }
 json_field() { "$PY" -c 'import json, sys; v = json.loads(sys.argv[1])[sys.argv[2]]; print("" if v is None else v)' "$1" "$2"; }
 
-stop_policy() {  # the server of a filter (or of a killed earlier run): stop it and wait until it is gone
-  [ -f "$PID_FILE" ] || return 0
-  local pid; pid=$(cat "$PID_FILE")
-  if [ -n "$pid" ]; then
-    # the whole process group, and wait for the port: the engine cores (one per data-parallel rank)
-    # outlive a signal to the API process alone and keep their GPU memory from the next trainer;
-    # a stale pid file whose group runs no vLLM is left alone (serve_judge.sh --stop)
-    say "stopping the policy server (PID $pid, its process group)"
-    scripts/serve_judge.sh --stop --pid-file "$PID_FILE" --port "$PORT" || true
-  fi
-  rm -f "$PID_FILE"
+stop_server() {  # NAME PID_FILE [PORT]: a server this pipeline started (or a killed earlier run left)
+  local name=$1 file=$2 port=${3:-}
+  [ -f "$file" ] || return 0
+  # the whole process group, and wait for the port: the engine cores (one per data-parallel rank)
+  # outlive a signal to the API process alone, even its death, and keep their GPU memory from the
+  # next trainer; a stale pid file whose group runs no vLLM is left alone (serve_judge.sh --stop)
+  say "stopping the $name server (PID $(cat "$file"), its process group)"
+  scripts/serve_judge.sh --stop --pid-file "$file" ${port:+--port "$port"} || true
+  rm -f "$file"
 }
-stop_judge() {
-  [ -f "$ROOT/judge.pid" ] || return 0
-  local pid; pid=$(cat "$ROOT/judge.pid")
-  # the whole process group (the engine core survives a SIGTERM to the API process alone)
-  if [ -n "$pid" ] && [[ "$(ps -o args= -p "$pid" 2>/dev/null || true)" == *vllm* ]]; then
-    scripts/serve_judge.sh --stop --pid-file "$ROOT/judge.pid" || true
-  fi
-  rm -f "$ROOT/judge.pid"
-}
+stop_policy() { stop_server policy "$PID_FILE" "$PORT"; }
+stop_judge() { stop_server judge "$ROOT/judge.pid"; }
 trap 'stop_policy; stop_judge' EXIT
 
 # Stages 2-3 and stage 3's filters score with the judge. When the config names a judge model and no

@@ -51,9 +51,9 @@ from reward.judge.base import Judge, run_staged
 from reward.judge.cache import VerdictCache
 from reward.judge.chat_choice import NO_WORDS, YES_WORDS, choice_verdict, p_yes_from_top  # noqa: F401
 from reward.judge.endpoints import EndpointPool
-from reward.judge.identity import require_identity
+from reward.judge.identity import chat_model_id, require_identity
 from reward.judge.parsing import explain_parser, parse_json_object
-from reward.judge.server_facts import facts_suffix, server_facts
+from reward.judge.server_facts import server_facts
 from reward.judge.templates import Template
 from reward.judge.transport import RequestFailed as _Failed
 from reward.judge.transport import ServedTransport
@@ -127,16 +127,14 @@ class ChatJudge(ServedTransport, Judge):
         self._transport = transport
         self._init_client_state()
         self.use_response_format = response_format
-        host = urlparse(self.pool.endpoints[0].url).netloc
         self._listed = False  # whether /v1/models lists this model (set by _discover_root)
         self.served_root = self._discover_root() if discover and transport is None else None
         if cache is not None and discover and transport is None:  # who grades must be known to cache
             require_identity(model, {"id": model} if self._listed else None, revision,
                              [ep.name for ep in self.pool.endpoints], need_root=False)
-        model_id = f"chat:{host}:{model}" + (f"@{self.served_root}" if self.served_root else "")
-        if self.served_root:  # vLLM: how it runs the model too (dtype, quantization where it says)
-            model_id += facts_suffix(server_facts(self.pool.endpoints[0].url, self._headers))
-        model_id += f"!{revision}" if revision else ""  # a hosted model's name is all it reports
+        url = self.pool.endpoints[0].url  # vLLM: how it runs the model too (dtype, quantization where it says)
+        model_id = chat_model_id(url, model, self.served_root,
+                                 server_facts(url, self._headers) if self.served_root else None, revision)
         super().__init__(None, model_id=model_id, config=config, cache=cache, concurrency=concurrency)
         self.deadline_s = deadline_s  # bound of one grade call outside a run (reward.judge.budget)
 

@@ -256,3 +256,20 @@ def require_identity(model: str, entry: Mapping[str, Any] | None, revision: str 
         "(--judge-revision, judge.revision in a config, or $RUBRICSTREE_JUDGE_REVISION) or run without the "
         "verdict cache (--no-cache)",
         field="revision")
+
+
+def chat_model_id(url: str, model: str, root: str | None = None, facts: Mapping[str, str] | None = None,
+                  revision: str | None = None) -> str:
+    """A chat-API judge's identity: the endpoint's host and the model name (all a hosted API
+    reports), plus, from a vLLM server, the weights it reports (``root``) and how it runs them
+    (``facts``), and the user's ``revision``. The judge and an evaluation's record both use it."""
+    from urllib.parse import urlparse
+
+    from reward.judge.server_facts import facts_suffix
+
+    host = urlparse(url).netloc.rsplit("@", 1)[-1]  # never credentials
+    out = f"chat:{host}:{model}"
+    if root:
+        out += f"@{root}" + facts_suffix(facts)
+    return out + (f"!{revision}" if revision else "")
+

@@ -26,6 +26,7 @@ from collections.abc import Mapping
 from typing import Any
 
 CACHE_LABELS = ("cache_dtype", "mamba_cache_dtype", "mamba_ssm_cache_dtype")
+# one labelled line of the Prometheus text is all we read: a regular expression, not a parser dependency
 _LABEL = re.compile(r'(\w+)="([^"]*)"')
 
 

@@ -31,8 +31,8 @@ def served_judge_record(judge_url: str, judge_api: str = "auto", served_model: s
     from reward.judge.api import list_models as list_any
     from reward.judge.api import served_judge_identity
     from reward.judge.chat import API_KEY_ENV, api_key_for
-    from reward.judge.identity import served_model_id
-    from reward.judge.server_facts import facts_suffix, server_facts
+    from reward.judge.identity import chat_model_id, served_model_id
+    from reward.judge.server_facts import server_facts
     from reward.serving import JUDGE_API_KEY_ENV, list_models, redact_url, split_urls
 
     urls = split_urls(judge_url)
@@ -43,10 +43,8 @@ def served_judge_record(judge_url: str, judge_api: str = "auto", served_model: s
         headers = {"Authorization": f"Bearer {key}"} if key else {}
         entry = next((m for m in list_any(urls[0], key) or [] if m.get("id") == rec["model"]), None)
         root = str(entry["root"]) if entry and entry.get("root") else None
-        host = urls[0].split("//", 1)[-1].split("/", 1)[0].rsplit("@", 1)[-1]
         rec["root"] = root
-        rec["identity"] = f"chat:{host}:{rec['model']}" + (
-            f"@{root}" + facts_suffix(server_facts(urls[0], headers)) if root else "")
+        rec["identity"] = chat_model_id(urls[0], rec["model"], root, server_facts(urls[0], headers) if root else None)
         return rec
     try:
         models = list_models(urls[0], api_key_env=api_key_env or JUDGE_API_KEY_ENV)
