@@ -78,10 +78,10 @@ class RubricScoringSettings(_Settings):
                              "floor (0.1 below the worst score a finished answer to the row can get; floor-M: "
                              "M below), a number, or null: unscored")
     applicability: bool = Field(
-        False, description="decide once per prompt which routed conditional leaves apply; the others are "
+        True, description="decide once per prompt which routed conditional leaves apply; the others are "
                            "not graded or scored (reward.router.applicability, docs/scoring.md)")
     confirm_failures: bool = Field(
-        False, description="read each failing verdict (leaf or rubric item) again with another prompt, a third "
+        True, description="read each failing verdict (leaf or rubric item) again with another prompt, a third "
                            "time when the two disagree; the majority stands (reward.stages.confirm, docs/scoring.md)")
 
     @field_validator("format_failure_score")

@@ -270,7 +270,7 @@ class RubricRewardFunc(_JudgeReward):
                  combine: str = "mean", on_failure: str = "skip", name: str = "clinical_rubric",
                  scoring_variant: str | None = None, grade: str = "answer",
                  format_failure_score: float | None = 0.0, clip_below_zero: bool = False,
-                 applicability: bool = False, confirm_failures: bool = False) -> None:
+                 applicability: bool = True, confirm_failures: bool = True) -> None:
         from reward.scoring.variants import DEFAULT_SCORING_VARIANT, check_variant
 
         super().__init__(judge, name, on_failure)

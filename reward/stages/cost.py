@@ -20,24 +20,37 @@ def judge_items(result: RolloutScore) -> int:
     return len(result.leaves) + len(result.rubric_items) + result.confirm_items
 
 
+def applicability_items(result: RolloutScore) -> int:
+    """Judge items of the prompt's applicability step (once per prompt, shared by its rollouts)."""
+    return int(result.routing.get("n_applicability_calls", 0) or 0)
+
+
 def judge_cost(results: Sequence[RolloutScore], prompt_keys: Sequence[Any]) -> dict[str, float | None]:
     """Judge items per rollout and per prompt (rollouts grouped by ``prompt_keys``, one key per
-    result), and the share of them that are tree leaves."""
+    result), and the share of them that are tree leaves. A prompt's applicability questions are
+    asked once for all of its rollouts: counted once per prompt, and spread over its rollouts in
+    the per-rollout figure."""
     if not results:
         return {"judge_items_per_rollout": None, "judge_items_per_prompt": None, "leaf_items_per_rollout": None,
-                "rubric_items_per_rollout": None, "confirm_items_per_rollout": None}
+                "rubric_items_per_rollout": None, "confirm_items_per_rollout": None,
+                "applicability_items_per_prompt": None}
     n = len(results)
-    total = sum(judge_items(r) for r in results)
-    n_prompts = len(set(prompt_keys)) or 1
+    first: dict[Any, RolloutScore] = {}
+    for r, k in zip(results, prompt_keys, strict=True):
+        first.setdefault(k, r)
+    per_prompt_app = sum(applicability_items(r) for r in first.values())
+    total = sum(judge_items(r) for r in results) + per_prompt_app
+    n_prompts = len(first) or 1
     return {"judge_items_per_rollout": total / n, "judge_items_per_prompt": total / n_prompts,
             "leaf_items_per_rollout": sum(len(r.leaves) for r in results) / n,
             "rubric_items_per_rollout": sum(len(r.rubric_items) for r in results) / n,
-            "confirm_items_per_rollout": sum(r.confirm_items for r in results) / n}
+            "confirm_items_per_rollout": sum(r.confirm_items for r in results) / n,
+            "applicability_items_per_prompt": per_prompt_app / n_prompts}
 
 
 def items_per_prompt(results: Sequence[RolloutScore], prompt_keys: Sequence[Any]) -> list[int]:
     """For each result, the judge items of all rollouts that share its prompt in this batch."""
     by_key: dict[Any, int] = {}
     for r, k in zip(results, prompt_keys, strict=True):
-        by_key[k] = by_key.get(k, 0) + judge_items(r)
+        by_key[k] = by_key.get(k, applicability_items(r)) + judge_items(r)
     return [by_key[k] for k in prompt_keys]

@@ -355,6 +355,7 @@ class RubricReward:
                         "n_active": len(routing.active), "cached": routing.cached,
                         "n_judge_calls": routing.n_judge_calls, "n_failures": routing.n_failures,
                         "n_not_applicable": len(app.not_applicable),
+                        "n_applicability_calls": app.n_judge_calls,
                         "expanded": sorted(routing.expanded)}
         base = {"id": r.id, "scoring": self.scoring, "combine": self.combine,
                 "scoring_variant": self.scoring_variant, "leaves": leaves,

@@ -52,6 +52,26 @@ class FakeJudge(Judge):
         self.calls: list[tuple[str, JudgeItem]] = []
         super().__init__(PromptRenderer(_WordTokenizer()), model_id="fake", **kw)
 
+    @classmethod
+    def consistent(cls, verdict: Callable[[Template, JudgeItem], float], **kw) -> FakeJudge:
+        """A fake that answers every question of the reward's pipeline in its own sense from one
+        verdict function (p(met) of a criterion on a response): the per-prompt applicability
+        question is answered "applies" (the criteria of these tests are unconditional), and the
+        confirmation's reading asked from the other side ("is the behaviour missing?") gets the
+        inverse, so a confirmed verdict is the first one (a judge that does not err)."""
+        from reward.router.applicability import APPLICABILITY
+        from reward.stages.confirm import readings
+
+        inverted = {r.template.name for r in readings("choice") if r.inverted}
+
+        def decide(template: Template, item: JudgeItem) -> float:
+            if template.name == APPLICABILITY.name:
+                return 1.0
+            p = float(verdict(template, item))
+            return 1.0 - p if template.name in inverted else p
+
+        return cls(decide, **kw)
+
     async def _grade_one(self, template: Template, item: JudgeItem, ids: list[int]) -> Verdict:
         self.calls.append((template.name, item))
         self.stats.requests += 1

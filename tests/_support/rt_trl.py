@@ -43,7 +43,7 @@ def keyword_judge(**kw) -> FakeJudge:
             raise RuntimeError("judge down")
         return 1.0 if KEYWORDS[item.criterion] in item.response.lower() else 0.0
 
-    return FakeJudge(decide, **kw)
+    return FakeJudge.consistent(decide, **kw)
 
 
 CHEST = [{"role": "user", "content": "Crushing chest pain, sweating. What now?"}]

@@ -159,10 +159,13 @@ class TestRubricRewardFunc:
         assert d["clinical_rubric/macro/safety"] == pytest.approx(0.5)
         assert d["clinical_rubric/macro/communication"] == pytest.approx(0.5)
         assert d["clinical_rubric/tree_axis/accuracy"] == pytest.approx(0.5)
-        assert d["clinical_rubric/judge/requests"] == 6 and d["clinical_rubric/judge/failures"] == 0
-        # cost: 3 leaves per rollout (2 rollouts of one prompt), de-duplicated requests aside
-        assert d["clinical_rubric/cost/judge_items_per_rollout"] == pytest.approx(3)
-        assert d["clinical_rubric/cost/judge_items_per_prompt"] == pytest.approx(6)
+        # 3 applicability questions (once for the prompt) + 6 verdicts + 3 confirmations (POOR's
+        # three failures, read again: the defaults, as the stage-3 reward runs)
+        assert d["clinical_rubric/judge/requests"] == 12 and d["clinical_rubric/judge/failures"] == 0
+        # cost, de-duplicated requests aside: 3 leaves per rollout (2 rollouts of one prompt), POOR's
+        # 3 confirmations, and the prompt's 3 applicability questions paid once: 12 for the prompt
+        assert d["clinical_rubric/cost/judge_items_per_rollout"] == pytest.approx(6)
+        assert d["clinical_rubric/cost/judge_items_per_prompt"] == pytest.approx(12)
         assert "clinical_rubric/judge/cache_hits" in d
 
     async def test_rubrics_column_and_per_axis_means(self):

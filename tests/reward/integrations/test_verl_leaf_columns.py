@@ -18,7 +18,7 @@ RUBRICS = [{"criterion": "emergency services", "points": 6}]
 
 
 def judge() -> FakeJudge:
-    return FakeJudge(lambda template, item: 1.0 if item.criterion.lower() in item.response.lower() else 0.0)
+    return FakeJudge.consistent(lambda template, item: 1.0 if item.criterion.lower() in item.response.lower() else 0.0)
 
 
 def test_clinical_extra_names_the_failed_leaves() -> None:

@@ -169,7 +169,7 @@ def keyword_judge(fail_on: str | None = None) -> FakeJudge:
             raise RuntimeError("judge down")
         return 1.0 if item.criterion.lower() in item.response.lower() else 0.0
 
-    return FakeJudge(decide)
+    return FakeJudge.consistent(decide)
 
 
 def ctx(judge, **settings) -> RewardContext:

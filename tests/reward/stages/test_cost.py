@@ -25,3 +25,16 @@ def test_items_per_rollout_and_per_prompt():
     assert cost["leaf_items_per_rollout"] == pytest.approx(8) and cost["rubric_items_per_rollout"] == pytest.approx(2)
     assert items_per_prompt(results, keys) == [26, 26, 4]
     assert judge_cost([], [])["judge_items_per_rollout"] is None
+
+
+def test_applicability_questions_count_once_per_prompt():
+    # a prompt's applicability step (5 questions for "a", 2 for "b") is paid once, not per rollout
+    results = [_res(10, 3), _res(10, 3), _res(4, 0)]
+    for r, n in zip(results, (5, 5, 2)):
+        r.routing["n_applicability_calls"] = n
+    keys = ["a", "a", "b"]
+    cost = judge_cost(results, keys)
+    assert cost["judge_items_per_prompt"] == pytest.approx((26 + 5 + 4 + 2) / 2)
+    assert cost["judge_items_per_rollout"] == pytest.approx((26 + 5 + 4 + 2) / 3)
+    assert cost["applicability_items_per_prompt"] == pytest.approx(7 / 2)
+    assert items_per_prompt(results, keys) == [31, 31, 6]
