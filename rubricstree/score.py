@@ -88,6 +88,10 @@ def summarise(reward, judge, rollouts: Sequence, results: dict[str, Any], second
         "judge_items_per_prompt": cost["judge_items_per_prompt"],
         "confirm_items": int(st.get("confirm_items", 0)),
         "confirm_overturned": int(st.get("confirm_overturned", 0)),
+        # judge_items counts graded items (leaves, rubric items, confirmations); the applicability
+        # questions are asked once per prompt and counted here and in judge_items_per_prompt
+        "applicability_judge_calls": int(st.get("applicability_judge_calls", 0)),
+        "applicability_items_per_prompt": cost["applicability_items_per_prompt"],
         "judge_requests": judge.stats.requests,
         "cache_hits": judge.stats.cache_hits,
         "cache_misses": judge.stats.cache_misses,

@@ -50,7 +50,7 @@ TRIAGE_GUARD_ROUTINE = "sf_over_escalation"
 ROUTINE_GUARDS = (TRIAGE_GUARD_ROUTINE, "cs_needless_questions", "un_blanket_disclaimer")
 MAX_FORCED = 8
 # Bumped when the stored Routing shape or the key recipe changes, so old entries are not reused.
-ROUTING_FORMAT = 3
+ROUTING_FORMAT = 4  # 4: un_blanket_disclaimer joined the routine guards
 
 
 class ActiveLeaf(BaseModel):

@@ -264,8 +264,11 @@ class EmbeddingRouter(Router):
             if v is not None and not 0.0 <= v <= 1.0:
                 raise ValueError(f"{name} must be in [0, 1] or None, got {v!r}")
         self.critical_threshold = critical_threshold
-        self.critical_threshold_multilingual = (critical_threshold if critical_threshold is None
-                                                else critical_threshold_multilingual)
+        # never stricter than the English net: a user who lowers critical_threshold lowers both
+        self.critical_threshold_multilingual = (
+            None if critical_threshold is None
+            else critical_threshold if critical_threshold_multilingual is None
+            else min(critical_threshold, critical_threshold_multilingual))
         self.critical_leaves = frozenset(lid for lid, sev in tree.severity.items()
                                          if sev == "critical" and lid in tree and tree[lid].is_leaf)
         self.extra_always_on = sorted(set(self.default_always_on() if always_on is None else always_on))

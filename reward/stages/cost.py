@@ -25,6 +25,15 @@ def applicability_items(result: RolloutScore) -> int:
     return int(result.routing.get("n_applicability_calls", 0) or 0)
 
 
+def _applicability_by_prompt(results: Sequence[RolloutScore], prompt_keys: Sequence[Any]) -> dict[Any, int]:
+    """Each prompt's applicability questions: the most any of its rollouts records (a rollout scored
+    without grading, such as an unfinished answer, records none)."""
+    out: dict[Any, int] = {}
+    for r, k in zip(results, prompt_keys, strict=True):
+        out[k] = max(out.get(k, 0), applicability_items(r))
+    return out
+
+
 def judge_cost(results: Sequence[RolloutScore], prompt_keys: Sequence[Any]) -> dict[str, float | None]:
     """Judge items per rollout and per prompt (rollouts grouped by ``prompt_keys``, one key per
     result), and the share of them that are tree leaves. A prompt's applicability questions are
@@ -35,12 +44,10 @@ def judge_cost(results: Sequence[RolloutScore], prompt_keys: Sequence[Any]) -> d
                 "rubric_items_per_rollout": None, "confirm_items_per_rollout": None,
                 "applicability_items_per_prompt": None}
     n = len(results)
-    first: dict[Any, RolloutScore] = {}
-    for r, k in zip(results, prompt_keys, strict=True):
-        first.setdefault(k, r)
-    per_prompt_app = sum(applicability_items(r) for r in first.values())
+    app = _applicability_by_prompt(results, prompt_keys)
+    per_prompt_app = sum(app.values())
     total = sum(judge_items(r) for r in results) + per_prompt_app
-    n_prompts = len(first) or 1
+    n_prompts = len(app) or 1
     return {"judge_items_per_rollout": total / n, "judge_items_per_prompt": total / n_prompts,
             "leaf_items_per_rollout": sum(len(r.leaves) for r in results) / n,
             "rubric_items_per_rollout": sum(len(r.rubric_items) for r in results) / n,
@@ -50,7 +57,7 @@ def judge_cost(results: Sequence[RolloutScore], prompt_keys: Sequence[Any]) -> d
 
 def items_per_prompt(results: Sequence[RolloutScore], prompt_keys: Sequence[Any]) -> list[int]:
     """For each result, the judge items of all rollouts that share its prompt in this batch."""
-    by_key: dict[Any, int] = {}
+    by_key = _applicability_by_prompt(results, prompt_keys)
     for r, k in zip(results, prompt_keys, strict=True):
-        by_key[k] = by_key.get(k, applicability_items(r)) + judge_items(r)
+        by_key[k] += judge_items(r)
     return [by_key[k] for k in prompt_keys]

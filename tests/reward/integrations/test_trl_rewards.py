@@ -10,7 +10,7 @@ import sys
 
 import pytest
 from rt_fakes import FakeJudge
-from rt_trl import CHEST, GOOD, KEYWORDS, POOR, RUBRICS, Log, _tree, keyword_judge
+from rt_trl import CHEST, CRIT, GOOD, KEYWORDS, POOR, RUBRICS, Log, _tree, keyword_judge
 
 from reward.errors import JudgeError
 from reward.integrations.trl import ErrorRubricReward, MCQRuleReward, RubricRewardFunc
@@ -222,6 +222,48 @@ class TestRubricRewardFunc:
         s = RubricRewardSettings()
         assert (s.router, s.rubric_source, s.combine) == ("embedding", "both", "mean")
         assert RubricRewardFunc.from_settings(keyword_judge(), {}).combine == "mean"
+        # applicability and failure confirmation: on in the stage-3 reward a user builds, as the
+        # tree-and-rows configs run it; off in the low-level class and in `rubricstree score`
+        assert f.applicability and f.confirm_failures and s.applicability and s.confirm_failures
+        from reward.stages.rubric_reward import RubricReward
+        from rubricstree.score import score_command
+
+        low = inspect.signature(RubricReward.__init__).parameters
+        assert low["applicability"].default is False and low["confirm_failures"].default is False
+        cli = inspect.signature(score_command).parameters
+        assert cli["applicability"].default.default is False and cli["confirm_failures"].default.default is False
+
+    async def test_by_default_an_absent_situation_leaves_the_score_and_a_false_failure_is_overturned(self):
+        """The defaults at work: the judge says the 'wait' leaf's situation is absent (it is neither
+        graded nor scored), and its first reading of 'empathy' on GOOD is a false failure that the
+        second reading overturns."""
+        from reward.router.applicability import APPLICABILITY
+        from reward.stages.confirm import readings
+
+        confirm, settle = (r.template.name for r in readings("choice"))
+
+        def decide(template, item):
+            if template.name == APPLICABILITY.name:
+                return 0.0 if item.criterion == CRIT["wait"] else 1.0
+            met = KEYWORDS[item.criterion] in item.response.lower() or item.criterion == CRIT["empathy"]
+            if template.name == confirm:  # asked from the other side: "is the behaviour missing?"
+                return 0.0 if met else 1.0
+            if item.criterion == CRIT["empathy"] and template.name != settle:
+                return 0.0  # the first reading's error (the third reading, on the disagreement, is right)
+            return 1.0 if met else 0.0
+
+        judge = FakeJudge(decide)
+        f = RubricRewardFunc(judge, tree=_tree(), router="static")
+        log = Log()
+        [score] = await f([CHEST], [conv("Call emergency services now.")], None, log_metric=log, **TRL_EXTRAS)
+        assert score == pytest.approx(1.0)  # the false failure overturned, the absent 'wait' left out
+        graded = [(t, i.criterion) for t, i in judge.calls if t != APPLICABILITY.name]
+        assert CRIT["wait"] not in {c for _, c in graded}
+        assert (confirm, CRIT["empathy"]) in graded and (settle, CRIT["empathy"]) in graded
+        off = RubricRewardFunc(FakeJudge(decide), tree=_tree(), router="static", applicability=False,
+                               confirm_failures=False)
+        [plain] = await off([CHEST], [conv("Call emergency services now.")], None, log_metric=Log(), **TRL_EXTRAS)
+        assert plain < score  # without either stage: 'empathy' fails at its price
 
     def test_pickles_with_a_spec(self):
         f = RubricRewardFunc({"url": "http://127.0.0.1:9", "served_model": "m", "tokenizer": "t"},

@@ -38,3 +38,16 @@ def test_applicability_questions_count_once_per_prompt():
     assert cost["judge_items_per_rollout"] == pytest.approx((26 + 5 + 4 + 2) / 3)
     assert cost["applicability_items_per_prompt"] == pytest.approx(7 / 2)
     assert items_per_prompt(results, keys) == [31, 31, 6]
+
+
+def test_a_rollout_scored_without_grading_does_not_hide_its_prompts_applicability_cost():
+    # an unfinished answer (format failure) records no routing: the prompt's questions still count,
+    # whichever rollout comes first
+    unfinished = RolloutScore(id="ff", score=0.0, scoring="hard", combine="mean", format_failure=True)
+    graded = _res(3, 0)
+    graded.routing["n_applicability_calls"] = 5
+    for order in ([unfinished, graded], [graded, unfinished]):
+        cost = judge_cost(order, ["p", "p"])
+        assert cost["applicability_items_per_prompt"] == pytest.approx(5)
+        assert cost["judge_items_per_prompt"] == pytest.approx(8)
+        assert items_per_prompt(order, ["p", "p"]) == [8, 8]
