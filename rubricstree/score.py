@@ -89,7 +89,8 @@ def summarise(reward, judge, rollouts: Sequence, results: dict[str, Any], second
         "confirm_items": int(st.get("confirm_items", 0)),
         "confirm_overturned": int(st.get("confirm_overturned", 0)),
         # judge_items counts graded items (leaves, rubric items, confirmations); the applicability
-        # questions are asked once per prompt and counted here and in judge_items_per_prompt
+        # questions are asked once per prompt: counted here, once per prompt in
+        # judge_items_per_prompt, and spread over the prompt's rollouts in judge_items_per_rollout
         "applicability_judge_calls": int(st.get("applicability_judge_calls", 0)),
         "applicability_items_per_prompt": cost["applicability_items_per_prompt"],
         "judge_requests": judge.stats.requests,

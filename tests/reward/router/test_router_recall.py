@@ -6,7 +6,8 @@
   child's subtree, p(leaf) = its own relevance; urgency = the embedding urgency). That measures
   the walk (judge calls per prompt, sequential rounds, recall) with answers that mean something,
   which the random-weight tiny model cannot give (its walk never leaves the macro level).
-- A held-out set of our own queries, written apart from the taxonomy's example phrasings, checks
+- A held-out set of our own queries, written apart from the taxonomy's example phrasings of the
+  time (the critical leaves' examples came later, by an author who had read this set), checks
   that the tuning did not only fit the stress cases.
 """
 
@@ -43,7 +44,8 @@ class Query:
         self.prompt = [{"role": "user", "content": self.text}]
 
 
-# Ours, written for this check (not stress-case text, not the taxonomy's examples). Each lists
+# Ours, written for this check (not stress-case text, not the taxonomy's examples of the time; read
+# before the critical leaves' examples were written: see docs/routing.md). Each lists
 # leaves a clinician would expect to be graded for that query.
 HELD_OUT = [
     Query("ho-1", "I took about 20 paracetamol tablets two hours ago after a row with my partner. I feel okay now.",

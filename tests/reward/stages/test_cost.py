@@ -51,3 +51,30 @@ def test_a_rollout_scored_without_grading_does_not_hide_its_prompts_applicabilit
         assert cost["applicability_items_per_prompt"] == pytest.approx(5)
         assert cost["judge_items_per_prompt"] == pytest.approx(8)
         assert items_per_prompt(order, ["p", "p"]) == [8, 8]
+
+
+async def test_a_group_of_unfinished_rollouts_still_counts_its_applicability_questions():
+    # every rollout of the prompt has an unclosed <think>: nothing is graded, but the prompt's
+    # applicability questions were asked (the floor score needs them) and are counted
+    from rt_fakes import FakeJudge
+
+    from reward.router import StaticRouter
+    from reward.stages.rubric_reward import Rollout, RubricReward
+    from reward.tree import LeafTags, Node, RubricTree
+
+    tree = RubricTree([
+        Node(id="root", title="root", children=("a", "b")),
+        Node(id="a", title="A", criterion="If the user reports chest pain, advises calling emergency services.",
+             tags=LeafTags(axis="accuracy")),
+        Node(id="b", title="B", criterion="If the user is pregnant, asks about the due date.",
+             tags=LeafTags(axis="accuracy")),
+    ], root="root", name="two")
+    judge = FakeJudge(lambda t, i: 1.0)
+    reward = RubricReward(tree, StaticRouter(tree), judge, applicability=True, format_failure_score="floor")
+    prompt = [{"role": "user", "content": "Chest pain. What now?"}]
+    rollouts = [Rollout(id=f"r{k}", prompt=prompt, completion="<think>still thinking") for k in range(2)]
+    results = await reward.score(rollouts)
+    assert all(r.format_failure for r in results)
+    cost = judge_cost(results, ["p", "p"])
+    assert cost["applicability_items_per_prompt"] == pytest.approx(2)
+    assert cost["judge_items_per_prompt"] == pytest.approx(2)
