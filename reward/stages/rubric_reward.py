@@ -289,11 +289,11 @@ class RubricReward:
                 fail = failure_score(self.format_failure_score,
                                      self._worst(r, routings[r.prompt_key], apps[r.prompt_key]))
                 self.stats["scored" if fail is not None else "unscored"] += 1
-                # the prompt's applicability step ran all the same: its cost is recorded here too,
-                # so a group whose rollouts are all unfinished still counts it (reward.stages.cost)
+                # the prompt was routed and its applicability step ran all the same: the record says
+                # so, and a group whose rollouts are all unfinished still counts the cost (stages.cost)
                 out.append(RolloutScore(id=r.id, score=fail, scoring=self.scoring,
                                         combine=self.combine, format_failure=True,
-                                        routing={"n_applicability_calls": apps[r.prompt_key].n_judge_calls},
+                                        routing=self._routing_info(routings[r.prompt_key], apps[r.prompt_key]),
                                         feedback="unclosed <think>: no final answer to grade"))
                 continue
             leaf_idx, item_idx = plan
@@ -319,6 +319,16 @@ class RubricReward:
         if self.scoring == "soft" and v.p_yes is not None:
             return float(v.p_yes)
         return bool(v.met)
+
+    @staticmethod
+    def _routing_info(routing: Routing, app: Applicability) -> dict[str, Any]:
+        """What a score record says of its prompt's routing and applicability step (the same for a
+        graded rollout and an unfinished one: the step ran and cost the same for both)."""
+        return {"threshold": routing.threshold, "urgency": routing.urgency,
+                "n_active": len(routing.active), "cached": routing.cached,
+                "n_judge_calls": routing.n_judge_calls, "n_failures": routing.n_failures,
+                "n_not_applicable": len(app.not_applicable), "n_applicability_calls": app.n_judge_calls,
+                "expanded": sorted(routing.expanded)}
 
     def _score_one(self, r: Rollout, routing: Routing, leaf_v: list[Verdict], item_v: list[Verdict],
                    app: Applicability | None = None) -> RolloutScore:
@@ -354,15 +364,9 @@ class RubricReward:
                 failures.append(f"rubric item {i}: {v.failure}")
             rubric_items.append(ItemResult(criterion=it.criterion, points=it.points, met=v.met,
                                            p_yes=v.p_yes, failure=v.failure))
-        routing_info = {"threshold": routing.threshold, "urgency": routing.urgency,
-                        "n_active": len(routing.active), "cached": routing.cached,
-                        "n_judge_calls": routing.n_judge_calls, "n_failures": routing.n_failures,
-                        "n_not_applicable": len(app.not_applicable),
-                        "n_applicability_calls": app.n_judge_calls,
-                        "expanded": sorted(routing.expanded)}
         base = {"id": r.id, "scoring": self.scoring, "combine": self.combine,
                 "scoring_variant": self.scoring_variant, "leaves": leaves,
-                "rubric_items": rubric_items, "routing": routing_info,
+                "rubric_items": rubric_items, "routing": self._routing_info(routing, app),
                 "not_applicable": list(app.not_applicable)}
         if failures:
             return RolloutScore(score=None, failures=failures, feedback=self._feedback(leaves, rubric_items),
