@@ -47,6 +47,63 @@ def _window(text: str, name: str) -> tuple[float, float]:
     return lo, hi
 
 
+def filter_reward_settings(config: Path | None, rubric_source: str | None):
+    """The stage-3 reward settings ``train filter --kind healthbench`` scores with: those of
+    ``config``, the training YAML of the run the filter prepares, or the defaults; ``rubric_source``
+    on top (default without a config: ``rows``, the paper's filter on the rows' own rubrics).
+
+    A TRL config's ``reward:`` block (``reward.settings.StageRewardSettings``) or a verl config's
+    ``reward.custom_reward_function.reward_kwargs`` (``VerlRewardSettings``; its scoring keys) is
+    read; nothing else in the file, so a config whose ``model`` names an earlier stage's export
+    need not resolve here.
+
+    Raises:
+        InputError: the file is missing, not YAML, or its reward settings are invalid (the error
+            names the file and the field).
+    """
+    from pydantic import ValidationError
+
+    from reward.envvars import expand_env
+    from reward.errors import InputError
+    from reward.jsonl import validation_error
+    from reward.settings import RubricRewardSettings, RubricScoringSettings, StageRewardSettings
+
+    raw: dict = {}
+    if config is not None:
+        if not config.is_file():
+            raise InputError("config file not found", file=str(config))
+        from reward.textio import load_yaml
+
+        try:
+            loaded = load_yaml(config) or {}
+        except Exception as exc:  # yaml.YAMLError and friends: say which file
+            raise InputError(f"not valid YAML: {exc}", file=str(config)) from exc
+        raw = loaded if isinstance(loaded, dict) else {}
+    block = raw.get("reward") if isinstance(raw.get("reward"), dict) else {}
+    verl_kwargs = (block.get("custom_reward_function") or {}).get("reward_kwargs") \
+        if isinstance(block.get("custom_reward_function"), dict) else None
+    prefix = "reward.custom_reward_function.reward_kwargs" if verl_kwargs is not None else "reward"
+    try:
+        if verl_kwargs is not None:
+            from reward.integrations.verl.settings import VerlRewardSettings
+
+            verl = VerlRewardSettings.model_validate(expand_env(dict(verl_kwargs)))
+            settings = verl.model_dump(include=set(RubricScoringSettings.model_fields))
+        else:
+            settings = StageRewardSettings.model_validate(expand_env(dict(block))).rubric().model_dump()
+        if rubric_source is not None:
+            settings["rubric_source"] = rubric_source
+        elif config is None:
+            settings["rubric_source"] = "rows"
+        return RubricRewardSettings.model_validate(settings)
+    except ValidationError as exc:
+        err = validation_error(exc, file=str(config) if config else "--rubric-source", record="reward")
+        raise InputError(err.reason, file=err.file, field=f"{prefix}.{err.field}" if err.field else prefix) from exc
+    except InputError as exc:  # ${oc.env:VAR} unset in the reward settings
+        raise InputError(exc.reason, file=str(config), field=f"{prefix}.{exc.field}" if exc.field else prefix
+                         ) from exc
+
+
 @app.command("filter")
 @judge_options()
 def filter_command(
@@ -65,7 +122,11 @@ def filter_command(
     keep_window: str = typer.Option("0.15,0.7", "--keep-window", help="[lo, hi] kept (healthbench)"),
     system_prompt: str | None = typer.Option(None, "--system-prompt", help="ours | none | handbook:FILE | FILE"),
     limit: int | None = typer.Option(None, "--limit", min=1),
-    rubric_source: str = typer.Option("rows", "--rubric-source", help="healthbench: rows | tree | both"),
+    rubric_source: str | None = typer.Option(None, "--rubric-source",
+                                             help="healthbench: rows | tree | both (default: the --config's, else rows)"),
+    config: Path | None = typer.Option(None, "--config", help="healthbench: a training YAML whose reward: block "
+                                                              "(router, scoring variant, applicability, ...) the "
+                                                              "filter scores with, as its stage-3 run will"),
     as_json: bool = typer.Option(False, "--json", help="print the stats as JSON"),
     judge: JudgeSettings = None,  # the judge options (rubricstree.judge_options): healthbench's rubric judge
 ) -> None:
@@ -89,7 +150,8 @@ def filter_command(
             from reward.integrations.trl import RubricRewardFunc
 
             # a pass rate in 0..1 (a truncated answer 0), as the stage-3 launcher filters
-            reward_fn = RubricRewardFunc(judge, rubric_source=rubric_source).as_pass_rate()
+            reward_fn = RubricRewardFunc.from_settings(judge, filter_reward_settings(config, rubric_source)
+                                                       ).as_pass_rate()
         _, stats = run_filter(data, model=model, out_dir=out, kind=kind, cfg=cfg, generate_url=generate_url,
                               served_model=model if generate_url else None, reward_fn=reward_fn,
                               system_prompt=system_prompt, limit=limit)
