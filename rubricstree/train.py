@@ -183,10 +183,10 @@ def run_command(
     if dry_run:
         typer.echo(cfg.model_dump_json(indent=2))
         return
-    from reward._optional import require_model
+    from training.hf_export import require_start_model
 
     try:
-        require_model(cfg.model, f"model: in {config}")
+        require_start_model(cfg.model, f"model: in {config}")
     except RubricsTreeError as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from exc

@@ -21,7 +21,8 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-__all__ = ["EXPORT_DTYPES", "export_dir", "export_trainer", "full_state_dict", "is_export", "move_into_place", "save_hf"]
+__all__ = ["EXPORT_DTYPES", "WEIGHT_FILES", "export_dir", "export_trainer", "full_state_dict", "is_export",
+           "move_into_place", "require_start_model", "save_hf"]
 
 EXPORT_DTYPES = ("bfloat16", "float16", "float32")
 
@@ -36,6 +37,43 @@ def is_export(path: str | Path) -> bool:
     p = Path(path)
     return (p / "config.json").is_file() and any(
         (p / f).is_file() for f in ("model.safetensors", "model.safetensors.index.json"))
+
+
+WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin",
+                "pytorch_model.bin.index.json")
+
+
+def require_start_model(name_or_path: str, what: str = "model") -> str:
+    """``name_or_path`` if a trainer can start from it: a Hugging Face id, or a local folder with a
+    ``config.json`` and weights (``save_pretrained`` safetensors or bin, single or sharded).
+
+    A folder that :func:`reward._optional.require_model` accepts may still hold no weights: a
+    trainer's ``checkpoint-N`` under FSDP2 (distributed-checkpoint shards), a verl ``global_step_N``
+    actor folder, or a tokenizer alone. Loading one fails late (after the judge and the data are
+    up) or, worse, starts from random weights where transformers can build a model from the config;
+    here it fails at once, saying what to load instead.
+
+    Raises:
+        ModelNotFoundError: the folder is not a Hugging Face export (the message says how to make one).
+    """
+    from reward._optional import require_model
+    from reward.errors import ModelNotFoundError
+
+    name = str(name_or_path)
+    p = Path(name).expanduser()
+    if not p.is_dir() or any((p / f).is_file() for f in WEIGHT_FILES):
+        return require_model(name, what)
+    names = {x.name for x in p.iterdir()}
+    if any(n.endswith(".distcp") or n.startswith(("pytorch_model_fsdp", "model_world_size_", "global_step"))
+           for n in names) or (p / "actor").is_dir():
+        kind = "a sharded training checkpoint"
+    else:
+        require_model(name, what)  # an empty or unrelated folder: "no model at ..."
+        kind = "a config without weights" if (p / "config.json").is_file() else "a tokenizer folder"
+    raise ModelNotFoundError(
+        f"no weights at {name} ({what}): {kind}, not a Hugging Face export. Start from the previous stage's "
+        f"export (<output_dir>/hf, written at the end of every stage; `python -m training.verl_export "
+        f"CKPT_DIR` for a verl checkpoint) or a Hugging Face id such as Qwen/Qwen3-8B")
 
 
 def full_state_dict(accelerator: Any, model: Any) -> dict:

@@ -42,10 +42,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from reward._optional import require_model
 from reward.errors import InputError, ModelNotFoundError
 from reward.settings import JudgeSettings
-from training.hf_export import export_dir, export_trainer, is_export, link_final
+from training.hf_export import export_dir, export_trainer, is_export, link_final, require_start_model
 from training.trl_config import TrainConfig, load_config
 from training.trl_trainer_utils import apply_fsdp_options, fixed_lr_horizon, release_trainer, save_at_end_callback
 
@@ -433,7 +432,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         cfg = load_config(a.config, a.overrides)
         if not (a.print_judge or a.print_output_dir):
-            require_model(cfg.model, f"model: in {a.config}")
+            require_start_model(cfg.model, f"model: in {a.config}")
     except (InputError, ModelNotFoundError) as exc:
         print(f"error: {exc}", flush=True)
         return 2

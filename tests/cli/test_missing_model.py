@@ -64,3 +64,44 @@ def test_the_training_launcher_names_a_missing_policy(tmp_path, capsys):
     assert main(["--config", str(REPO_ROOT / "configs/smoke/stage1_mcq.yaml"), "--set", f"model={missing}",
                  "--print-judge"]) == 0
 
+
+
+def _folder(root, name, files):
+    d = root / name
+    d.mkdir(parents=True)
+    for f in files:
+        (d / f).parent.mkdir(parents=True, exist_ok=True)
+        (d / f).write_text("{}")
+    return d
+
+
+def test_a_training_start_model_must_have_weights(tmp_path):
+    """A folder require_model accepts (a config or a tokenizer) is not yet one a trainer can start
+    from: a sharded checkpoint, a tokenizer alone or a bare config are refused, saying what to load."""
+    from training.hf_export import require_start_model
+
+    for files in (["config.json", "model.safetensors"], ["config.json", "model.safetensors.index.json"],
+                  ["config.json", "pytorch_model.bin"]):
+        ok = _folder(tmp_path, "ok-" + files[1], files)
+        assert require_start_model(str(ok)) == str(ok)
+    assert require_start_model("Qwen/Qwen3-8B") == "Qwen/Qwen3-8B"
+    cases = {"a sharded training checkpoint": ["config.json", "pytorch_model_fsdp_0/__0_0.distcp"],
+             "a tokenizer folder": ["tokenizer_config.json", "tokenizer.json"],
+             "a config without weights": ["config.json", "generation_config.json"]}
+    for kind, files in cases.items():
+        d = _folder(tmp_path, kind.replace(" ", "-"), files)
+        with pytest.raises(ModelNotFoundError, match=f"no weights at .*{kind}, not a Hugging Face export"):
+            require_start_model(str(d))
+    verl = _folder(tmp_path, "global_step_40", ["actor/huggingface/config.json", "actor/model_world_size_8_rank_0.pt"])
+    with pytest.raises(ModelNotFoundError, match="sharded training checkpoint.*training.verl_export"):
+        require_start_model(str(verl))
+
+
+def test_train_run_and_the_launcher_refuse_a_start_folder_without_weights(tmp_path, capsys):
+    from training.trl_launcher import main
+
+    ckpt = _folder(tmp_path, "checkpoint-10", ["config.json", "pytorch_model_fsdp_0/__0_0.distcp"])
+    res = _run(["train", "run", "--config", str(REPO_ROOT / "configs/smoke/stage1_mcq.yaml"), "--set", f"model={ckpt}"])
+    assert res.exit_code == 2 and f"no weights at {ckpt}" in res.output, res.output
+    assert main(["--config", str(REPO_ROOT / "configs/smoke/stage1_mcq.yaml"), "--set", f"model={ckpt}"]) == 2
+    assert f"no weights at {ckpt}" in capsys.readouterr().out
