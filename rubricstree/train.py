@@ -52,14 +52,16 @@ def filter_reward_settings(config: Path | None, rubric_source: str | None):
     ``config``, the training YAML of the run the filter prepares, or the defaults; ``rubric_source``
     on top (default without a config: ``rows``, the paper's filter on the rows' own rubrics).
 
-    A TRL config's ``reward:`` block (``reward.settings.StageRewardSettings``) or a verl config's
-    ``reward.custom_reward_function.reward_kwargs`` (``VerlRewardSettings``; its scoring keys) is
-    read; nothing else in the file, so a config whose ``model`` names an earlier stage's export
-    need not resolve here.
+    A TRL config's ``reward:`` block (``reward.settings.StageRewardSettings``; the config must train
+    ``stage: clinical_rubric``) or a verl config's ``reward.custom_reward_function.reward_kwargs``,
+    read as verl's reward reads them (``reward.integrations.verl.settings.load_settings``: a
+    ``config`` key or ``$RUBRICSTREE_VERL_CONFIG`` names a settings file under the inline keys) is
+    read, its scoring keys kept; nothing else in the file, so a config whose ``model`` names an
+    earlier stage's export need not resolve here. The judge is the command's own.
 
     Raises:
-        InputError: the file is missing, not YAML, or its reward settings are invalid (the error
-            names the file and the field).
+        InputError: the file is missing, not a YAML mapping, trains another stage, or its reward
+            settings are invalid (the error names the file and the field).
     """
     from pydantic import ValidationError
 
@@ -68,40 +70,49 @@ def filter_reward_settings(config: Path | None, rubric_source: str | None):
     from reward.jsonl import validation_error
     from reward.settings import RubricRewardSettings, RubricScoringSettings, StageRewardSettings
 
-    raw: dict = {}
-    if config is not None:
-        if not config.is_file():
-            raise InputError("config file not found", file=str(config))
-        from reward.textio import load_yaml
+    if rubric_source is not None and rubric_source not in ("rows", "tree", "both"):
+        raise InputError(f"expected rows, tree or both, got {rubric_source!r}", field="--rubric-source")
+    if config is None:
+        return RubricRewardSettings(rubric_source=rubric_source or "rows")
+    if not config.is_file():
+        raise InputError("config file not found", file=str(config))
+    from reward.textio import load_yaml
 
-        try:
-            loaded = load_yaml(config) or {}
-        except Exception as exc:  # yaml.YAMLError and friends: say which file
-            raise InputError(f"not valid YAML: {exc}", file=str(config)) from exc
-        raw = loaded if isinstance(loaded, dict) else {}
-    block = raw.get("reward") if isinstance(raw.get("reward"), dict) else {}
-    verl_kwargs = (block.get("custom_reward_function") or {}).get("reward_kwargs") \
-        if isinstance(block.get("custom_reward_function"), dict) else None
+    try:
+        raw = load_yaml(config) or {}
+    except Exception as exc:  # yaml.YAMLError and friends: say which file
+        raise InputError(f"not valid YAML: {exc}", file=str(config)) from exc
+    if not isinstance(raw, dict):
+        raise InputError("not a training config (a YAML mapping)", file=str(config))
+    block = raw.get("reward") or {}
+    if not isinstance(block, dict):
+        raise InputError("not a mapping", file=str(config), field="reward")
+    crf = block.get("custom_reward_function")
+    verl_kwargs = crf.get("reward_kwargs") if isinstance(crf, dict) else None
     prefix = "reward.custom_reward_function.reward_kwargs" if verl_kwargs is not None else "reward"
+    if verl_kwargs is None and raw.get("stage", "clinical_rubric") != "clinical_rubric":
+        raise InputError(f"this config trains stage {raw.get('stage')!r}; the healthbench filter scores the "
+                         "stage-3 reward (stage: clinical_rubric)", file=str(config), field="stage")
     try:
         if verl_kwargs is not None:
-            from reward.integrations.verl.settings import VerlRewardSettings
+            from reward.integrations.verl.settings import load_settings
 
-            verl = VerlRewardSettings.model_validate(expand_env(dict(verl_kwargs)))
-            settings = verl.model_dump(include=set(RubricScoringSettings.model_fields))
+            kwargs = expand_env(dict(verl_kwargs))
+            settings = load_settings(kwargs.pop("config", None), **kwargs).model_dump(
+                include=set(RubricScoringSettings.model_fields))
         else:
             settings = StageRewardSettings.model_validate(expand_env(dict(block))).rubric().model_dump()
-        if rubric_source is not None:
-            settings["rubric_source"] = rubric_source
-        elif config is None:
-            settings["rubric_source"] = "rows"
-        return RubricRewardSettings.model_validate(settings)
     except ValidationError as exc:
-        err = validation_error(exc, file=str(config) if config else "--rubric-source", record="reward")
+        err = validation_error(exc, file=str(config), record="reward")
         raise InputError(err.reason, file=err.file, field=f"{prefix}.{err.field}" if err.field else prefix) from exc
-    except InputError as exc:  # ${oc.env:VAR} unset in the reward settings
+    except InputError as exc:  # ${oc.env:VAR} unset, a bad inline key, a bad key in verl's settings file
+        if exc.file not in (None, "reward_kwargs"):  # verl's settings file: it names itself
+            raise
         raise InputError(exc.reason, file=str(config), field=f"{prefix}.{exc.field}" if exc.field else prefix
                          ) from exc
+    if rubric_source is not None:
+        settings["rubric_source"] = rubric_source
+    return RubricRewardSettings.model_validate(settings)
 
 
 @app.command("filter")
@@ -144,6 +155,8 @@ def filter_command(
                                rubric=Window(lo=r[0], hi=r[1]), rule=Window(lo=u[0], hi=u[1], lo_inclusive=False),
                                keep=Window(lo=k[0], hi=k[1]))
         reward_fn = None
+        if config is not None and kind != "healthbench":
+            raise typer.BadParameter("--config names the stage-3 reward settings: it goes with --kind healthbench")
         if kind == "healthbench":
             if not judge.url:
                 raise typer.BadParameter("--kind healthbench needs --judge-url for the rubric reward")

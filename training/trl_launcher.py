@@ -45,6 +45,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from reward.errors import InputError, ModelNotFoundError
 from reward.settings import JudgeSettings
 from training.hf_export import export_dir, export_trainer, is_export, link_final, require_start_model
+from training.start_record import check_start
 from training.trl_config import TrainConfig, load_config
 from training.trl_trainer_utils import apply_fsdp_options, fixed_lr_horizon, release_trainer, save_at_end_callback
 
@@ -284,8 +285,23 @@ def latest_export(output_dir: str | Path, before: int | None = None) -> str | No
     return str(max(found)[1]) if found else None
 
 
+def guard_start(cfg: TrainConfig) -> None:
+    """A rerun from another start model must not resume the old run's checkpoint in ``output_dir``
+    (``training.start_record``); a fresh start records its start model there (first process).
+
+    Raises:
+        InputError: ``output_dir`` holds a checkpoint of a run started from another model.
+    """
+    check_start(cfg.output_dir, cfg.model, resuming=last_checkpoint(cfg.output_dir), write=_rank() == 0,
+                field="model", ways_out="Use another output_dir, name the same start model to resume, or move "
+                                        "that output_dir away to start over (its exports, epochs.json and "
+                                        "difficulty results belong to the old run too)")
+
+
 def train(cfg: TrainConfig) -> TrainResult:
-    """Run the stage; resume from the last checkpoint in ``output_dir`` when there is one."""
+    """Run the stage; resume from the last checkpoint in ``output_dir`` when there is one (of a run
+    from the same start model: :func:`guard_start`)."""
+    guard_start(cfg)
     if cfg.difficulty.per_epoch:
         return _train_per_epoch(cfg)
     reward_funcs = build_reward_funcs(cfg)
@@ -451,6 +467,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     if a.print_next_epoch:
         print(json.dumps(next_epoch(cfg)), flush=True)
         return 0
+    if a.filter_only:  # refuse a resume from another start model before hours of sampling, not after
+        try:
+            guard_start(cfg)
+        except InputError as exc:
+            print(f"error: {exc}", flush=True)
+            return 2
     if a.filter_only and cfg.difficulty.per_epoch:  # the next stage-3 epoch's filter (plain python, one process)
         nxt = next_epoch(cfg)
         if nxt["epoch"] is not None and not nxt["filtered"]:
@@ -464,7 +486,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(json.dumps({"filtered": bool(cfg.difficulty.enabled and not cfg.difficulty.per_epoch),
                           "out_dir": str(difficulty_dir(cfg))}), flush=True)
         return 0
-    res = train(cfg)
+    try:
+        res = train(cfg)
+    except InputError as exc:  # said before any model is loaded (guard_start)
+        print(f"error: {exc}", flush=True)
+        return 2
     print(json.dumps({"output_dir": res.output_dir, "global_step": res.global_step, "start_step": res.start_step,
                       "resumed_from": res.resumed_from, "epochs": res.epochs}), flush=True)
     return 0

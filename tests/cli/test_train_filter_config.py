@@ -68,28 +68,64 @@ def test_the_cli_takes_the_config(tmp_path):
                                    "http://127.0.0.1:9/v1", "--config", str(cfg)])
     assert res.exit_code == 2, res.output
     assert "reward.scoring_variant" in res.output and str(cfg) in res.output
+    mcq = CliRunner().invoke(app, ["train", "filter", "--data", str(data), "--model", "m", "--out", str(tmp_path / "o"),
+                                   "--max-new-tokens", "8", "--config", str(cfg)])
+    assert mcq.exit_code == 2 and "--kind healthbench" in mcq.output
 
 
 @pytest.mark.parametrize("name", ["stage3_clinical_rubric.yaml", "stage3_tree_and_rows.yaml"])
 def test_a_verl_config_gives_the_settings_its_reward_function_scores_with(name, monkeypatch):
-    """verl reads the same keys from reward_kwargs (reward.integrations.verl.settings)."""
+    """As verl's reward reads reward_kwargs (reward.integrations.verl.settings.load_settings)."""
     import yaml
 
-    from reward.integrations.verl.settings import VerlRewardSettings
-    from reward.settings import RubricScoringSettings
+    from reward.integrations.verl.settings import load_settings
 
     path = ROOT / "configs" / "verl" / name
-    monkeypatch.delenv("RUBRICSTREE_JUDGE_URL", raising=False)
+    monkeypatch.delenv("RUBRICSTREE_VERL_CONFIG", raising=False)
     kwargs = yaml.safe_load(path.read_text())["reward"]["custom_reward_function"]["reward_kwargs"]
-    want = VerlRewardSettings.model_validate(kwargs).model_dump(include=set(RubricScoringSettings.model_fields))
+    want = load_settings(**{k: v for k, v in kwargs.items() if k != "judge"})
     got = filter_reward_settings(path, None)
-    assert got.model_dump(include=set(RubricScoringSettings.model_fields)) == want
-    assert got.rubric_source == kwargs.get("rubric_source", got.rubric_source)
+    for key in ("rubric_source", "router", "combine", "scoring", "clip_below_zero", "format_failure_score",
+                "applicability", "confirm_failures", "grade"):
+        assert getattr(got, key) == getattr(want, key), key
+    assert got.rubric_source == kwargs["rubric_source"]
 
 
-def test_a_bad_verl_reward_kwarg_names_its_path(tmp_path):
+def test_a_verl_settings_file_named_in_reward_kwargs_is_read(tmp_path, monkeypatch):
+    """reward_kwargs.config (or $RUBRICSTREE_VERL_CONFIG) names a settings file under the inline keys."""
+    monkeypatch.delenv("RUBRICSTREE_VERL_CONFIG", raising=False)
+    settings = tmp_path / "settings.yaml"
+    settings.write_text("router: static\nscoring_variant: penalty\nrubric_source: both\n")
+    cfg = tmp_path / "verl.yaml"
+    cfg.write_text(f"reward:\n  custom_reward_function:\n    reward_kwargs:\n      config: {settings}\n"
+                   "      rubric_source: tree\n")
+    got = filter_reward_settings(cfg, None)
+    assert (got.router, got.scoring_variant, got.rubric_source) == ("static", "penalty", "tree")
+    monkeypatch.setenv("RUBRICSTREE_VERL_CONFIG", str(settings))
+    plain = tmp_path / "plain.yaml"
+    plain.write_text("reward:\n  custom_reward_function:\n    reward_kwargs: {combine: tree}\n")
+    got = filter_reward_settings(plain, None)
+    assert (got.router, got.scoring_variant, got.combine) == ("static", "penalty", "tree")
+
+
+def test_a_bad_verl_reward_kwarg_names_its_path(tmp_path, monkeypatch):
+    monkeypatch.delenv("RUBRICSTREE_VERL_CONFIG", raising=False)
     cfg = tmp_path / "verl.yaml"
     cfg.write_text("reward:\n  custom_reward_function:\n    reward_kwargs:\n      combine: median\n")
     with pytest.raises(InputError) as e:
         filter_reward_settings(cfg, None)
-    assert e.value.field == "reward.custom_reward_function.reward_kwargs.combine"
+    assert e.value.file == str(cfg) and e.value.field == "reward.custom_reward_function.reward_kwargs.combine"
+
+
+def test_a_config_of_another_stage_or_shape_is_refused(tmp_path):
+    stage1 = ROOT / "configs" / "trl" / "stage1_mcq.yaml"
+    with pytest.raises(InputError, match="trains stage 'mcq'") as e:
+        filter_reward_settings(stage1, None)
+    assert e.value.field == "stage"
+    listed = tmp_path / "list.yaml"
+    listed.write_text("- a\n- b\n")
+    with pytest.raises(InputError, match="YAML mapping"):
+        filter_reward_settings(listed, None)
+    with pytest.raises(InputError) as e:
+        filter_reward_settings(ROOT / "configs" / "trl" / "stage3_tree_and_rows.yaml", "all")
+    assert e.value.field == "--rubric-source" and e.value.file is None

@@ -88,3 +88,23 @@ def test_the_export_refuses_a_folder_without_a_checkpoint(tmp_path):
 
     with pytest.raises(InputError, match="latest_checkpointed_iteration"):
         export_latest(tmp_path)
+
+
+@pytest.mark.slow
+def test_a_rerun_from_a_new_start_model_is_refused_before_the_trainer_starts(tmp_path, fake_python, tiny_model_dir):
+    """verl's resume_mode=auto would continue the first run's checkpoint and ignore the new start
+    model (training/verl_preflight.py): the script stops before main_ppo, saying so."""
+    ckpt = tmp_path / "ckpt" / "stage1"
+    env = {**fake_python, "FAKE_CKPT": str(ckpt)}
+    first = run("configs/verl/stage1_mcq.yaml", f"trainer.default_local_dir={ckpt}", env=env)
+    assert first.returncode == 0, first.stderr[-3000:]
+    (tmp_path / "rec" / "train.args").unlink()
+    again = run("configs/verl/stage1_mcq.yaml", f"trainer.default_local_dir={ckpt}",
+                f"actor_rollout_ref.model.path={tiny_model_dir}", env=env)
+    assert again.returncode == 2
+    assert "would continue the old run" in again.stderr and "preflight" in again.stderr
+    assert not (tmp_path / "rec" / "train.args").exists()  # the trainer never started
+    bad = run("configs/verl/stage1_mcq.yaml", f"trainer.default_local_dir={tmp_path / 'other'}", "trainer.save_freq=-1",
+              env=env)
+    assert bad.returncode == 2 and "trainer.save_freq" in bad.stderr
+    assert not (tmp_path / "rec" / "train.args").exists()

@@ -32,6 +32,12 @@ def _train(config: str, *overrides: str):
     return train(load_config(SMOKE / config, list(overrides)))
 
 
+def _start_model() -> str:
+    from training.trl_launcher import load_config
+
+    return load_config(SMOKE / "stage1_mcq.yaml").model
+
+
 def _steps(result) -> list[dict]:
     return [h for h in result.log_history if "grad_norm" in h]
 
@@ -50,6 +56,8 @@ def test_stage1_mcq_two_gspo_steps(smoke_env, caplog):
     _assert_learned(result, "mcq_rule")
     assert "mcq_rule/accuracy" in _steps(result)[0]
     assert "global batch: 8 completions per optimizer step = 2 prompts x 4 generations" in caplog.text
+    # the start model is recorded beside the checkpoints (a rerun from another one is refused)
+    assert json.loads((smoke_env / "rubricstree_start.json").read_text())["model"] == _start_model()
 
 
 @pytest.mark.server
@@ -248,3 +256,32 @@ def test_stage3_epoch_killed_midway_resumes_with_its_filter_and_step_budget(smok
     assert filters == []  # epoch 1's filter result is reused
     assert [(e["epoch"], e["start_step"], e["end_step"]) for e in result.epochs] == [(0, 0, 2), (1, 2, 4)]
     assert result.global_step == 4 and result.resumed_from.endswith("checkpoint-3")
+
+
+def test_a_rerun_from_another_start_model_is_refused_before_any_model_loads(smoke_env, tiny_model_dir, tmp_path,
+                                                                              monkeypatch, capsys):
+    """A checkpoint holds weights: resuming it under a new start model would continue the old run
+    and export it as started from the new one (training.start_record)."""
+    from reward.errors import InputError
+    from training.start_record import RECORD
+
+    other = tmp_path / "other-start"
+    other.mkdir()
+    for f in ("config.json", "model.safetensors"):
+        (other / f).symlink_to(tiny_model_dir / f)
+    smoke_env.mkdir(parents=True)
+    (smoke_env / "checkpoint-2").mkdir()
+    (smoke_env / RECORD).write_text(json.dumps({"model": str(other)}))
+    built = []
+    monkeypatch.setattr("training.trl_launcher.build_reward_funcs", lambda cfg: built.append(cfg) or [])
+    with pytest.raises(InputError, match="would continue the old run"):
+        _train("stage1_mcq.yaml")
+    assert not built  # refused before the reward, the data or the model were built
+    # the CLI and the launcher say it and exit 2
+    from training.trl_launcher import main
+
+    assert main(["--config", str(SMOKE / "stage1_mcq.yaml")]) == 2
+    out = capsys.readouterr().out
+    assert "would continue the old run" in out and "move that output_dir away" in out
+    assert main(["--config", str(SMOKE / "stage1_mcq.yaml"), "--filter-only"]) == 2  # before any sampling
+    assert not built

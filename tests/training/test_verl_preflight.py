@@ -1,0 +1,116 @@
+"""training/verl_preflight.py: what a verl stage is checked for before its trainer starts (the
+composed config is real Hydra on our verl configs; no GPU needed)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from rt_paths import REPO_ROOT
+
+pytest.importorskip("verl")
+pytest.importorskip("hydra")
+
+from training.verl_preflight import RECORD, main  # noqa: E402
+
+STAGE1 = str(REPO_ROOT / "configs" / "verl" / "stage1_mcq.yaml")
+
+
+def _run(capsys, ckpt, model, *extra):
+    rc = main([STAGE1, f"trainer.default_local_dir={ckpt}", f"actor_rollout_ref.model.path={model}", *extra])
+    out = capsys.readouterr()
+    return rc, out.out.strip(), out.err
+
+
+def _checkpoint(ckpt, step=50):
+    (ckpt / f"global_step_{step}" / "actor").mkdir(parents=True)
+    (ckpt / "latest_checkpointed_iteration.txt").write_text(str(step))
+
+
+def test_a_first_run_records_its_start_model_and_prints_the_checkpoint_folder(tmp_path, capsys, tiny_model_dir):
+    ckpt = tmp_path / "ckpt"
+    rc, out, err = _run(capsys, ckpt, tiny_model_dir)
+    assert rc == 0, err
+    assert out == str(ckpt)
+    assert json.loads((ckpt / RECORD).read_text())["model"] == str(tiny_model_dir)
+    assert _run(capsys, ckpt, "Qwen/Qwen3-8B")[0] == 0  # no checkpoint yet: a new start is fine
+
+
+def test_a_rerun_from_another_start_model_is_refused_not_resumed(tmp_path, capsys, tiny_model_dir):
+    ckpt = tmp_path / "ckpt"
+    assert _run(capsys, ckpt, tiny_model_dir)[0] == 0
+    _checkpoint(ckpt)
+    rc, _, err = _run(capsys, ckpt, "Qwen/Qwen3-8B")
+    assert rc == 2
+    assert "would continue the old run" in err and "step 50" in err
+    assert "actor_rollout_ref.model.path" in err
+    assert f"delete {ckpt / RECORD} to resume anyway" in err
+    # the same start model resumes, however it is spelled
+    assert _run(capsys, ckpt, tiny_model_dir)[0] == 0
+    assert _run(capsys, ckpt, f"{tiny_model_dir}/")[0] == 0
+    # any resume_mode: under "disable" a run that dies before its first save leaves the old tracker
+    for mode in ("disable", "resume_path"):
+        rc, _, err = _run(capsys, ckpt, "Qwen/Qwen3-8B", f"trainer.resume_mode={mode}")
+        assert rc == 2 and "would continue the old run" in err, mode
+    assert json.loads((ckpt / RECORD).read_text())["model"] == str(tiny_model_dir)  # never rewritten
+
+
+def test_a_start_model_retrained_into_the_same_path_is_told_apart(tmp_path, capsys, tiny_model_dir):
+    """The pipeline writes each stage's export to the same <root>/<stage>/hf: a retrained stage 1
+    behind the same path (or a symlink re-pointed) is another start."""
+    import shutil
+
+    export = tmp_path / "stage1" / "hf"
+    shutil.copytree(tiny_model_dir, export)
+    (export / "export.json").write_text(json.dumps({"step": 100}))
+    link = tmp_path / "start"
+    link.symlink_to(export)
+    ckpt = tmp_path / "ckpt"
+    assert _run(capsys, ckpt, link)[0] == 0
+    _checkpoint(ckpt)
+    assert _run(capsys, ckpt, export)[0] == 0  # the same folder by another name
+    (export / "export.json").write_text(json.dumps({"step": 250}))  # retrained into the same path
+    rc, _, err = _run(capsys, ckpt, link)
+    assert rc == 2 and "the same folder with other weights" in err
+    other = tmp_path / "stage1-v2"
+    shutil.copytree(tiny_model_dir, other)
+    link.unlink()
+    link.symlink_to(other)  # the link re-pointed
+    assert _run(capsys, ckpt, link)[0] == 2
+
+
+def test_an_unreadable_record_names_itself(tmp_path, capsys, tiny_model_dir):
+    ckpt = tmp_path / "ckpt"
+    _checkpoint(ckpt)
+    (ckpt / RECORD).write_text("{not json")
+    rc, _, err = _run(capsys, ckpt, tiny_model_dir)
+    assert rc == 2 and str(ckpt / RECORD) in err and "not a start record" in err
+
+
+def test_a_checkpoint_without_a_record_is_resumed_with_a_note(tmp_path, capsys, caplog, tiny_model_dir):
+    ckpt = tmp_path / "ckpt"
+    _checkpoint(ckpt, 10)
+    rc, out, _ = _run(capsys, ckpt, tiny_model_dir)
+    assert rc == 0 and out == str(ckpt)
+    assert "not recorded" in caplog.text and not (ckpt / RECORD).exists()
+
+
+@pytest.mark.parametrize("freq", ["0", "-1"])
+def test_no_checkpoint_saving_is_refused_before_training(tmp_path, capsys, tiny_model_dir, freq):
+    rc, _, err = _run(capsys, tmp_path / "ckpt", tiny_model_dir, f"trainer.save_freq={freq}")
+    assert rc == 2 and f"trainer.save_freq is {freq}" in err and "nothing to merge" in err
+    rc, _, err = _run(capsys, tmp_path / "ckpt", tiny_model_dir, "trainer.save_freq=often")
+    assert rc == 2 and "whole number" in err
+
+
+def test_a_remote_start_model_is_left_to_verl(tmp_path, capsys):
+    rc, out, err = _run(capsys, tmp_path / "ckpt", "hdfs://namenode/models/qwen3-8b")
+    assert rc == 0 and out == str(tmp_path / "ckpt"), err
+
+
+def test_a_start_folder_without_weights_is_refused(tmp_path, capsys):
+    raw = tmp_path / "global_step_3" / "actor"
+    raw.mkdir(parents=True)
+    (raw / "model_world_size_8_rank_0.pt").write_text("")
+    rc, _, err = _run(capsys, tmp_path / "ckpt", raw.parent)
+    assert rc == 2 and "sharded training checkpoint" in err and "training.verl_export" in err
