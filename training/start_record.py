@@ -6,8 +6,9 @@ verl from ``trainer.default_local_dir``), and a checkpoint holds the weights: a 
 new start model (a retrained stage-1 export, another base model) but keeps the folder would
 continue the old run and label the result with the new start. The first run writes :data:`RECORD`
 in the folder: the start model as given, its real path when it is a local folder, and a
-fingerprint of its weights (the export's ``export.json`` when there is one, else the weight files'
-sizes and modification times), so a start model retrained into the same path is told apart too.
+fingerprint of its weights (the export's ``export.json`` and every weight file's size and
+modification time, shards included), so a start model retrained into the same path is told apart
+too, even with the same step count.
 :func:`check_start` refuses a resume whose start model differs. A folder with checkpoints and no
 record (written before this check) is resumed as the trainer would, with a note.
 """
@@ -35,14 +36,17 @@ def describe(model: str) -> dict[str, Any]:
     if not p.is_dir():
         return {"model": model}
     meta = p / "export.json"
+    export: Any = None
     if meta.is_file():
         try:
-            fingerprint: Any = json.loads(meta.read_text())
+            export = json.loads(meta.read_text())
         except (OSError, ValueError):
-            fingerprint = meta.read_text(errors="replace")
-    else:
-        fingerprint = {f: [(p / f).stat().st_size, (p / f).stat().st_mtime_ns] for f in _WEIGHTS if (p / f).is_file()}
-    return {"model": model, "path": os.path.realpath(p), "fingerprint": fingerprint}
+            export = meta.read_text(errors="replace")
+    # every weight file, shards included: a retrain with the same config and step count writes the
+    # same export.json, but new files
+    files = {f.name: [f.stat().st_size, f.stat().st_mtime_ns] for f in sorted(p.iterdir())
+             if f.is_file() and (f.name in _WEIGHTS or f.suffix in (".safetensors", ".bin"))}
+    return {"model": model, "path": os.path.realpath(p), "fingerprint": {"export": export, "files": files}}
 
 
 def same_start(before: dict[str, Any], now: dict[str, Any]) -> bool:

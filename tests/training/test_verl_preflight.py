@@ -4,6 +4,7 @@ composed config is real Hydra on our verl configs; no GPU needed)."""
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 from rt_paths import REPO_ROOT
@@ -72,11 +73,20 @@ def test_a_start_model_retrained_into_the_same_path_is_told_apart(tmp_path, caps
     (export / "export.json").write_text(json.dumps({"step": 250}))  # retrained into the same path
     rc, _, err = _run(capsys, ckpt, link)
     assert rc == 2 and "the same folder with other weights" in err
+    assert _run(capsys, ckpt, link)[0] == 2  # still refused on a rerun
+    # a retrain with the same config and step count writes the same export.json, but new weights
+    assert _run(capsys, tmp_path / "ckpt2", link)[0] == 0
+    _checkpoint(tmp_path / "ckpt2")
+    (export / "model.safetensors").unlink()
+    shutil.copyfile(tiny_model_dir / "model.safetensors", export / "model.safetensors")
+    os.utime(export / "model.safetensors", ns=(1, 1))  # written at another time
+    rc, _, err = _run(capsys, tmp_path / "ckpt2", link)
+    assert rc == 2 and "the same folder with other weights" in err
     other = tmp_path / "stage1-v2"
     shutil.copytree(tiny_model_dir, other)
     link.unlink()
     link.symlink_to(other)  # the link re-pointed
-    assert _run(capsys, ckpt, link)[0] == 2
+    assert _run(capsys, ckpt, link)[0] == 2 and _run(capsys, tmp_path / "ckpt2", link)[0] == 2
 
 
 def test_an_unreadable_record_names_itself(tmp_path, capsys, tiny_model_dir):
