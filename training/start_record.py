@@ -22,11 +22,11 @@ from pathlib import Path
 from typing import Any
 
 from reward.errors import InputError
+from training.hf_export import WEIGHT_FILES
 
 __all__ = ["RECORD", "check_start", "describe", "same_start"]
 
 RECORD = "rubricstree_start.json"
-_WEIGHTS = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin", "pytorch_model.bin.index.json")
 log = logging.getLogger(__name__)
 
 
@@ -45,7 +45,7 @@ def describe(model: str) -> dict[str, Any]:
     # every weight file, shards included: a retrain with the same config and step count writes the
     # same export.json, but new files
     files = {f.name: [f.stat().st_size, f.stat().st_mtime_ns] for f in sorted(p.iterdir())
-             if f.is_file() and (f.name in _WEIGHTS or f.suffix in (".safetensors", ".bin"))}
+             if f.is_file() and (f.name in WEIGHT_FILES or f.suffix in (".safetensors", ".bin"))}
     return {"model": model, "path": os.path.realpath(p), "fingerprint": {"export": export, "files": files}}
 
 

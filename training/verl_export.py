@@ -9,8 +9,8 @@ verl 0.9.1) writes safetensors into a temporary folder that is renamed to
 ``<default_local_dir>/hf`` (as the TRL path's ``<output_dir>/hf``) only once it holds a config and
 weights (:func:`training.hf_export.is_export`); ``export.json`` records the step and the source.
 
-``python -m training.verl_export CHECKPOINT_DIR`` exports; ``--print-checkpoint-dir CONFIG
-[OVERRIDES...]`` prints the ``trainer.default_local_dir`` a verl config composes to (Hydra).
+``python -m training.verl_export CHECKPOINT_DIR [TARGET]`` exports (the checkpoint folder is the one
+``training.verl_preflight`` prints for the composed config).
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from pathlib import Path
 from reward.errors import InputError
 from training.hf_export import is_export, move_into_place
 
-__all__ = ["checkpoint_dir_of", "export_latest", "latest_actor", "merge_command"]
+__all__ = ["export_latest", "latest_actor", "merge_command"]
 
 
 def latest_actor(ckpt_dir: str | Path) -> tuple[int, Path]:
@@ -68,26 +68,11 @@ def export_latest(ckpt_dir: str | Path, target: str | Path | None = None, *, pyt
     return move_into_place(tmp, out)
 
 
-def checkpoint_dir_of(config: str | Path, overrides: Sequence[str] = ()) -> str:
-    """``trainer.default_local_dir`` of a verl config with Hydra ``overrides`` (composed as
-    scripts/train_verl.sh composes it; relative to where the trainer runs)."""
-    from hydra import compose, initialize_config_dir
-
-    path = Path(config).resolve()
-    with initialize_config_dir(config_dir=str(path.parent), version_base=None):
-        cfg = compose(config_name=path.stem, overrides=list(overrides))
-    return str(cfg.trainer.default_local_dir)
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     try:
-        if args[:1] == ["--print-checkpoint-dir"] and len(args) >= 2:
-            print(checkpoint_dir_of(args[1], [a for a in args[2:] if not a.startswith("-")]))
-            return 0
         if len(args) not in (1, 2) or args[0].startswith("-"):
-            print("usage: python -m training.verl_export CHECKPOINT_DIR [TARGET] | --print-checkpoint-dir CONFIG "
-                  "[OVERRIDES...]", file=sys.stderr)
+            print("usage: python -m training.verl_export CHECKPOINT_DIR [TARGET]", file=sys.stderr)
             return 2
         print(export_latest(*args))
     except InputError as exc:
