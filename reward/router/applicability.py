@@ -32,6 +32,7 @@ from collections.abc import Iterable
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from reward.aio import SingleFlight
 from reward.judge.base import Judge
 from reward.judge.templates import Template
 from reward.judge.types import JudgeItem, Message
@@ -91,7 +92,10 @@ def asked_leaves(tree: RubricTree, routing: Routing) -> list[str]:
 
 class ApplicabilityJudge:
     """Decides applicability with a judge, once per distinct (prompt, routing) in this process
-    (the judge's verdict cache keeps every answer across runs).
+    (the judge's verdict cache keeps every answer across runs). Concurrent requests for the same
+    prompt share one set of questions: verl's ``compute_score`` scores each rollout alone, and the
+    rollouts of a group arrive together, before any answer is memoised (as
+    :class:`reward.router.base.CachedRouter` shares a routing in flight).
 
     Args:
         tree: the rubric tree the routings come from.
@@ -104,6 +108,7 @@ class ApplicabilityJudge:
             raise ValueError(f"applicability threshold must be in [0, 1], got {threshold!r}")
         self.tree, self.judge, self.threshold = tree, judge, threshold
         self._memo: dict[str, Applicability] = {}
+        self._inflight: SingleFlight[Applicability] = SingleFlight()
         self.hits = self.misses = 0
 
     def key(self, conversation: tuple[Message, ...], leaf_ids: list[str]) -> str:
@@ -122,7 +127,16 @@ class ApplicabilityJudge:
         if key in self._memo:
             self.hits += 1
             return self._memo[key]
+        out, shared = await self._inflight.run(key, lambda: self._ask(conversation, asked))
+        if shared:  # the same prompt was being decided: its answers are this request's
+            self.hits += 1
+            return out
         self.misses += 1
+        if not out.failed:  # a decision with failed calls is asked again next time
+            self._memo[key] = out
+        return out
+
+    async def _ask(self, conversation: tuple[Message, ...], asked: list[str]) -> Applicability:
         items = [JudgeItem(conversation=conversation, response="", criterion=self.tree[lid].criterion)
                  for lid in asked]
         verdicts = await self.judge.grade(items, APPLICABILITY, on_failure="record")
@@ -133,9 +147,6 @@ class ApplicabilityJudge:
                 failed.append(lid)
                 continue
             p[lid] = float(v.p_yes) if v.p_yes is not None else (1.0 if v.met else 0.0)
-        out = Applicability(not_applicable=tuple(lid for lid in asked if lid in p and p[lid] < self.threshold),
-                            p_applicable=p, n_judge_calls=len(items), failed=tuple(failed),
-                            threshold=self.threshold)
-        if not failed:  # a decision with failed calls is asked again next time
-            self._memo[key] = out
-        return out
+        return Applicability(not_applicable=tuple(lid for lid in asked if lid in p and p[lid] < self.threshold),
+                             p_applicable=p, n_judge_calls=len(items), failed=tuple(failed),
+                             threshold=self.threshold)

@@ -20,6 +20,7 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from reward.aio import SingleFlight
 from reward.judge.cache import VerdictCache
 from reward.judge.types import Message
 from reward.router.cues import cue_leaves
@@ -312,7 +313,8 @@ class CachedRouter(Router):
 
     Lookups go memory -> durable store (the :class:`VerdictCache` key-value table, namespace
     ``routing``) -> the wrapped router. Concurrent requests for the same prompt share one
-    computation. A routing in which a judge call failed is routed again (``retries`` times); if it
+    computation (:class:`reward.aio.SingleFlight`: a waiter is not cancelled with the request it
+    waited on). A routing in which a judge call failed is routed again (``retries`` times); if it
     still has failures it is returned (its rollouts go unscored, with the reason) but neither
     memoised nor stored, so the next batch or run routes the prompt afresh. The in-memory memo
     keeps the ``memo_size`` most recently used routings.
@@ -336,7 +338,7 @@ class CachedRouter(Router):
         self.cache = cache
         self._fingerprint = tree_fingerprint(inner.tree)
         self._memory: OrderedDict[str, Routing] = OrderedDict()
-        self._inflight: dict[str, asyncio.Future[Routing]] = {}
+        self._inflight: SingleFlight[Routing] = SingleFlight()
         self.hits_memory = self.hits_durable = self.misses = 0
 
     def config(self) -> dict[str, Any]:
@@ -358,10 +360,15 @@ class CachedRouter(Router):
             self.hits_memory += 1
             self._memory.move_to_end(key)
             return self._memory[key].model_copy(update={"cached": True})
-        if key in self._inflight:  # the same prompt is being routed right now: share it
+        routing, shared = await self._inflight.run(key, lambda: self._lookup_or_route(key, conversation, context,
+                                                                                   tool_calls))
+        if shared:  # the same prompt was being routed right now: its routing is this request's
             self.hits_memory += 1
-            routing = await asyncio.shield(self._inflight[key])
             return routing.model_copy(update={"cached": True})
+        return routing
+
+    async def _lookup_or_route(self, key: str, conversation: tuple[Message, ...], context: str | None,
+                               tool_calls: ToolCalls) -> Routing:
         if self.cache is not None:
             raw = self.cache.kv_get(ROUTING_NAMESPACE, key)
             if raw is not None:
@@ -370,25 +377,12 @@ class CachedRouter(Router):
                 self._remember(key, routing)
                 return routing.model_copy(update={"cached": True})
         self.misses += 1
-        fut: asyncio.Future[Routing] = asyncio.get_running_loop().create_future()
-        self._inflight[key] = fut
-        try:
+        routing = await self.inner.route(conversation, context, tool_calls)
+        for _ in range(self.retries):
+            if routing.n_failures == 0:
+                break
             routing = await self.inner.route(conversation, context, tool_calls)
-            for _ in range(self.retries):
-                if routing.n_failures == 0:
-                    break
-                routing = await self.inner.route(conversation, context, tool_calls)
-        except BaseException as exc:
-            if isinstance(exc, asyncio.CancelledError):
-                fut.cancel()
-            else:
-                fut.set_exception(exc)
-                fut.exception()  # mark retrieved: no "never retrieved" warning when nobody waits
-            raise
-        finally:
-            self._inflight.pop(key, None)
         routing = routing.model_copy(update={"cached": False})
-        fut.set_result(routing)
         if routing.n_failures == 0:  # a degraded routing is never reused, in memory or on disk
             self._remember(key, routing)
             if self.cache is not None:

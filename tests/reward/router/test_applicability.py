@@ -125,3 +125,127 @@ def test_judge_mode_against_the_server_leaves_inapplicable_leaves_out(judge_url,
     assert graded.isdisjoint(r.not_applicable) and graded | set(r.not_applicable) == set(ROUTED)
     kept = {lr.leaf_id: bool(lr.met) for lr in r.leaves}
     assert r.score == pytest.approx(score_tree(tree, kept).score)
+
+
+class _SlowJudge(FakeJudge):
+    """Yields to the event loop before each answer, as a server does, so concurrent requests overlap."""
+
+    async def _grade_one(self, template, item, ids):
+        import asyncio
+
+        await asyncio.sleep(0.01)
+        return await super()._grade_one(template, item, ids)
+
+
+def _slow_judge(tree, fail_applicability=()):
+    inner = _judge(tree, fail_applicability)
+    return _SlowJudge(inner.decide)
+
+
+def _asked_calls(judge):
+    return [item for name, item in judge.calls if name == APPLICABILITY.name]
+
+
+def test_concurrent_requests_for_one_prompt_share_one_set_of_questions():
+    """verl's compute_score scores each rollout alone and a group's rollouts arrive together: the
+    applicability questions are asked once for all of them, not once per rollout."""
+    import asyncio
+
+    from reward.router.base import as_conversation
+
+    tree = load_tree()
+    routing = FixedRouter(tree, ROUTED).route_sync(CHEST)
+    asked = asked_leaves(tree, routing)
+    judge = _slow_judge(tree)
+    app = ApplicabilityJudge(tree, judge)
+
+    async def group():
+        return await asyncio.gather(*(app.decide(as_conversation(CHEST), routing) for _ in range(8)))
+
+    results = asyncio.run(group())
+    assert len(_asked_calls(judge)) == len(asked)
+    assert app.misses == 1 and app.hits == 7
+    assert all(r == results[0] for r in results) and set(results[0].not_applicable) == ABSENT
+
+    # a shared decision with a failed question is shared by the waiting rollouts, then asked again
+    failing = _slow_judge(tree, fail_applicability={"sf_testicular_torsion"})
+    app = ApplicabilityJudge(tree, failing)
+    first = asyncio.run(group())
+    assert all(r.failed == ("sf_testicular_torsion",) for r in first)
+    assert len(_asked_calls(failing)) == len(asked)
+    asyncio.run(app.decide(as_conversation(CHEST), routing))
+    assert len(_asked_calls(failing)) == 2 * len(asked)
+
+
+def test_a_cancelled_request_does_not_cancel_those_waiting_on_it():
+    """One rollout's request cancelled (verl timed it out) while others wait on its questions: the
+    next one asks them itself and gets the decision."""
+    import asyncio
+
+    from reward.router.base import as_conversation
+
+    tree = load_tree()
+    routing = FixedRouter(tree, ROUTED).route_sync(CHEST)
+    judge = _slow_judge(tree)
+    app = ApplicabilityJudge(tree, judge)
+
+    async def scenario():
+        first = asyncio.create_task(app.decide(as_conversation(CHEST), routing))
+        await asyncio.sleep(0)  # the first request is in flight
+        waiting = [asyncio.create_task(app.decide(as_conversation(CHEST), routing)) for _ in range(3)]
+        await asyncio.sleep(0)
+        first.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await first
+        return await asyncio.gather(*waiting)
+
+    results = asyncio.run(scenario())
+    assert all(set(r.not_applicable) == ABSENT for r in results)
+    assert app.misses == 1 and app.hits == 2  # one of the three asked again, the other two shared it
+
+
+def test_verl_compute_score_asks_applicability_once_per_group():
+    """The whole verl path: eight rollouts of one prompt scored concurrently by compute_score."""
+    import asyncio
+
+    from reward.integrations.verl import RewardContext, VerlRewardSettings, compute_score
+
+    tree = load_tree()
+    judge = _slow_judge(tree)
+    router = FixedRouter(tree, ROUTED)
+    context = RewardContext(VerlRewardSettings(rubric_source="tree", applicability=True), judge=judge, tree=tree,
+                            router=router)
+
+    async def group():
+        return await asyncio.gather(*(compute_score("clinical_rubric", GOOD + " " * i, "[]", {"judge_prompt": CHEST},
+                                                    context=context) for i in range(8)))
+
+    outs = asyncio.run(group())
+    assert len(outs) == 8 and all(o["score"] is not None for o in outs)
+    assert len(_asked_calls(judge)) == len(asked_leaves(tree, router.route_sync(CHEST)))
+
+
+def test_concurrent_rollouts_ask_the_server_once(judge_url, tiny_model_dir):
+    """Against the real server: four rollouts of one prompt decided at once send one request per
+    asked leaf, not four (the tiny model's answers check the path, not the judgement)."""
+    import asyncio
+
+    from reward.judge import make_judge
+    from reward.router.base import as_conversation
+
+    tree = load_tree()
+    routing = FixedRouter(tree, ROUTED).route_sync(CHEST)
+    asked = asked_leaves(tree, routing)
+    judge = make_judge(judge_url=judge_url, judge_model=str(tiny_model_dir))
+    app = ApplicabilityJudge(tree, judge)
+
+    async def group():
+        try:
+            return await asyncio.gather(*(app.decide(as_conversation(CHEST), routing) for _ in range(4)))
+        finally:
+            await judge.aclose()
+
+    results = asyncio.run(group())
+    assert all(r == results[0] for r in results) and results[0].failed == ()
+    assert len(asked) <= judge.stats.requests < 2 * len(asked)  # a retried request may add one; 4x would not
+    assert app.misses == 1 and app.hits == 3
