@@ -8,7 +8,8 @@
 #
 # CONFIG is a Hydra config on top of verl's ppo_trainer.yaml; extra arguments are Hydra overrides
 # (prefix keys verl does not have with '+'). Training needs a GPU machine: verl's trainer runs a
-# vLLM rollout engine and FSDP workers (install: pip install -e ".[train,verl]" "verl[vllm]==0.9.1").
+# vLLM rollout engine and FSDP workers with FlashAttention-2 (install: pip install -e ".[train,verl]"
+# "verl[vllm,fsdp]==0.9.1"; the fsdp extra brings flash-attn).
 # Stages 2 and 3 also need a judge server (scripts/serve_judge.sh) at $RUBRICSTREE_JUDGE_URL.
 # Data: $RUBRICSTREE_VERL_DATA (default ./data/verl) holds stageN_{train,val}.parquet
 # (python -m training.verl_data --help).
@@ -80,6 +81,18 @@ if [ "$only_print" = 0 ]; then
   if ! err=$("$PY" -c "import verl.trainer.main_ppo, verl.trainer.ppo.v1.trainer_base" 2>&1); then
     echo "train_verl: verl's trainer does not import for $PY ($(tail -n 1 <<<"$err")):" \
          "pip install -e '.[train,verl,gpu]'" >&2
+    [ "${RUBRICSTREE_ALLOW_NO_GPU:-0}" = 1 ] || exit 2
+  fi
+  # verl 0.9.1 loads the actor with FlashAttention-2 unless model.override_config.attn_implementation
+  # says otherwise (use_remove_padding packs sequences for its varlen kernel), and neither
+  # verl[vllm] nor our extras install flash-attn: without it the run dies when the actor loads,
+  # after Ray and the workers have started
+  if ! grep -q 'attn_implementation' "$CONFIG" <(printf '%s\n' "$@") \
+     && ! "$PY" -c "import flash_attn" 2>/dev/null; then
+    echo "train_verl: flash-attn is not installed for $PY, and verl loads the actor with FlashAttention-2" \
+         "(its default): pip install 'verl[vllm,fsdp]==0.9.1' (builds flash-attn 2.8.3 for your torch and CUDA)" \
+         "or a prebuilt flash-attn wheel that matches them; or, slower, pass" \
+         "+actor_rollout_ref.model.override_config.attn_implementation=sdpa actor_rollout_ref.model.use_remove_padding=false" >&2
     [ "${RUBRICSTREE_ALLOW_NO_GPU:-0}" = 1 ] || exit 2
   fi
   if grep -q 'RUBRICSTREE_JUDGE_URL' "$CONFIG" && [ -z "${RUBRICSTREE_JUDGE_URL:-}" ] \

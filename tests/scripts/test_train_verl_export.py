@@ -108,3 +108,22 @@ def test_a_rerun_from_a_new_start_model_is_refused_before_the_trainer_starts(tmp
               env=env)
     assert bad.returncode == 2 and "trainer.save_freq" in bad.stderr
     assert not (tmp_path / "rec" / "train.args").exists()
+
+
+@pytest.mark.parametrize("override, says", [((), True),
+                                            (("+actor_rollout_ref.model.override_config.attn_implementation=sdpa",
+                                              "actor_rollout_ref.model.use_remove_padding=false"), False)])
+def test_a_missing_flash_attn_is_said_before_the_trainer_starts(tmp_path, fake_python, override, says):
+    """verl loads the actor with FlashAttention-2 by default and no install line of ours brings it:
+    the script says so (and, on a GPU machine, stops) unless the command chooses another attention."""
+    import importlib.util
+
+    if importlib.util.find_spec("flash_attn") is not None:
+        pytest.skip("flash-attn is installed here")
+    ckpt = tmp_path / "ckpt"
+    res = run("configs/verl/stage1_mcq.yaml", f"trainer.default_local_dir={ckpt}", *override,
+              env={**fake_python, "FAKE_CKPT": str(ckpt)})
+    assert res.returncode == 0, res.stderr[-3000:]  # RUBRICSTREE_ALLOW_NO_GPU=1: said, not stopped
+    assert ("flash-attn is not installed" in res.stderr) is says
+    if says:
+        assert "verl[vllm,fsdp]==0.9.1" in res.stderr and "attn_implementation=sdpa" in res.stderr
