@@ -163,3 +163,39 @@ def test_a_gpu_on_both_the_judge_and_trainer_lists_is_refused(tmp_path):
     res = _run(env, "configs/trl/stage2_error_rubric.yaml", "--set", "model=Qwen/Qwen3-8B")
     assert res.returncode == 2 and "GPU(s) 6 are in both" in res.stderr
     assert "starting a judge server" not in res.stderr and not (tmp_path / "accelerate-args").exists()
+
+
+def _recording_accelerate(tmp_path: Path, env: dict) -> dict:
+    """The stand-in accelerate also records the GPUs it was given."""
+    acc = Path(env["ACCELERATE"])
+    acc.write_text(f'#!/bin/sh\necho "$@" > {tmp_path}/accelerate-args\n'
+                   f'echo "${{CUDA_VISIBLE_DEVICES:-<unset>}}" > {tmp_path}/accelerate-gpus\n')
+    return env
+
+
+@pytest.mark.parametrize("url", ["http://127.0.0.1:8000/v1", "http://localhost:8000/v1"])
+def test_a_running_judge_on_this_machine_keeps_its_gpus(tmp_path, url):
+    """A judge given by URL (started by hand on GPU 7) is not the trainer's: with its GPUs named the
+    trainer gets the others; with none named on a local URL the launch is refused."""
+    env = _recording_accelerate(tmp_path, _machine(tmp_path, 8, 81559))
+    base = {**env, "RUBRICSTREE_JUDGE_URL": url}
+    args = ("configs/trl/stage2_error_rubric.yaml", "--set", "model=Qwen/Qwen3-8B")
+    res = _run(base, *args)
+    assert res.returncode == 2 and "runs on this machine" in res.stderr and "JUDGE_CUDA_VISIBLE_DEVICES" in res.stderr
+    assert not (tmp_path / "accelerate-args").exists()
+    res = _run({**base, "JUDGE_CUDA_VISIBLE_DEVICES": "7"}, *args)
+    assert res.returncode == 0, res.stderr
+    assert "the trainer takes GPU(s) 0,1,2,3,4,5,6" in res.stderr
+    assert (tmp_path / "accelerate-gpus").read_text().strip() == "0,1,2,3,4,5,6"
+    assert "--num_processes 7" in (tmp_path / "accelerate-args").read_text()
+    res = _run({**base, "JUDGE_CUDA_VISIBLE_DEVICES": "0,1,2,3,4,5,6,7"}, *args)
+    assert res.returncode == 2 and "no GPU is left for the trainer" in res.stderr
+
+
+def test_a_remote_judge_leaves_every_gpu_to_the_trainer(tmp_path):
+    env = _recording_accelerate(tmp_path, _machine(tmp_path, 8, 81559))
+    res = _run({**env, "RUBRICSTREE_JUDGE_URL": "http://judge.example.internal:8000/v1"},
+               "configs/trl/stage2_error_rubric.yaml", "--set", "model=Qwen/Qwen3-8B")
+    assert res.returncode == 0, res.stderr
+    assert "--num_processes 8" in (tmp_path / "accelerate-args").read_text()
+    assert (tmp_path / "accelerate-gpus").read_text().strip() == "<unset>"
