@@ -43,9 +43,12 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from reward.errors import InputError, ModelNotFoundError
-from reward.settings import JudgeSettings
-from training.hf_export import export_dir, export_trainer, is_export, link_final, require_start_model
-from training.start_record import check_start
+from training.hf_export import export_dir, export_trainer, link_final, require_start_model
+from training.launch_checks import check_filter_plan, check_judge, guard_start, judge_spec
+from training.launch_checks import process_rank as _rank
+from training.run_folder import difficulty_dir, last_checkpoint, latest_export, next_epoch
+from training.run_folder import epoch_dir as _epoch_dir
+from training.run_folder import step_of as _step_of
 from training.trl_config import TrainConfig, load_config
 from training.trl_trainer_utils import apply_fsdp_options, fixed_lr_horizon, release_trainer, save_at_end_callback
 
@@ -53,16 +56,6 @@ log = logging.getLogger(__name__)
 
 # the run's configuration (schema and YAML loader) lives in training.trl_config
 # ---------------------------------------------------------------------------------- pieces
-def judge_spec(cfg: TrainConfig) -> JudgeSettings:
-    """The judge the reward builds: with a url the server's (never judge.model as its tokenizer:
-    the configs default that to the model train.sh would serve); in process with in_process."""
-    j = cfg.judge
-    if not j.url and not j.in_process:
-        raise InputError("no judge url: start one (scripts/train.sh does when judge.model is set) or set "
-                         "judge.in_process: true", field="judge.url")
-    return j.resolved()
-
-
 def build_reward_funcs(cfg: TrainConfig) -> list:
     """The stage's reward functions (``reward.integrations.trl``), from the shared settings models."""
     from reward.integrations.trl import ErrorRubricReward, MCQRuleReward, RubricRewardFunc
@@ -85,15 +78,6 @@ def filter_reward(cfg: TrainConfig, reward_funcs: list | None = None):
 
 def _data_paths(cfg: TrainConfig) -> list[str]:
     return list(cfg.data.paths)
-
-
-def difficulty_dir(cfg: TrainConfig) -> Path:
-    return Path(cfg.difficulty.out_dir or Path(cfg.output_dir) / "difficulty")
-
-
-def _rank() -> int:
-    """This process's global rank under ``accelerate launch``/``torchrun`` (0 when alone)."""
-    return int(os.environ.get("RANK", "0"))
 
 
 def once_per_job(marker: Path, compute: Callable[[], Any], *, poll_s: float = 5.0) -> None:
@@ -161,9 +145,17 @@ def build_train_dataset(cfg: TrainConfig, reward_funcs: list | None = None):
 
 
 def _all_rows(cfg: TrainConfig) -> list[dict]:
+    """Every data file's rows, concatenated (the difficulty filter and data hygiene work on them
+    raw). Each file is read by its loader first, so a bad row is named by file, line and field
+    here, as on the path without the filter, not by an index into the concatenation later."""
+    from reward.healthbench.schema import load_healthbench
+    from reward.stages.mcq import load_mcq
     from training.difficulty import read_rows
 
-    rows = [r for p in _data_paths(cfg) for r in read_rows(p)]
+    rows = []
+    for p in _data_paths(cfg):
+        (load_mcq if cfg.data_kind == "mcq" else load_healthbench)(p)
+        rows += read_rows(p)
     if cfg.data.exclude:
         from training.data_hygiene import drop_overlap, exclusion_hashes
 
@@ -214,12 +206,6 @@ def grpo_args(cfg: TrainConfig, **overrides: Any):
     return GRPOConfig(output_dir=cfg.output_dir, **kw)
 
 
-def last_checkpoint(output_dir: str | Path) -> str | None:
-    from transformers.trainer_utils import get_last_checkpoint
-
-    return get_last_checkpoint(str(output_dir)) if Path(output_dir).is_dir() else None
-
-
 class TrainResult(BaseModel):
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
@@ -229,13 +215,6 @@ class TrainResult(BaseModel):
     resumed_from: str | None
     log_history: list[dict]
     epochs: list[dict] = Field(default_factory=list)
-
-
-def _step_of(checkpoint: str | None) -> int:
-    if not checkpoint:
-        return 0
-    state = Path(checkpoint) / "trainer_state.json"
-    return int(json.loads(state.read_text())["global_step"]) if state.exists() else 0
 
 
 def make_trainer(cfg: TrainConfig, train_dataset, reward_funcs: list, **arg_overrides: Any):
@@ -275,33 +254,12 @@ def export_policy(cfg: TrainConfig, trainer, out: Path, **meta: Any) -> Path:
     return path
 
 
-def latest_export(output_dir: str | Path, before: int | None = None) -> str | None:
-    """The newest stage-3 epoch export (``hf-epoch-N``, N < ``before``), else None."""
-    found = []
-    for p in Path(output_dir).glob("hf-epoch-*"):
-        tail = p.name.rsplit("-", 1)[-1]
-        if tail.isdigit() and (before is None or int(tail) < before) and is_export(p):
-            found.append((int(tail), p))
-    return str(max(found)[1]) if found else None
-
-
-def guard_start(cfg: TrainConfig) -> None:
-    """A rerun from another start model must not resume the old run's checkpoint in ``output_dir``
-    (``training.start_record``); a fresh start records its start model there (first process).
-
-    Raises:
-        InputError: ``output_dir`` holds a checkpoint of a run started from another model.
-    """
-    check_start(cfg.output_dir, cfg.model, resuming=last_checkpoint(cfg.output_dir), write=_rank() == 0,
-                field="model", ways_out="Use another output_dir, name the same start model to resume, or move "
-                                        "that output_dir away to start over (its exports, epochs.json and "
-                                        "difficulty results belong to the old run too)")
-
-
 def train(cfg: TrainConfig) -> TrainResult:
     """Run the stage; resume from the last checkpoint in ``output_dir`` when there is one (of a run
     from the same start model: :func:`guard_start`)."""
     guard_start(cfg)
+    check_judge(cfg)
+    check_filter_plan(cfg)
     if cfg.difficulty.per_epoch:
         return _train_per_epoch(cfg)
     reward_funcs = build_reward_funcs(cfg)
@@ -330,24 +288,6 @@ def lr_horizon(cfg: TrainConfig, n_epochs: int, prompts_per_step: int) -> int:
     rows = len(read_rows(keep0)) if keep0.exists() else 0
     rows = rows or len(_all_rows(cfg))
     return max(1, n_epochs * math.ceil(rows / prompts_per_step))
-
-
-def _epoch_dir(cfg: TrainConfig, epoch: int) -> Path:
-    return Path(cfg.output_dir) / "difficulty" / f"epoch-{epoch}"
-
-
-def next_epoch(cfg: TrainConfig) -> dict:
-    """The stage-3 epoch a run would do next: ``{"epoch", "policy", "filtered"}`` (epoch None when
-    all are done). ``policy`` is what its filter samples from: the newest epoch export, else
-    ``cfg.model`` (the stage-2 export). scripts/train_pipeline.sh serves it for the filter."""
-    epochs_file = Path(cfg.output_dir) / "epochs.json"
-    done = json.loads(epochs_file.read_text()) if epochs_file.exists() else []
-    n_epochs = int(math.ceil(float(cfg.grpo.get("num_train_epochs", 1))))
-    if not cfg.difficulty.per_epoch or len(done) >= n_epochs:
-        return {"epoch": None, "policy": None, "filtered": True}
-    epoch = len(done)
-    return {"epoch": epoch, "policy": latest_export(cfg.output_dir, before=epoch) or cfg.model,
-            "filtered": (_epoch_dir(cfg, epoch) / "epoch.json").exists()}
 
 
 def filter_epoch_with_policy(cfg: TrainConfig, epoch: int, reward_funcs: list | None = None) -> None:
@@ -427,6 +367,21 @@ def _train_per_epoch(cfg: TrainConfig) -> TrainResult:
 
 
 # ---------------------------------------------------------------------------------- entry point
+def _filter_only(cfg: TrainConfig) -> int:
+    """``--filter-only``: the difficulty filter of the run (cached under ``difficulty.out_dir``)."""
+    if cfg.difficulty.per_epoch:  # the next stage-3 epoch's filter (plain python, one process)
+        nxt = next_epoch(cfg)
+        if nxt["epoch"] is not None and not nxt["filtered"]:
+            filter_epoch_with_policy(cfg, nxt["epoch"])
+        print(json.dumps({"filtered": nxt["epoch"] is not None, **nxt,
+                          "out_dir": str(_epoch_dir(cfg, nxt["epoch"] or 0))}), flush=True)
+        return 0
+    if cfg.difficulty.enabled:
+        build_train_dataset(cfg, build_reward_funcs(cfg))
+    print(json.dumps({"filtered": bool(cfg.difficulty.enabled), "out_dir": str(difficulty_dir(cfg))}), flush=True)
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """``python -m training.trl_launcher --config FILE [--set k=v ...]`` (what scripts/train.sh
     runs, under ``accelerate launch`` on GPU machines). ``--print-judge`` prints the judge's
@@ -467,28 +422,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     if a.print_next_epoch:
         print(json.dumps(next_epoch(cfg)), flush=True)
         return 0
-    if a.filter_only:  # refuse a resume from another start model before hours of sampling, not after
+    if a.filter_only:
         try:
+            # a resume from another start model and a dead judge are refused before hours of sampling
             guard_start(cfg)
-        except InputError as exc:
+            if cfg.difficulty.enabled or cfg.difficulty.per_epoch:
+                check_judge(cfg)
+            return _filter_only(cfg)
+        except InputError as exc:  # and a bad data row, stale filter results: file, line and field
             print(f"error: {exc}", flush=True)
             return 2
-    if a.filter_only and cfg.difficulty.per_epoch:  # the next stage-3 epoch's filter (plain python, one process)
-        nxt = next_epoch(cfg)
-        if nxt["epoch"] is not None and not nxt["filtered"]:
-            filter_epoch_with_policy(cfg, nxt["epoch"])
-        print(json.dumps({"filtered": nxt["epoch"] is not None, **nxt,
-                          "out_dir": str(_epoch_dir(cfg, nxt["epoch"] or 0))}), flush=True)
-        return 0
-    if a.filter_only:
-        if cfg.difficulty.enabled and not cfg.difficulty.per_epoch:
-            build_train_dataset(cfg, build_reward_funcs(cfg))
-        print(json.dumps({"filtered": bool(cfg.difficulty.enabled and not cfg.difficulty.per_epoch),
-                          "out_dir": str(difficulty_dir(cfg))}), flush=True)
-        return 0
     try:
         res = train(cfg)
-    except InputError as exc:  # said before any model is loaded (guard_start)
+    except InputError as exc:  # said before any model is loaded (guard_start, check_judge, check_filter_plan)
         print(f"error: {exc}", flush=True)
         return 2
     print(json.dumps({"output_dir": res.output_dir, "global_step": res.global_step, "start_step": res.start_step,

@@ -128,6 +128,7 @@ def test_stage1_ends_with_an_export_that_stage2_starts_from(tiny_model_dir, tmp_
 
     monkeypatch.setenv("RUBRICSTREE_JUDGE_URL", "http://127.0.0.1:9")  # never called: the stand-in reward
     monkeypatch.setattr(tl, "build_reward_funcs", lambda cfg: [_LengthReward()])
+    monkeypatch.setattr(tl, "check_judge", lambda cfg: None)  # the stand-in needs no judge
     s2 = tmp_path / "stage2"
     res = tl.train(tl.load_config(REPO / "configs/smoke/stage2_error_rubric.yaml",
                                   [f"output_dir={s2}", f"model={export}", "grpo.max_steps=1"]))

@@ -34,6 +34,7 @@ def test_one_epoch_per_launch_filters_the_next_epoch_with_the_last_export(tiny_m
     monkeypatch.setenv("RUBRICSTREE_JUDGE_URL", "http://127.0.0.1:9")  # never called: the stand-in reward
     monkeypatch.chdir(REPO)
     monkeypatch.setattr(tl, "build_reward_funcs", lambda cfg: [_LengthReward()])
+    monkeypatch.setattr(tl, "check_judge", lambda cfg: None)  # the stand-in needs no judge
     out = tmp_path / "s3"
     sets = [f"output_dir={out}", "difficulty.per_epoch=true", "difficulty.keep=[0.0, 1.0]", "difficulty.n=2",
             "difficulty.max_new_tokens=4", "data.limit=2", "grpo.num_train_epochs=2", "grpo.max_completion_length=8",

@@ -223,6 +223,7 @@ def test_stage3_epoch_killed_midway_resumes_with_its_filter_and_step_budget(smok
 
     monkeypatch.setenv("RUBRICSTREE_JUDGE_URL", "http://127.0.0.1:9")  # never called
     monkeypatch.setattr(tl, "build_reward_funcs", lambda cfg: [_LengthReward()])
+    monkeypatch.setattr(tl, "check_judge", lambda cfg: None)  # the stand-in needs no judge
     filters = []
     real_filter, real_make = tl.run_difficulty, tl.make_trainer
 
@@ -285,3 +286,106 @@ def test_a_rerun_from_another_start_model_is_refused_before_any_model_loads(smok
     assert "would continue the old run" in out and "move that output_dir away" in out
     assert main(["--config", str(SMOKE / "stage1_mcq.yaml"), "--filter-only"]) == 2  # before any sampling
     assert not built
+
+
+def test_a_dead_judge_is_said_before_any_model_loads(smoke_env, monkeypatch, capsys):
+    """A wrong judge.url used to surface at the first reward call, after the policy, vLLM and a
+    first generation batch; now the launcher asks the server first and exits 2 with one line."""
+    import training.trl_launcher as tl
+    from reward.errors import InputError
+
+    monkeypatch.setenv("RUBRICSTREE_JUDGE_URL", "http://127.0.0.1:9")
+    built = []
+    monkeypatch.setattr(tl, "build_reward_funcs", lambda cfg: built.append(cfg) or [])
+    with pytest.raises(InputError, match="the judge does not answer") as exc:
+        _train("stage3_clinical_rubric.yaml")
+    assert exc.value.field == "judge.url" and not built
+    assert tl.main(["--config", str(SMOKE / "stage2_error_rubric.yaml")]) == 2
+    assert "no server answers at http://127.0.0.1:9" in capsys.readouterr().out
+    # the filter scores with the judge too: asked before any sampling
+    assert tl.main(["--config", str(SMOKE / "stage3_clinical_rubric.yaml"), "--filter-only",
+                    "--set", "difficulty.enabled=true"]) == 2
+    assert "the judge does not answer" in capsys.readouterr().out and not built
+    # stage 1 needs no judge: nothing is asked
+    tl.check_judge(tl.load_config(SMOKE / "stage1_mcq.yaml"))
+
+
+def test_the_judge_check_against_the_real_server(smoke_env, judge_url, monkeypatch):
+    import training.trl_launcher as tl
+    from reward.errors import InputError
+
+    monkeypatch.setenv("RUBRICSTREE_JUDGE_URL", judge_url)
+    tl.check_judge(tl.load_config(SMOKE / "stage3_clinical_rubric.yaml"))  # answers: no error
+    with pytest.raises(InputError, match="does not serve 'no-such-judge'") as exc:
+        tl.check_judge(tl.load_config(SMOKE / "stage3_clinical_rubric.yaml", ["judge.served_model=no-such-judge"]))
+    assert exc.value.field == "judge.served_model"
+
+
+@pytest.mark.parametrize("config, good, bad, field", [
+    ("stage1_mcq.yaml", '{"question": "q", "options": {"A": "a", "B": "b"}, "answer_idx": "A"}',
+     '{"question": "q", "options": {"A": "a", "B": "b"}}', "answer_idx"),
+    ("stage3_clinical_rubric.yaml",
+     '{"prompt_id": "a", "prompt": [{"role": "user", "content": "hi"}], "rubrics": [{"criterion": "c", "points": 1}]}',
+     '{"prompt_id": "b", "prompt": [{"role": "user", "content": "hi"}]}', "rubrics"),
+])
+def test_a_bad_row_under_the_difficulty_filter_is_named_by_file_line_and_field(smoke_env, tmp_path, monkeypatch,
+                                                                            capsys, config, good, bad, field):
+    """Under the filter the files' rows are concatenated raw: a bad one used to fail later as an
+    unlocated pydantic traceback; now each file is read by its loader first."""
+    import training.trl_launcher as tl
+
+    monkeypatch.setenv("RUBRICSTREE_JUDGE_URL", "http://127.0.0.1:9")
+    monkeypatch.setattr(tl, "check_judge", lambda cfg: None)  # the data is read before any judge call
+    first, data = tmp_path / "first.jsonl", tmp_path / "bad.jsonl"
+    first.write_text(good + "\n")
+    data.write_text(good + "\n" + bad + "\n")  # line 2 is bad
+    assert tl.main(["--config", str(SMOKE / config), "--filter-only", "--set", "difficulty.enabled=true",
+                    "--set", f"data.paths=[{first}, {data}]"]) == 2
+    out = capsys.readouterr().out
+    assert str(data) in out and "line 2" in out and field in out, out
+
+
+def test_the_filter_is_not_left_to_rank_0_alone_under_a_multi_gpu_launch(smoke_env, monkeypatch):
+    """8 ranks, difficulty filter on, no policy server, no results yet: rank 0 would sample every row
+    with transformers while 7 wait; refused before any model loads, with the ways out."""
+    import training.trl_launcher as tl
+    from reward.errors import InputError
+    from training.launch_checks import FILTER_IN_PROCESS_ENV
+
+    monkeypatch.delenv(FILTER_IN_PROCESS_ENV, raising=False)
+    monkeypatch.setenv("WORLD_SIZE", "8")
+    cfg = tl.load_config(SMOKE / "stage1_mcq.yaml", ["difficulty.enabled=true"])
+    with pytest.raises(InputError, match="rank 0 alone") as exc:
+        tl.check_filter_plan(cfg)
+    assert exc.value.field == "difficulty.generate_url" and "train_pipeline.sh" in str(exc.value)
+    tl.check_filter_plan(tl.load_config(SMOKE / "stage1_mcq.yaml", ["difficulty.enabled=true",
+                                                                    "difficulty.generate_url=http://policy:8200"]))
+    monkeypatch.setenv(FILTER_IN_PROCESS_ENV, "1")
+    tl.check_filter_plan(cfg)  # accepted on purpose
+    monkeypatch.delenv(FILTER_IN_PROCESS_ENV)
+    stats = tl.difficulty_dir(cfg) / "stats.json"
+    stats.parent.mkdir(parents=True)
+    stats.write_text("{}")
+    tl.check_filter_plan(cfg)  # the results are there: nothing to sample
+    monkeypatch.setenv("WORLD_SIZE", "1")
+    stats.unlink()
+    tl.check_filter_plan(cfg)  # one process: nobody waits
+    tl.check_filter_plan(tl.load_config(SMOKE / "stage1_mcq.yaml"))  # no filter
+
+
+def test_a_policy_server_filters_one_stage3_epoch_per_launch(smoke_env, monkeypatch):
+    """A server serves one policy: a run that would filter a second epoch from it (sampling the old
+    policy while epoch.json names the new export) is refused; one epoch per launch is not."""
+    import training.trl_launcher as tl
+    from reward.errors import InputError
+
+    monkeypatch.setenv("WORLD_SIZE", "8")
+    base = ["difficulty.per_epoch=true", "grpo.num_train_epochs=3", "difficulty.generate_url=http://policy:8200"]
+    with pytest.raises(InputError, match="serves one model") as exc:
+        tl.check_filter_plan(tl.load_config(SMOKE / "stage3_clinical_rubric.yaml", base))
+    assert "epochs_per_run: 1" in str(exc.value)
+    tl.check_filter_plan(tl.load_config(SMOKE / "stage3_clinical_rubric.yaml", [*base, "difficulty.epochs_per_run=1"]))
+    monkeypatch.setenv("WORLD_SIZE", "1")
+    with pytest.raises(InputError, match="serves one model"):  # whatever the number of processes
+        tl.check_filter_plan(tl.load_config(SMOKE / "stage3_clinical_rubric.yaml", base))
+    tl.check_filter_plan(tl.load_config(SMOKE / "stage3_clinical_rubric.yaml", base[:2]))  # in process: each export

@@ -1,0 +1,127 @@
+"""What a TRL launch checks before any model loads, so that a mistake costs seconds, not the
+policy load, the vLLM start and a first generation batch on every GPU:
+
+- :func:`guard_start`: a rerun from another start model does not resume the old run
+  (:mod:`training.start_record`);
+- :func:`check_judge`: the served judge answers, and serves the model the config names;
+- :func:`check_filter_plan`: the difficulty filter samples where the run can afford it.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+
+from reward.errors import InputError
+from reward.settings import JudgeSettings
+from training.run_folder import difficulty_dir, last_checkpoint, next_epoch
+from training.start_record import check_start
+from training.trl_config import TrainConfig
+
+__all__ = ["FILTER_IN_PROCESS_ENV", "check_filter_plan", "check_judge", "guard_start", "judge_spec", "process_rank"]
+
+log = logging.getLogger(__name__)
+
+
+def process_rank() -> int:
+    """This process's global rank under ``accelerate launch``/``torchrun`` (0 when alone)."""
+    return int(os.environ.get("RANK", "0"))
+
+
+def judge_spec(cfg: TrainConfig) -> JudgeSettings:
+    """The judge the reward builds: with a url the server's (never judge.model as its tokenizer:
+    the configs default that to the model train.sh would serve); in process with in_process."""
+    j = cfg.judge
+    if not j.url and not j.in_process:
+        raise InputError("no judge url: start one (scripts/train.sh does when judge.model is set) or set "
+                         "judge.in_process: true", field="judge.url")
+    return j.resolved()
+
+
+def check_judge(cfg: TrainConfig) -> None:
+    """A served judge answers before any model loads: a wrong or dead ``judge.url`` would otherwise
+    surface at the first reward call, after the policy, vLLM and a first generation batch (a
+    traceback on every rank). ``GET /v1/models`` once, and the served model when one is named.
+
+    Raises:
+        InputError: no endpoint answers, or none serves ``judge.served_model``.
+    """
+    from reward.serving import JUDGE_API_KEY_ENV, list_models
+
+    if cfg.stage == "mcq":
+        return
+    j = judge_spec(cfg)
+    if not j.url:
+        return
+    try:
+        models = list_models(j.url, api_key_env=j.api_key_env or JUDGE_API_KEY_ENV)
+    except ValueError as exc:
+        raise InputError(f"the judge does not answer: {exc} (scripts/train.sh starts one when judge.model is set; "
+                         "`rubricstree judge check --judge-url URL` tries one)", field="judge.url") from None
+    served = {str(m.get("id")) for m in models} | {str(m.get("root")) for m in models if m.get("root")}
+    if j.served_model and j.served_model not in served:
+        raise InputError(f"the judge at {j.url} does not serve {j.served_model!r} (it serves "
+                         f"{', '.join(sorted(str(m.get('id')) for m in models))})", field="judge.served_model")
+
+
+FILTER_IN_PROCESS_ENV = "RUBRICSTREE_FILTER_IN_PROCESS"
+
+
+def check_filter_plan(cfg: TrainConfig) -> None:
+    """The difficulty filter samples where the run can afford it; refused before any model loads:
+
+    - under a multi-GPU launch with no policy server (``difficulty.generate_url``) and results still
+      to compute, rank 0 alone would sample every row ``difficulty.n`` times with
+      ``transformers.generate`` while the other ranks wait (days on a real data set);
+      ``RUBRICSTREE_FILTER_IN_PROCESS=1`` lets it;
+    - stage 3 per epoch with a policy server and more than one epoch left in this run: a server
+      serves one model, so the second epoch's filter would sample from the first's policy while
+      ``epoch.json`` names the new export. ``difficulty.epochs_per_run: 1`` (one epoch per launch,
+      the server restarted on each export: scripts/train_pipeline.sh) or no server.
+
+    Raises:
+        InputError: the filter would run as described (the message gives the ways out).
+    """
+    d = cfg.difficulty
+    if not (d.enabled or d.per_epoch):
+        return
+    if d.per_epoch:
+        nxt = next_epoch(cfg)
+        pending = nxt["epoch"] is not None and not nxt["filtered"]
+        n_epochs = int(math.ceil(float(cfg.grpo.get("num_train_epochs", 1))))
+        left = n_epochs - (nxt["epoch"] if nxt["epoch"] is not None else n_epochs)
+        in_this_run = min(left, d.epochs_per_run or left)
+        if d.generate_url and in_this_run > 1:
+            raise InputError(f"difficulty.generate_url ({d.generate_url}) serves one model, but this run would filter "
+                             f"{in_this_run} epochs, each with the newest epoch's export: from the second on, the "
+                             "filter would sample the old policy. Set difficulty.epochs_per_run: 1 and serve each "
+                             "epoch's export (scripts/train_pipeline.sh does both), or leave generate_url empty",
+                             field="difficulty.generate_url")
+    else:
+        pending = not (difficulty_dir(cfg) / "stats.json").exists()
+    world = max(1, int(os.environ.get("WORLD_SIZE", "1")))
+    if not pending or d.generate_url or world == 1:
+        return
+    if os.environ.get(FILTER_IN_PROCESS_ENV) == "1":
+        log.warning("difficulty filter: rank 0 samples in process while %d ranks wait (%s=1)", world - 1,
+                    FILTER_IN_PROCESS_ENV)
+        return
+    raise InputError(f"the difficulty filter would sample every row {d.n} times on rank 0 alone with transformers "
+                     f"while the other {world - 1} ranks wait (days on a real data set). Serve the policy with vLLM "
+                     "and set RUBRICSTREE_POLICY_URL (difficulty.generate_url), or run scripts/train_pipeline.sh, which "
+                     f"filters on every GPU before training; {FILTER_IN_PROCESS_ENV}=1 samples in process anyway",
+                     field="difficulty.generate_url")
+
+
+def guard_start(cfg: TrainConfig) -> None:
+    """A rerun from another start model must not resume the old run's checkpoint in ``output_dir``
+    (``training.start_record``); a fresh start records its start model there (first process).
+
+    Raises:
+        InputError: ``output_dir`` holds a checkpoint of a run started from another model.
+    """
+    check_start(cfg.output_dir, cfg.model, resuming=last_checkpoint(cfg.output_dir), write=process_rank() == 0,
+                field="model", ways_out="Use another output_dir, name the same start model to resume, or move "
+                                        "that output_dir away to start over (its exports, epochs.json and "
+                                        "difficulty results belong to the old run too)")
