@@ -118,8 +118,8 @@ fi
 # a Hugging Face export of its last actor checkpoint in $CKPT/hf (training/verl_export.py, verl's
 # model merger), what the next stage (actor_rollout_ref.model.path=$CKPT/hf), eval and vllm serve load.
 # The preflight checks first what would fail only later (training/verl_preflight.py): no checkpoint
-# saved (save_freq <= 0), a start folder without weights, a rerun whose new start model verl's
-# resume_mode=auto would ignore for the old run's checkpoint.
+# saved (save_freq <= 0), a judge that does not answer, a start folder without weights, a rerun
+# whose new start model verl's resume_mode=auto would ignore for the old run's checkpoint.
 CKPT=$("$PY" -m training.verl_preflight "$CONFIG_DIR/$CONFIG_NAME.yaml" "$@" | tail -n 1) || {
   echo "train_verl: $CONFIG_NAME did not pass the preflight (above); nothing was started" >&2; exit 2; }
 "$PY" -m verl.trainer.main_ppo --config-path "$CONFIG_DIR" --config-name "$CONFIG_NAME" "$@"

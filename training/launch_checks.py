@@ -19,7 +19,8 @@ from training.run_folder import difficulty_dir, last_checkpoint, next_epoch
 from training.start_record import check_start
 from training.trl_config import TrainConfig
 
-__all__ = ["FILTER_IN_PROCESS_ENV", "check_filter_plan", "check_judge", "guard_start", "judge_spec", "process_rank"]
+__all__ = ["FILTER_IN_PROCESS_ENV", "check_filter_plan", "check_judge", "guard_start", "judge_answers", "judge_spec",
+           "process_rank"]
 
 log = logging.getLogger(__name__)
 
@@ -42,27 +43,38 @@ def judge_spec(cfg: TrainConfig) -> JudgeSettings:
 def check_judge(cfg: TrainConfig) -> None:
     """A served judge answers before any model loads: a wrong or dead ``judge.url`` would otherwise
     surface at the first reward call, after the policy, vLLM and a first generation batch (a
-    traceback on every rank). ``GET /v1/models`` once, and the served model when one is named.
+    traceback on every rank). Stage 1 has no judge.
 
     Raises:
-        InputError: no endpoint answers, or none serves ``judge.served_model``.
+        InputError: see :func:`judge_answers`.
+    """
+    if cfg.stage != "mcq":
+        judge_answers(judge_spec(cfg))
+
+
+def judge_answers(j: JudgeSettings, *, prefix: str = "judge", file: str | None = None) -> None:
+    """``GET /v1/models`` once from a served judge (nothing for one in process), and the served
+    model when one is named; shared by the TRL launcher and the verl preflight (``prefix``: where
+    the judge's keys sit in the config).
+
+    Raises:
+        InputError: no endpoint answers, or none serves ``served_model``.
     """
     from reward.serving import JUDGE_API_KEY_ENV, list_models
 
-    if cfg.stage == "mcq":
-        return
-    j = judge_spec(cfg)
     if not j.url:
         return
     try:
         models = list_models(j.url, api_key_env=j.api_key_env or JUDGE_API_KEY_ENV)
     except ValueError as exc:
-        raise InputError(f"the judge does not answer: {exc} (scripts/train.sh starts one when judge.model is set; "
-                         "`rubricstree judge check --judge-url URL` tries one)", field="judge.url") from None
+        raise InputError(f"the judge does not answer: {exc} (scripts/serve_judge.sh starts one; "
+                         "`rubricstree judge check --judge-url URL` tries one)", file=file,
+                         field=f"{prefix}.url") from None
     served = {str(m.get("id")) for m in models} | {str(m.get("root")) for m in models if m.get("root")}
     if j.served_model and j.served_model not in served:
         raise InputError(f"the judge at {j.url} does not serve {j.served_model!r} (it serves "
-                         f"{', '.join(sorted(str(m.get('id')) for m in models))})", field="judge.served_model")
+                         f"{', '.join(sorted(str(m.get('id')) for m in models))})", file=file,
+                         field=f"{prefix}.served_model")
 
 
 FILTER_IN_PROCESS_ENV = "RUBRICSTREE_FILTER_IN_PROCESS"

@@ -3,6 +3,9 @@ mistake is said at once, not after hours of GPU time.
 
 - ``trainer.save_freq`` > 0: verl saves no checkpoint otherwise, and the stage's Hugging Face export
   (the next stage's start, ``training.verl_export``) has nothing to merge when training ends.
+- The judge of ``reward.custom_reward_function.reward_kwargs`` (stages 2-3) answers, and serves the
+  model named (:func:`training.launch_checks.judge_answers`): a dead URL would otherwise surface in
+  a reward worker, after Ray, the workers and the first validation rollouts.
 - The start model (``actor_rollout_ref.model.path``): a local folder must be an export with weights
   (:func:`training.hf_export.require_start_model`), not a raw ``global_step_N`` checkpoint.
 - A rerun into a ``trainer.default_local_dir`` that holds checkpoints: with ``trainer.resume_mode:
@@ -70,6 +73,7 @@ def preflight(cfg: Any, *, config_name: str = "config", write_record: bool = Tru
             require_start_model(model, "actor_rollout_ref.model.path")
         except ModelNotFoundError as exc:
             raise InputError(str(exc), file=config_name, field="actor_rollout_ref.model.path") from exc
+    check_verl_judge(cfg, config_name)
     ckpt = Path(str(trainer.default_local_dir))
     latest = ckpt / "latest_checkpointed_iteration.txt"
     resuming = None
@@ -84,6 +88,26 @@ def preflight(cfg: Any, *, config_name: str = "config", write_record: bool = Tru
                 ways_out="Use another trainer.default_local_dir (or trainer.experiment_name), name the same start "
                          "model to resume, or move that folder away to start over")
     return ckpt
+
+
+def check_verl_judge(cfg: Any, config_name: str = "config") -> None:
+    """The judge of ``reward.custom_reward_function.reward_kwargs`` answers (read as verl's reward
+    reads them: ``load_settings``), before Ray, the workers and a first validation pass; a dead
+    URL would surface inside a reward worker."""
+    from omegaconf import OmegaConf
+
+    from reward.integrations.verl.settings import load_settings
+    from training.launch_checks import judge_answers
+
+    crf = OmegaConf.select(cfg, "reward.custom_reward_function.reward_kwargs")
+    if crf is None:
+        return
+    kwargs = dict(OmegaConf.to_container(crf, resolve=True) or {})
+    settings = load_settings(kwargs.pop("config", None), **kwargs)
+    # the config's own judge (stages 2-3 read $RUBRICSTREE_JUDGE_URL there): not the environment's
+    # fallback, which stage 1, with no judge, would otherwise be refused for
+    judge = settings.judge.resolved()
+    judge_answers(judge, prefix="reward.custom_reward_function.reward_kwargs.judge", file=config_name)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -124,3 +124,30 @@ def test_a_start_folder_without_weights_is_refused(tmp_path, capsys):
     (raw / "model_world_size_8_rank_0.pt").write_text("")
     rc, _, err = _run(capsys, tmp_path / "ckpt", raw.parent)
     assert rc == 2 and "sharded training checkpoint" in err and "training.verl_export" in err
+
+
+STAGE3 = str(REPO_ROOT / "configs" / "verl" / "stage3_clinical_rubric.yaml")
+
+
+def test_a_dead_judge_is_refused_before_the_trainer_starts(tmp_path, capsys, tiny_model_dir, monkeypatch):
+    """verl would find a dead judge inside a reward worker, after Ray, the workers and a first
+    validation pass: the preflight asks it first, as the reward reads its settings."""
+    monkeypatch.setenv("RUBRICSTREE_JUDGE_URL", "http://127.0.0.1:9/v1")
+    rc = main([STAGE3, f"trainer.default_local_dir={tmp_path / 'ckpt'}",
+               f"actor_rollout_ref.model.path={tiny_model_dir}"])
+    err = capsys.readouterr().err
+    assert rc == 2 and "the judge does not answer" in err and "reward_kwargs.judge.url" in err
+    assert not (tmp_path / "ckpt" / RECORD).exists()  # refused before the start record
+    # stage 1 has no judge: a judge URL left in the environment is not its business
+    rc, out, err = _run(capsys, tmp_path / "ckpt1", tiny_model_dir)
+    assert rc == 0, err
+
+
+def test_the_judge_check_against_the_real_server(tmp_path, capsys, tiny_model_dir, judge_url, monkeypatch):
+    monkeypatch.setenv("RUBRICSTREE_JUDGE_URL", judge_url)
+    monkeypatch.delenv("RUBRICSTREE_JUDGE_SERVED", raising=False)
+    args = [STAGE3, f"trainer.default_local_dir={tmp_path / 'ckpt'}", f"actor_rollout_ref.model.path={tiny_model_dir}"]
+    assert main(args) == 0, capsys.readouterr().err
+    monkeypatch.setenv("RUBRICSTREE_JUDGE_SERVED", "no-such-judge")
+    assert main([*args[:1], f"trainer.default_local_dir={tmp_path / 'ckpt2'}", args[2]]) == 2
+    assert "does not serve 'no-such-judge'" in capsys.readouterr().err
