@@ -41,8 +41,10 @@ class SingleFlight(Generic[T]):
     """Concurrent calls of :meth:`run` with one key share one computation.
 
     The first caller computes; the others wait for its result (or its exception). When the first
-    caller is cancelled, those waiting are not: the next of them computes in its place. A result is
-    not kept once the computation ends (memoising is the caller's choice).
+    caller is cancelled, those waiting are not: the next of them computes in its place (Python
+    3.11+, where a task can tell its own cancellation from the one it waited on; on 3.10 the
+    waiters are cancelled with it). A result is not kept once the computation ends (memoising is
+    the caller's choice).
     """
 
     def __init__(self) -> None:

@@ -78,8 +78,9 @@ if [ "$GPU" = 1 ] && [ -n "$SHARED" ]; then
        "TRAIN_CUDA_VISIBLE_DEVICES ($TRAIN_CUDA_VISIBLE_DEVICES); give each its own" >&2
   exit 2
 fi
-# a judge that runs already (judge.url, RUBRICSTREE_JUDGE_URL): the trainer keeps off its GPUs too
-if [ "$GPU" = 1 ] && [ "$J_URL" != "-" ] && [ -z "${TRAIN_CUDA_VISIBLE_DEVICES:-}" ]; then
+# a judge that runs already (judge.url, RUBRICSTREE_JUDGE_URL), or any judge whose GPUs are named
+# (stage 1 too: a judge left running for the next stage): the trainer keeps off its GPUs
+if [ "$GPU" = 1 ] && [ -z "${TRAIN_CUDA_VISIBLE_DEVICES:-}" ]; then
   if [ -n "${JUDGE_CUDA_VISIBLE_DEVICES:-}" ]; then
     TRAIN_CUDA_VISIBLE_DEVICES=$(gpu_minus "${CUDA_VISIBLE_DEVICES:-$(gpu_all)}" "$JUDGE_CUDA_VISIBLE_DEVICES")
     if [ -z "$TRAIN_CUDA_VISIBLE_DEVICES" ]; then
@@ -88,10 +89,10 @@ if [ "$GPU" = 1 ] && [ "$J_URL" != "-" ] && [ -z "${TRAIN_CUDA_VISIBLE_DEVICES:-
     fi
     echo "train.sh: the trainer takes GPU(s) $TRAIN_CUDA_VISIBLE_DEVICES: every one but the judge's" \
          "(JUDGE_CUDA_VISIBLE_DEVICES=$JUDGE_CUDA_VISIBLE_DEVICES)" >&2
-  elif is_local_url "$J_URL"; then
+  elif [ "$J_URL" != "-" ] && [ -z "${CUDA_VISIBLE_DEVICES:-}" ] && is_local_url "$J_URL"; then
     echo "train.sh: the judge at $J_URL runs on this machine, on GPUs nobody named: the trainer would take" \
          "every GPU, its own included. Set JUDGE_CUDA_VISIBLE_DEVICES (the judge's GPUs: the trainer gets the" \
-         "others) or TRAIN_CUDA_VISIBLE_DEVICES (the trainer's)" >&2
+         "others), or TRAIN_CUDA_VISIBLE_DEVICES or CUDA_VISIBLE_DEVICES (the trainer's)" >&2
     exit 2
   fi
 fi

@@ -9,7 +9,7 @@
 # CONFIG is a Hydra config on top of verl's ppo_trainer.yaml; extra arguments are Hydra overrides
 # (prefix keys verl does not have with '+'). Training needs a GPU machine: verl's trainer runs a
 # vLLM rollout engine and FSDP workers with FlashAttention-2 (install: pip install -e ".[train,verl]"
-# "verl[vllm,fsdp]==0.9.1"; the fsdp extra brings flash-attn).
+# "verl[vllm]==0.9.1", then pip install "flash-attn==2.8.3" --no-build-isolation; docs/verl.md).
 # Stages 2 and 3 also need a judge server (scripts/serve_judge.sh) at $RUBRICSTREE_JUDGE_URL.
 # Data: $RUBRICSTREE_VERL_DATA (default ./data/verl) holds stageN_{train,val}.parquet
 # (python -m training.verl_data --help).
@@ -90,7 +90,8 @@ if [ "$only_print" = 0 ]; then
   if ! grep -q 'attn_implementation' "$CONFIG" <(printf '%s\n' "$@") \
      && ! "$PY" -c "import flash_attn" 2>/dev/null; then
     echo "train_verl: flash-attn is not installed for $PY, and verl loads the actor with FlashAttention-2" \
-         "(its default): pip install 'verl[vllm,fsdp]==0.9.1' (builds flash-attn 2.8.3 for your torch and CUDA)" \
+         "(its default): pip install 'flash-attn==2.8.3' --no-build-isolation (built for your torch and CUDA;" \
+         "not verl's fsdp extra, which pins trl 0.27)" \
          "or a prebuilt flash-attn wheel that matches them; or, slower, pass" \
          "+actor_rollout_ref.model.override_config.attn_implementation=sdpa actor_rollout_ref.model.use_remove_padding=false" >&2
     [ "${RUBRICSTREE_ALLOW_NO_GPU:-0}" = 1 ] || exit 2

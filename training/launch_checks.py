@@ -98,32 +98,39 @@ def check_filter_plan(cfg: TrainConfig) -> None:
     d = cfg.difficulty
     if not (d.enabled or d.per_epoch):
         return
+    world = max(1, int(os.environ.get("WORLD_SIZE", "1")))
+    in_this_run = 1
     if d.per_epoch:
         nxt = next_epoch(cfg)
-        pending = nxt["epoch"] is not None and not nxt["filtered"]
         n_epochs = int(math.ceil(float(cfg.grpo.get("num_train_epochs", 1))))
         left = n_epochs - (nxt["epoch"] if nxt["epoch"] is not None else n_epochs)
         in_this_run = min(left, d.epochs_per_run or left)
+        # every epoch after the next is filtered inside this run, from the export the run just wrote
+        pending = (nxt["epoch"] is not None and not nxt["filtered"]) or in_this_run > 1
         if d.generate_url and in_this_run > 1:
             raise InputError(f"difficulty.generate_url ({d.generate_url}) serves one model, but this run would filter "
                              f"{in_this_run} epochs, each with the newest epoch's export: from the second on, the "
                              "filter would sample the old policy. Set difficulty.epochs_per_run: 1 and serve each "
-                             "epoch's export (scripts/train_pipeline.sh does both), or leave generate_url empty",
-                             field="difficulty.generate_url")
+                             "epoch's export before its launch (scripts/train_pipeline.sh does both)"
+                             + ("" if world > 1 else ", or leave generate_url empty (each epoch's filter then samples "
+                                                     "its export in process)"), field="difficulty.generate_url")
     else:
         pending = not (difficulty_dir(cfg) / "stats.json").exists()
-    world = max(1, int(os.environ.get("WORLD_SIZE", "1")))
     if not pending or d.generate_url or world == 1:
         return
     if os.environ.get(FILTER_IN_PROCESS_ENV) == "1":
         log.warning("difficulty filter: rank 0 samples in process while %d ranks wait (%s=1)", world - 1,
                     FILTER_IN_PROCESS_ENV)
         return
+    per_epoch = (f" (this run would filter {in_this_run} stage-3 epochs: set difficulty.epochs_per_run: 1, so that "
+                 "each launch filters one epoch ahead of it)") if in_this_run > 1 else ""
     raise InputError(f"the difficulty filter would sample every row {d.n} times on rank 0 alone with transformers "
-                     f"while the other {world - 1} ranks wait (days on a real data set). Serve the policy with vLLM "
-                     "and set RUBRICSTREE_POLICY_URL (difficulty.generate_url), or run scripts/train_pipeline.sh, which "
-                     f"filters on every GPU before training; {FILTER_IN_PROCESS_ENV}=1 samples in process anyway",
-                     field="difficulty.generate_url")
+                     f"while the other {world - 1} ranks wait (days on a real data set){per_epoch}. Make its results "
+                     "before this launch: scripts/train_pipeline.sh serves the policy with vLLM on every GPU, filters, "
+                     "stops the server and trains; or run `python -m training.trl_launcher --config CONFIG "
+                     "--filter-only --set difficulty.generate_url=URL` against a vLLM server of the policy and stop "
+                     "it before training (a server on another machine may stay: RUBRICSTREE_POLICY_URL). "
+                     f"{FILTER_IN_PROCESS_ENV}=1 samples in process anyway", field="difficulty.generate_url")
 
 
 def guard_start(cfg: TrainConfig) -> None:

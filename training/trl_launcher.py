@@ -426,8 +426,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         try:
             # a resume from another start model and a dead judge are refused before hours of sampling
             guard_start(cfg)
-            if cfg.difficulty.enabled or cfg.difficulty.per_epoch:
-                check_judge(cfg)
+            if (cfg.difficulty.enabled or cfg.difficulty.per_epoch) and cfg.data_kind != "mcq":
+                check_judge(cfg)  # the healthbench filter scores with the judge; the MCQ filter with the key
             return _filter_only(cfg)
         except InputError as exc:  # and a bad data row, stale filter results: file, line and field
             print(f"error: {exc}", flush=True)

@@ -26,6 +26,7 @@ script exports it at the end); a failed check prints ``error: ...`` and exits 2.
 from __future__ import annotations
 
 import logging
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -96,17 +97,20 @@ def check_verl_judge(cfg: Any, config_name: str = "config") -> None:
     URL would surface inside a reward worker."""
     from omegaconf import OmegaConf
 
-    from reward.integrations.verl.settings import load_settings
+    from reward.integrations.verl.settings import CONFIG_ENV, load_settings
     from training.launch_checks import judge_answers
 
     crf = OmegaConf.select(cfg, "reward.custom_reward_function.reward_kwargs")
     if crf is None:
         return
     kwargs = dict(OmegaConf.to_container(crf, resolve=True) or {})
+    # a stage whose reward settings name no judge (stage 1: the MCQ key) is not refused for a judge
+    # URL left in the environment; the others get the judge the reward will build, the
+    # $RUBRICSTREE_JUDGE_URL fallback included (judge_settings)
+    if not ("judge" in kwargs or "config" in kwargs or os.environ.get(CONFIG_ENV)):
+        return
     settings = load_settings(kwargs.pop("config", None), **kwargs)
-    # the config's own judge (stages 2-3 read $RUBRICSTREE_JUDGE_URL there): not the environment's
-    # fallback, which stage 1, with no judge, would otherwise be refused for
-    judge = settings.judge.resolved()
+    judge = settings.judge_settings().resolved()
     judge_answers(judge, prefix="reward.custom_reward_function.reward_kwargs.judge", file=config_name)
 
 

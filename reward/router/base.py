@@ -313,8 +313,8 @@ class CachedRouter(Router):
 
     Lookups go memory -> durable store (the :class:`VerdictCache` key-value table, namespace
     ``routing``) -> the wrapped router. Concurrent requests for the same prompt share one
-    computation (:class:`reward.aio.SingleFlight`: a waiter is not cancelled with the request it
-    waited on). A routing in which a judge call failed is routed again (``retries`` times); if it
+    computation (:class:`reward.aio.SingleFlight`: on Python 3.11+ a waiter is not cancelled with
+    the request it waited on). A routing in which a judge call failed is routed again (``retries`` times); if it
     still has failures it is returned (its rollouts go unscored, with the reason) but neither
     memoised nor stored, so the next batch or run routes the prompt afresh. The in-memory memo
     keeps the ``memo_size`` most recently used routings.

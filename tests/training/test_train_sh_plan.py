@@ -199,3 +199,18 @@ def test_a_remote_judge_leaves_every_gpu_to_the_trainer(tmp_path):
     assert res.returncode == 0, res.stderr
     assert "--num_processes 8" in (tmp_path / "accelerate-args").read_text()
     assert (tmp_path / "accelerate-gpus").read_text().strip() == "<unset>"
+
+
+def test_stage1_keeps_off_a_named_judge_gpu_and_a_restricted_launch_is_not_refused(tmp_path):
+    """Stage 1 has no judge, but one left running for the next stage (JUDGE_CUDA_VISIBLE_DEVICES)
+    keeps its GPU; a launch already restricted by CUDA_VISIBLE_DEVICES (a SLURM allocation) with a
+    local judge is the user's choice, not refused."""
+    env = _recording_accelerate(tmp_path, _machine(tmp_path, 8, 81559))
+    res = _run({**env, "JUDGE_CUDA_VISIBLE_DEVICES": "7"}, "configs/trl/stage1_mcq.yaml")
+    assert res.returncode == 0, res.stderr
+    assert (tmp_path / "accelerate-gpus").read_text().strip() == "0,1,2,3,4,5,6"
+    res = _run({**env, "CUDA_VISIBLE_DEVICES": "0,1,2,3,4,5,6", "RUBRICSTREE_JUDGE_URL": "http://127.0.0.1:8000/v1"},
+               "configs/trl/stage2_error_rubric.yaml", "--set", "model=Qwen/Qwen3-8B")
+    assert res.returncode == 0, res.stderr
+    assert (tmp_path / "accelerate-gpus").read_text().strip() == "0,1,2,3,4,5,6"
+    assert "--num_processes 7" in (tmp_path / "accelerate-args").read_text()

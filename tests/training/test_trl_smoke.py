@@ -389,3 +389,40 @@ def test_a_policy_server_filters_one_stage3_epoch_per_launch(smoke_env, monkeypa
     with pytest.raises(InputError, match="serves one model"):  # whatever the number of processes
         tl.check_filter_plan(tl.load_config(SMOKE / "stage3_clinical_rubric.yaml", base))
     tl.check_filter_plan(tl.load_config(SMOKE / "stage3_clinical_rubric.yaml", base[:2]))  # in process: each export
+
+
+def test_epochs_after_the_next_are_not_left_to_rank_0_alone(smoke_env, monkeypatch):
+    """Epoch 0 filtered ahead (--filter-only) does not make a multi-epoch run safe: epochs 1.. would
+    be filtered inside it, on rank 0 alone; one epoch per launch is."""
+    import training.trl_launcher as tl
+    from reward.errors import InputError
+    from training.launch_checks import FILTER_IN_PROCESS_ENV
+
+    monkeypatch.delenv(FILTER_IN_PROCESS_ENV, raising=False)
+    monkeypatch.setenv("WORLD_SIZE", "8")
+    sets = ["difficulty.per_epoch=true", "grpo.num_train_epochs=3"]
+    cfg = tl.load_config(SMOKE / "stage3_clinical_rubric.yaml", sets)
+    from training.run_folder import epoch_dir
+
+    marker = epoch_dir(cfg, 0) / "epoch.json"
+    marker.parent.mkdir(parents=True)
+    marker.write_text("{}")
+    with pytest.raises(InputError, match="rank 0 alone") as exc:
+        tl.check_filter_plan(cfg)
+    assert "epochs_per_run: 1" in str(exc.value)
+    tl.check_filter_plan(tl.load_config(SMOKE / "stage3_clinical_rubric.yaml", [*sets, "difficulty.epochs_per_run=1"]))
+
+
+def test_the_mcq_filter_does_not_wait_for_a_judge(smoke_env, monkeypatch, capsys):
+    """Stage 2's filter scores MCQ rows with the answer key: a judge that is down is no reason to
+    refuse it (training stage 2 still asks the judge first)."""
+    import training.trl_launcher as tl
+
+    monkeypatch.setenv("RUBRICSTREE_JUDGE_URL", "http://127.0.0.1:9")
+    calls = []
+    monkeypatch.setattr(tl, "_filter_only", lambda cfg: calls.append(cfg) or 0)
+    assert tl.main(["--config", str(SMOKE / "stage2_error_rubric.yaml"), "--filter-only",
+                    "--set", "difficulty.enabled=true"]) == 0 and calls
+    assert tl.main(["--config", str(SMOKE / "stage3_clinical_rubric.yaml"), "--filter-only",
+                    "--set", "difficulty.enabled=true"]) == 2  # the healthbench filter scores with the judge
+    assert "the judge does not answer" in capsys.readouterr().out

@@ -151,3 +151,12 @@ def test_the_judge_check_against_the_real_server(tmp_path, capsys, tiny_model_di
     monkeypatch.setenv("RUBRICSTREE_JUDGE_SERVED", "no-such-judge")
     assert main([*args[:1], f"trainer.default_local_dir={tmp_path / 'ckpt2'}", args[2]]) == 2
     assert "does not serve 'no-such-judge'" in capsys.readouterr().err
+
+
+def test_a_judge_from_the_environment_fallback_is_checked_too(tmp_path, capsys, tiny_model_dir, monkeypatch):
+    """reward_kwargs with a judge block but no url: the reward falls back to $RUBRICSTREE_JUDGE_URL
+    (judge_settings), and so does the check."""
+    monkeypatch.setenv("RUBRICSTREE_JUDGE_URL", "http://127.0.0.1:9/v1")
+    rc = main([STAGE3, f"trainer.default_local_dir={tmp_path / 'ckpt'}", f"actor_rollout_ref.model.path={tiny_model_dir}",
+               "reward.custom_reward_function.reward_kwargs.judge.url=null"])
+    assert rc == 2 and "the judge does not answer" in capsys.readouterr().err
