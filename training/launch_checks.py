@@ -60,7 +60,7 @@ def judge_answers(j: JudgeSettings, *, prefix: str = "judge", file: str | None =
     Raises:
         InputError: no endpoint answers, or none serves ``served_model``.
     """
-    from reward.serving import JUDGE_API_KEY_ENV, list_models
+    from reward.serving import JUDGE_API_KEY_ENV, list_models, redact_url, resolve_served_model
 
     if not j.url:
         return
@@ -70,11 +70,11 @@ def judge_answers(j: JudgeSettings, *, prefix: str = "judge", file: str | None =
         raise InputError(f"the judge does not answer: {exc} (scripts/serve_judge.sh starts one; "
                          "`rubricstree judge check --judge-url URL` tries one)", file=file,
                          field=f"{prefix}.url") from None
-    served = {str(m.get("id")) for m in models} | {str(m.get("root")) for m in models if m.get("root")}
-    if j.served_model and j.served_model not in served:
-        raise InputError(f"the judge at {j.url} does not serve {j.served_model!r} (it serves "
-                         f"{', '.join(sorted(str(m.get('id')) for m in models))})", file=file,
-                         field=f"{prefix}.served_model")
+    if j.served_model:
+        try:  # the judge client's own rule: a served id, or the one model whose root is that path
+            resolve_served_model(models, j.served_model, redact_url(j.url))
+        except ValueError as exc:
+            raise InputError(str(exc), file=file, field=f"{prefix}.served_model") from None
 
 
 FILTER_IN_PROCESS_ENV = "RUBRICSTREE_FILTER_IN_PROCESS"
