@@ -24,7 +24,8 @@ match in a branch with no strong match stays off. An active leaf's relevance is 
 
 Urgency is a zero-shot contrast with descriptions of our own: the best similarity to a few
 emergency situations minus the best similarity to a few routine requests, through a logistic
-(``sigmoid(diff / 0.05)``); from ``urgency_cutoff`` on, ``emergency_threshold`` replaces
+(``sigmoid(diff / 0.05)``), read from the user's whole turns (not the records; a turn like
+no emergency at all carries no evidence either way); from ``urgency_cutoff`` on, ``emergency_threshold`` replaces
 ``threshold`` on the safety branches (``safety_roots`` and their subtrees) only, as in the LLM
 router: urgency raises the cost of a missed safety check, not of a missed sleep tip. Nodes marked
 ``needs_tool_calls`` are considered only for a rollout with tool calls. The defaults were
@@ -197,8 +198,9 @@ def query_segments(conversation: Conversation, context: str | None, sentences: b
     """The pieces of a prompt that are embedded: each user turn, the context and, with
     ``sentences``, each sentence of a user turn with more than one (an instruction such as
     "Keep it under 100 words." matches its leaf far better alone than inside a turn about
-    cholesterol). Urgency reads whole turns only: a fragment such as "What can I take?" alone
-    sits as close to an overdose as to a cold."""
+    cholesterol). Urgency reads the whole user turns only (``context=None``): a fragment such as
+    "What can I take?" alone sits as close to an overdose as to a cold, and a record says what was,
+    not what is happening now."""
     segs: list[str] = []
     for turn in _turns(conversation):
         segs.append(turn)
@@ -404,7 +406,7 @@ class EmbeddingRouter(Router):
         self.prepare()
         conversation = as_conversation(conversation)
         segs = query_segments(conversation, context)
-        whole = set(query_segments(conversation, context, sentences=False))
+        user_turns = set(query_segments(conversation, None, sentences=False))
         if self.reads_multilingual(conversation):
             self._prepare_multilingual()
             text_emb, owner, em, rt = self._ml_emb
@@ -423,10 +425,23 @@ class EmbeddingRouter(Router):
         per_text = (q @ text_emb.T).max(axis=0)  # best segment for each node text or example
         cos = np.full(len(self._ids), -1.0)
         np.maximum.at(cos, owner, per_text)  # a node scores its best text
-        qw = q[[i for i, seg in enumerate(segs) if seg in whole]]
-        diff = float(((qw @ em.T).max(axis=1) - (qw @ rt.T).max(axis=1)).max())
-        urgency = float(1.0 / (1.0 + np.exp(-diff / temperature)))
+        urgency = float(1.0 / (1.0 + np.exp(-self._urgency_contrast(q, segs, user_turns, em, rt, to_scale) / temperature)))
         return {nid: float(to_scale(cos[i])) for nid, i in self._index.items()}, urgency
+
+    def _urgency_contrast(self, q, segs: Sequence[str], user_turns: set[str], em, rt, to_scale) -> float:
+        """The urgency contrast: over the user's whole turns, the best similarity to an emergency
+        description minus the best to a routine request. The context (the user's records) is not
+        read: a record says what was, the user's words what is happening now (a 30-day blood
+        pressure log read as urgency 0.84 and closed the routine guards of a lifestyle question).
+        A turn that resembles no emergency at all (best cosine under ``lo``, the cosine the router
+        calls unrelated: "Great, can you draft it?" at 0.09) carries no urgency evidence, however
+        it compares with the routine requests; with no turn left the contrast is -1 (routine)."""
+        import numpy as np
+
+        qw = q[[i for i, seg in enumerate(segs) if seg in user_turns]]
+        best_em, best_rt = (qw @ em.T).max(axis=1), (qw @ rt.T).max(axis=1)
+        evidence = np.asarray([to_scale(x) for x in best_em]) >= self.lo
+        return float((best_em - best_rt)[evidence].max()) if evidence.any() else -1.0
 
     def relevance(self, cos: float) -> float:
         return min(1.0, max(0.0, (cos - self.lo) / (self.hi - self.lo)))

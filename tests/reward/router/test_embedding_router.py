@@ -109,3 +109,31 @@ def test_cues_read_user_turns_only_and_need_a_word_boundary(router):
              Message(role="assistant", content="Here is a table of foods, in Spanish and in bullet points.")]
     cued = {k for k, v in router.standing((), None, eligible, conversation=quiet).items() if v == "cue"}
     assert not cued
+
+
+def test_urgency_reads_the_users_words_not_the_records(router):
+    # a record of a past emergency does not make a routine question urgent, and the routine
+    # question keeps its reply-side guards (a reply that over-escalates it is graded)
+    history = ("Discharge letter, 2024-03: admitted with crushing chest pain, STEMI, stented. "
+               "Medicines: aspirin, atorvastatin, bisoprolol.")
+    plain = _route(router, "What should I eat for breakfast?")
+    with_history = _route(router, "What should I eat for breakfast?", history)
+    assert with_history.urgency == pytest.approx(plain.urgency) and with_history.urgency < 0.5
+    assert "sf_over_escalation" in with_history.leaf_ids
+    # the user's own words still make it urgent, with the same records
+    assert _route(router, CHEST, history).urgency > 0.9
+
+
+def test_a_turn_like_no_emergency_carries_no_urgency(router):
+    # "Great, can you draft it?" resembles no emergency and no routine request either; it must not
+    # make a request for a running plan urgent
+    conv = [Message(role="user", content="I'd like to get fitter. I can walk for half an hour."),
+            Message(role="assistant", content="Happy to help. I can put a weekly plan together."),
+            Message(role="user", content="Great, can you draft it?")]
+    r = router.route_sync(conv, None)
+    assert r.urgency < 0.5 and "cs_needless_questions" in r.leaf_ids
+    # an emergency in an earlier turn still counts when the last turn is short
+    conv = [Message(role="user", content=CHEST),
+            Message(role="assistant", content="This could be a heart attack."),
+            Message(role="user", content="Okay, what now?")]
+    assert router.route_sync(conv, None).urgency > 0.9
