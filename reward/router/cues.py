@@ -1,5 +1,8 @@
 """Instruction cues: hear the user's instructions on form (format, length, language, exclusions,
-audience) in any common phrasing, and switch on the instruction-following leaves they call for.
+audience) in any common phrasing, and switch on the instruction-following leaves they call for;
+and hear a user who says they are a health professional ("I'm a practice nurse", "je suis
+médecin"), which switches on the clinician-register leaf. A restriction stated as "only ..."
+("only suggest things I can do at home") is an exclusion.
 
 An instruction has no topic, so an embedding of the prompt does not find it: "in a table please"
 sits nowhere near "If the user requests a format ... uses that format". A cue is a request shape,
@@ -24,7 +27,7 @@ from collections.abc import Sequence
 
 from reward.router.language import is_english
 
-KINDS = ("format", "length", "language", "exclusion", "audience")
+KINDS = ("format", "length", "language", "exclusion", "audience", "professional")
 
 CUE_LEAVES: dict[str, tuple[str, ...]] = {
     "format": ("if_requested_format",),
@@ -32,6 +35,8 @@ CUE_LEAVES: dict[str, tuple[str, ...]] = {
     "language": ("if_same_language",),
     "exclusion": ("if_respects_exclusions",),
     "audience": ("if_named_audience", "if_reading_level"),
+    # the user says they are a health professional: the reply is expected in a clinician's register
+    "professional": ("cm_professional_register",),
 }
 # machine-readable formats also switch on the leaf that checks the output parses
 MACHINE_READABLE = re.compile(r"\b(json|csv|xml|yaml)\b", re.IGNORECASE)
@@ -52,6 +57,12 @@ _AUDIENCE = (r"(?:\d+[- ]?(?:year|yr)[- ]?olds?|child|children|kids?|son|daughte
              r"father|ma|pa|parents?)|mother|mum|mom|father|dad|parents?|patients?|colleagues?|nurses?|"
              r"caregivers?|carers?|students?|class|husband|wife|partner|team|staff|residents?|family|"
              r"doctor|gp|clinicians?|pharmacist|boss|employer|school|teacher|elderly|lay (?:person|reader))")
+_CLINICIAN = (r"(?:nurse|doctor|physician|gp|general\s+practitioner|pharmacist|paramedic|emt|midwife|clinician|"
+              r"surgeon|dentist|physiotherapist|physio|occupational\s+therapist|dietitian|dietician|optometrist|"
+              r"radiographer|anaesthetist|anesthetist|resident|registrar|intern|house\s+officer|"
+              r"(?:medical|nursing|pharmacy)\s+student|nurse\s+practitioner|physician\s+assistant|"
+              r"[a-z]+ologist|psychiatrist|paediatrician|pediatrician|obstetrician|"
+              r"health\s*care\s+(?:worker|professional|assistant)|hcp)")
 
 PATTERNS: dict[str, tuple[str, ...]] = {
     "format": (
@@ -75,7 +86,8 @@ PATTERNS: dict[str, tuple[str, ...]] = {
         rf"\b{_NUM}\s+(?:key\s+|main\s+)?(?:points|tips|sentences|lines|bullets|words|things)\s+(?:only|max(?:imum)?|at most)\b",
         rf"\b(?:top|just|only)\s+{_NUM}\s+(?:key\s+|main\s+)?(?:tips|points|things|reasons|bullets|steps)\b",
         r"\b(?:be\s+(?:brief|concise|short)|briefly|keep\s+(?:it|this|the\s+answer|your\s+answer|the\s+reply)\s+"
-        r"(?:short|brief|concise|simple|under|below|to)|short\s+(?:answer|version|reply|response)|make\s+it\s+"
+        r"(?:short|brief|concise|simple|under|below|to\s+(?:a\s+minimum|a\s+(?:line|sentence|paragraph)\b|\d|"
+        r"one\b|two\b|three\b|four\b|five\b|a\s+few\b|a\s+couple\b))|short\s+(?:answer|version|reply|response)|make\s+it\s+"
         r"(?:short|shorter|concise|brief)|concise(?:ly)?|tl;?\s?dr|in\s+a\s+(?:line|sentence|nutshell|paragraph)|"
         r"a\s+line\s+or\s+two|one[- ]word\s+answer|summari[sz]e\s+(?:it\s+|this\s+)?in|short\s+and\s+sweet|"
         r"the\s+gist)\b",
@@ -114,6 +126,19 @@ PATTERNS: dict[str, tuple[str, ...]] = {
         r"\b(?:ohne\s+(?:medikamente|tabletten|arzneimittel)|keine\s+(?:medikamente|tabletten)\s+bitte)\b",
         r"\bsem\s+(?:remédios?|medicamentos?|medicação)\b",
         r"(?:不要(?:推荐|建议|提)|不吃药)",
+        # a restriction stated as "only ...": what the user allows, the rest excluded
+        r"\bonly\s+(?:suggest|recommend|mention|include|list|give\s+me|tell\s+me\s+about)\b",
+        r"\bjust\s+(?:suggest|recommend|mention|include|list)\b",  # not "just give me the gist"
+        r"\b(?:only|just)\s+want\s+(?:\w+[\s-]+){0,3}?(?:options|remedies|advice|ideas|suggestions|approaches|"
+        r"treatments|changes|methods|things|tips)\b",
+        r"\b(?:keep\s+it\s+to|stick\s+to)\s+(?:\w+\s+){0,3}?(?:things|options|remedies|changes|treatments)\b",
+        r"\bunless\s+(?:it'?s|it\s+is)\s+(?:really\s+|truly\s+|absolutely\s+|strictly\s+)?(?:necessary|needed|"
+        r"essential|unavoidable)\b",
+        r"\b(?:s[oó]lo|solamente|únicamente)\s+(?:recomi[eé]nda(?:me)?|sugi[eé]re(?:me)?|quiero|dime)\b",
+        r"\b(?:seulement|uniquement)\s+des\s+(?:solutions|remèdes|conseils|options)\b",
+        r"\bnur\s+(?:hausmittel|natürliche|pflanzliche|tipps)\b",
+        r"\b(?:só|somente|apenas)\s+(?:quero|remédios\s+caseiros|opções)\b",
+        r"(?:只(?:想要|要|推荐|建议)|只用)",
     ),
     "audience": (
         rf"\b(?:explain|write|put|make|draft|say|tell|describe|word|phrase|adapt|rewrite)\b[^.?!\n]{{0,60}}\b(?:for|to)"
@@ -131,6 +156,21 @@ PATTERNS: dict[str, tuple[str, ...]] = {
         r"\b(?:für\s+(?:ein|mein|meine|meinen)\s+(?:kind|sohn|tochter|oma|opa|patienten)|wie\s+für\s+ein\s+kind)\b",
         r"\bpara\s+(?:o\s+|a\s+)?(?:meu|minha|uma|um)\s+(?:filho|filha|criança|avó|avô|paciente)\b",
         r"(?:给(?:孩子|小孩|老人)|小孩(?:子)?能听懂|通俗易懂)",
+    ),
+    "professional": (
+        # a self-description ("I'm a practice nurse", "as an ICU nurse", "I work as a midwife"),
+        # not a mention of someone else's profession ("my daughter is a nurse", "as my doctor said")
+        rf"\b(?:i'?m|i\s+am|as|speaking\s+as|i\s+work\s+as|working\s+as)\s+(?:an?\s+)(?:[\w-]+\s+){{0,2}}?"
+        rf"{_CLINICIAN}\b(?!\s+(?:told|said|says|explained|advised|recommended|suggested|would))",
+        r"\b(?:clinical|medical|technical|professional)\s+(?:terms|terminology|language|jargon|detail)\s+"
+        r"(?:is|are)\s+(?:fine|ok(?:ay)?|welcome)\b|\b(?:technical|clinical)\s+terms\s+welcome\b",
+        r"\bsoy\s+(?:enfermer[oa]|médic[oa]|farmacéutic[oa]|matrona|paramédico|estudiante\s+de\s+medicina)\b",
+        r"\bje\s+suis\s+(?:une?\s+)?(?:médecin|infirmi(?:er|ère)|pharmacien(?:ne)?|sage-femme|interne|"
+        r"étudiante?\s+en\s+médecine)\b",
+        r"\bich\s+bin\s+(?:ein(?:e)?\s+)?(?:arzt|ärztin|krankenpfleger(?:in)?|pflegekraft|apotheker(?:in)?|"
+        r"hebamme|medizinstudent(?:in)?|notfallsanitäter(?:in)?)\b",
+        r"\bsou\s+(?:uma?\s+)?(?:médic[oa]|enfermeir[oa]|farmacêutic[oa]|parteira|estudante\s+de\s+medicina)\b",
+        r"(?:我是(?:一名)?(?:医生|护士|药剂师|药师|医学生|助产士))",
     ),
 }
 

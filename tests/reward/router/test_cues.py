@@ -71,3 +71,24 @@ def test_kinds_map_to_leaves_of_the_packaged_tree():
 ])
 def test_language_guess(text, english):
     assert is_english(text) is english
+
+
+@pytest.mark.parametrize(("text", "kinds"), [
+    ("I'm a practice nurse. Briefly explain what HbA1c reflects.", {"professional", "length"}),
+    ("As a hospital pharmacist I'd like the interaction data.", {"professional"}),
+    ("My son is a doctor and says it is nothing.", set()),          # someone else's profession
+    ("As a doctor told me, rest is best. How long should I rest?", set()),
+    ("I'm a diabetic; what should I eat?", set()),
+    ("Please only suggest things I can do at home.", {"exclusion"}),
+    ("I only take metformin. Is that enough?", set()),               # "only" that restricts nothing asked
+    ("Just give me the gist in a line or two.", {"length"}),
+    ("Keep it to things I can do at home.", {"exclusion"}),           # not a length limit
+    ("Keep it to two sentences.", {"length"}),
+])
+def test_professional_and_only_cues(text, kinds):
+    assert detect(text) == kinds
+
+
+def test_a_professional_switches_on_the_register_leaf():
+    ids = {leaf.id for leaf in load_tree().leaves}
+    assert cue_leaves("I'm an ICU nurse, clinical terms are fine.", ids) == {"cm_professional_register": "professional"}
