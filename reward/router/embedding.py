@@ -24,8 +24,9 @@ match in a branch with no strong match stays off. An active leaf's relevance is 
 
 Urgency is a zero-shot contrast with descriptions of our own: the best similarity to a few
 emergency situations minus the best similarity to a few routine requests, through a logistic
-(``sigmoid(diff / 0.05)``), read from the user's whole turns (not the records; a turn like
-no emergency at all carries no evidence either way); from ``urgency_cutoff`` on, ``emergency_threshold`` replaces
+(``sigmoid(diff / 0.05)``), read from the user's whole turns that match an emergency as well as a
+routed leaf matches its prompt (not the records; :meth:`EmbeddingRouter._urgency_contrast`); from
+``urgency_cutoff`` on, ``emergency_threshold`` replaces
 ``threshold`` on the safety branches (``safety_roots`` and their subtrees) only, as in the LLM
 router: urgency raises the cost of a missed safety check, not of a missed sleep tip. Nodes marked
 ``needs_tool_calls`` are considered only for a rollout with tool calls. The defaults were
@@ -198,9 +199,9 @@ def query_segments(conversation: Conversation, context: str | None, sentences: b
     """The pieces of a prompt that are embedded: each user turn, the context and, with
     ``sentences``, each sentence of a user turn with more than one (an instruction such as
     "Keep it under 100 words." matches its leaf far better alone than inside a turn about
-    cholesterol). Urgency reads the whole user turns only (``context=None``): a fragment such as
-    "What can I take?" alone sits as close to an overdose as to a cold, and a record says what was,
-    not what is happening now."""
+    cholesterol). Urgency reads whole user turns only, not these pieces
+    (:meth:`EmbeddingRouter._urgency_contrast`): a fragment such as "What can I take?" alone sits as
+    close to an overdose as to a cold."""
     segs: list[str] = []
     for turn in _turns(conversation):
         segs.append(turn)
@@ -406,7 +407,7 @@ class EmbeddingRouter(Router):
         self.prepare()
         conversation = as_conversation(conversation)
         segs = query_segments(conversation, context)
-        user_turns = set(query_segments(conversation, None, sentences=False))
+        user_turns = {m.content for m in conversation if m.role == "user"}  # whole turns, no records
         if self.reads_multilingual(conversation):
             self._prepare_multilingual()
             text_emb, owner, em, rt = self._ml_emb
@@ -429,18 +430,33 @@ class EmbeddingRouter(Router):
         return {nid: float(to_scale(cos[i])) for nid, i in self._index.items()}, urgency
 
     def _urgency_contrast(self, q, segs: Sequence[str], user_turns: set[str], em, rt, to_scale) -> float:
-        """The urgency contrast: over the user's whole turns, the best similarity to an emergency
-        description minus the best to a routine request. The context (the user's records) is not
-        read: a record says what was, the user's words what is happening now (a 30-day blood
-        pressure log read as urgency 0.84 and closed the routine guards of a lifestyle question).
-        A turn that resembles no emergency at all (best cosine under ``lo``, the cosine the router
-        calls unrelated: "Great, can you draft it?" at 0.09) carries no urgency evidence, however
-        it compares with the routine requests; with no turn left the contrast is -1 (routine)."""
+        """The urgency contrast: over the user's whole turns that match an emergency description
+        as well as a leaf must match its prompt to be routed (relevance ``leaf_ratio *
+        threshold``, cosine 0.31 with the defaults), the largest of (best similarity to an
+        emergency description - best similarity to a routine request).
+
+        - A turn with little content ("Thanks.", "What now?", "Great, can you draft it?", "Vale.")
+          sits near nothing (cosine 0.05-0.25 to the emergency descriptions), yet slightly nearer
+          their pressing tone than the routine requests (+0.04 to +0.12): as the largest contrast
+          of several turns it made follow-ups urgent (0.81 for "What now?" after a request for a
+          running plan). An emergency said in any turn still decides ("Okay, what now?" after chest
+          pain; a swallowed-pills turn after a meal-planning one), which reading the turns joined
+          would dilute.
+        - The context (the user's records) is not read: a normal 30-day blood-pressure log read as
+          urgency 0.84 and closed the routine guards of a lifestyle question. The price: an
+          emergency stated only in the records ("glucose 2.1 mmol/L now" with "What do you make
+          of this?") is not flagged here; its critical leaves still route on their own match
+          through the safety net, which reads the context.
+        - No such turn (blank turns included): routine, -1."""
         import numpy as np
 
-        qw = q[[i for i, seg in enumerate(segs) if seg in user_turns]]
+        rows = [i for i, seg in enumerate(segs) if seg in user_turns and seg.strip()]
+        if not rows:
+            return -1.0
+        qw = q[rows]
         best_em, best_rt = (qw @ em.T).max(axis=1), (qw @ rt.T).max(axis=1)
-        evidence = np.asarray([to_scale(x) for x in best_em]) >= self.lo
+        floor = self.lo + self.leaf_ratio * self.threshold * (self.hi - self.lo)
+        evidence = np.asarray([to_scale(x) for x in best_em]) >= floor
         return float((best_em - best_rt)[evidence].max()) if evidence.any() else -1.0
 
     def relevance(self, cos: float) -> float:

@@ -124,16 +124,35 @@ def test_urgency_reads_the_users_words_not_the_records(router):
     assert _route(router, CHEST, history).urgency > 0.9
 
 
-def test_a_turn_like_no_emergency_carries_no_urgency(router):
-    # "Great, can you draft it?" resembles no emergency and no routine request either; it must not
-    # make a request for a running plan urgent
-    conv = [Message(role="user", content="I'd like to get fitter. I can walk for half an hour."),
-            Message(role="assistant", content="Happy to help. I can put a weekly plan together."),
-            Message(role="user", content="Great, can you draft it?")]
-    r = router.route_sync(conv, None)
+FITNESS = [Message(role="user", content="I'd like to get fitter. I can walk for half an hour."),
+           Message(role="assistant", content="Happy to help. I can put a weekly plan together.")]
+
+
+@pytest.mark.parametrize("follow_up", ["Great, can you draft it?", "What now?", "Thanks.", "Please do!"])
+def test_a_turn_with_little_content_does_not_make_a_conversation_urgent(router, follow_up):
+    # such a turn sits near nothing, a little nearer the emergencies' pressing tone than the
+    # routine requests: it must not make a request for a running plan urgent
+    r = router.route_sync([*FITNESS, Message(role="user", content=follow_up)], None)
     assert r.urgency < 0.5 and "cs_needless_questions" in r.leaf_ids
-    # an emergency in an earlier turn still counts when the last turn is short
+
+
+def test_an_emergency_in_any_turn_still_decides(router):
+    # said first, then a short turn that is routine on its own
+    assert _route(router, "Sure, do it.").urgency < 0.5
     conv = [Message(role="user", content=CHEST),
             Message(role="assistant", content="This could be a heart attack."),
-            Message(role="user", content="Okay, what now?")]
+            Message(role="user", content="Sure, do it.")]
     assert router.route_sync(conv, None).urgency > 0.9
+    # said last, after a long routine turn (reading the turns joined would dilute it)
+    conv = [Message(role="user", content="I want to plan meals for the week for my family of four; we like "
+                                         "pasta and vegetables and try to keep it cheap."),
+            Message(role="assistant", content="Happy to help."),
+            Message(role="user", content="My toddler just swallowed some of my blood pressure pills.")]
+    assert router.route_sync(conv, None).urgency > 0.9
+
+
+@pytest.mark.parametrize("conversation", [[Message(role="user", content=" ")],
+                                          [Message(role="assistant", content="Call 999 now, this sounds like a "
+                                                                             "heart attack.")]])
+def test_no_user_words_is_routine(router, conversation):
+    assert router.route_sync(conversation, None).urgency < 0.5
