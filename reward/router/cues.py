@@ -57,12 +57,21 @@ _AUDIENCE = (r"(?:\d+[- ]?(?:year|yr)[- ]?olds?|child|children|kids?|son|daughte
              r"father|ma|pa|parents?)|mother|mum|mom|father|dad|parents?|patients?|colleagues?|nurses?|"
              r"caregivers?|carers?|students?|class|husband|wife|partner|team|staff|residents?|family|"
              r"doctor|gp|clinicians?|pharmacist|boss|employer|school|teacher|elderly|lay (?:person|reader))")
-_CLINICIAN = (r"(?:nurse|doctor|physician|gp|general\s+practitioner|pharmacist|paramedic|emt|midwife|clinician|"
-              r"surgeon|dentist|physiotherapist|physio|occupational\s+therapist|dietitian|dietician|optometrist|"
-              r"radiographer|anaesthetist|anesthetist|resident|registrar|intern|house\s+officer|"
+# health professions, the medical "-ologists" by name ("biologist", "astrologist" are not);
+# a resident or intern "of Ohio" or "at a bank" is not one
+_CLINICIAN = (r"(?:nurse|doctor|physician|gp|general\s+practitioner|pharmacist|paramedic|emt|medic|midwife|"
+              r"clinician|surgeon|dentist|physiotherapist|physio|occupational\s+therapist|dietitian|dietician|"
+              r"optometrist|radiographer|anaesthetist|anesthetist|registrar|house\s+officer|rn|"
+              r"(?:resident|intern)(?!\s+(?:of|at|in|for|with)\b)|(?:junior|foundation)\s+doctor|"
               r"(?:medical|nursing|pharmacy)\s+student|nurse\s+practitioner|physician\s+assistant|"
-              r"[a-z]+ologist|psychiatrist|paediatrician|pediatrician|obstetrician|"
+              r"(?:cardi|onc|neur|gastroenter|dermat|endocrin|nephr|pulmon|rheumat|haemat|hemat|radi|path|ur|"
+              r"gynaec|gynec|an(?:a)?esthesi|immun|ophthalm|audi|psych|epidemi|toxic|pharmac|hepat|neonat|"
+              r"allergi|infecti)ologist|psychiatrist|paediatrician|pediatrician|obstetrician|"
               r"health\s*care\s+(?:worker|professional|assistant)|hcp)")
+# what follows a profession that is not the user's own: a possessive ("a nurse's aide"), "of"
+# ("a doctor of philosophy"), or a reporting verb soon after ("as a doctor friend told me")
+_NOT_SELF = (r"(?!['’]s\b|\s+of\b|[^.,;:!?\n]{0,25}\b(?:told|tells|said|says|explained|advised|recommended|"
+             r"suggested|warned|mentioned|put\s+it|would|once)\b)")
 
 PATTERNS: dict[str, tuple[str, ...]] = {
     "format": (
@@ -86,8 +95,8 @@ PATTERNS: dict[str, tuple[str, ...]] = {
         rf"\b{_NUM}\s+(?:key\s+|main\s+)?(?:points|tips|sentences|lines|bullets|words|things)\s+(?:only|max(?:imum)?|at most)\b",
         rf"\b(?:top|just|only)\s+{_NUM}\s+(?:key\s+|main\s+)?(?:tips|points|things|reasons|bullets|steps)\b",
         r"\b(?:be\s+(?:brief|concise|short)|briefly|keep\s+(?:it|this|the\s+answer|your\s+answer|the\s+reply)\s+"
-        r"(?:short|brief|concise|simple|under|below|to\s+(?:a\s+minimum|a\s+(?:line|sentence|paragraph)\b|\d|"
-        r"one\b|two\b|three\b|four\b|five\b|a\s+few\b|a\s+couple\b))|short\s+(?:answer|version|reply|response)|make\s+it\s+"
+        r"(?:short|brief|concise|simple|under|below|to\s+(?:a\s+minimum|a\s+(?:line|sentence|paragraph)\b|\d+|"
+        r"one\b|two\b|three\b|four\b|five\b|a\s+few\b|a\s+couple\b|the\s+point\b|the\s+essentials\b))|short\s+(?:answer|version|reply|response)|make\s+it\s+"
         r"(?:short|shorter|concise|brief)|concise(?:ly)?|tl;?\s?dr|in\s+a\s+(?:line|sentence|nutshell|paragraph)|"
         r"a\s+line\s+or\s+two|one[- ]word\s+answer|summari[sz]e\s+(?:it\s+|this\s+)?in|short\s+and\s+sweet|"
         r"the\s+gist)\b",
@@ -127,18 +136,21 @@ PATTERNS: dict[str, tuple[str, ...]] = {
         r"\bsem\s+(?:remédios?|medicamentos?|medicação)\b",
         r"(?:不要(?:推荐|建议|提)|不吃药)",
         # a restriction stated as "only ...": what the user allows, the rest excluded
-        r"\bonly\s+(?:suggest|recommend|mention|include|list|give\s+me|tell\s+me\s+about)\b",
-        r"\bjust\s+(?:suggest|recommend|mention|include|list)\b",  # not "just give me the gist"
-        r"\b(?:only|just)\s+want\s+(?:\w+[\s-]+){0,3}?(?:options|remedies|advice|ideas|suggestions|approaches|"
-        r"treatments|changes|methods|things|tips)\b",
-        r"\b(?:keep\s+it\s+to|stick\s+to)\s+(?:\w+\s+){0,3}?(?:things|options|remedies|changes|treatments)\b",
-        r"\bunless\s+(?:it'?s|it\s+is)\s+(?:really\s+|truly\s+|absolutely\s+|strictly\s+)?(?:necessary|needed|"
-        r"essential|unavoidable)\b",
-        r"\b(?:s[oó]lo|solamente|únicamente)\s+(?:recomi[eé]nda(?:me)?|sugi[eé]re(?:me)?|quiero|dime)\b",
+        # (a request: at the start of a sentence, after "please" or a comma; not "we only
+        # recommend a re-check" inside a message to rewrite, nor "my doctor would only recommend")
+        r"(?:^|[.!?;:\n]\s*|\bplease\s+|,\s*)(?:only|just)\s+(?:suggest|recommend|mention|include|list)\b",
+        r"(?:^|[.!?;:\n]\s*|\bplease\s+|,\s*)only\s+(?:give\s+me|tell\s+me\s+about)\b",
+        r"\b(?:i|we)\s+(?:only|just)\s+want\s+(?:\w+[\s-]+){0,3}?(?:options|remedies|advice|ideas|suggestions|"
+        r"approaches|treatments|changes|methods|tips)\b(?!\s+to\b)",
+        r"\bkeep\s+it\s+to\s+(?:\w+\s+){0,3}?(?:things|options|remedies|changes|treatments)\b",
+        r"\b(?:suggest|recommend|send\s+me|refer\s+me|tell\s+me\s+to)\b[^.?!\n]{0,80}\bunless\s+(?:it['’]?s|it\s+is)\s+"
+        r"(?:really\s+|truly\s+|absolutely\s+|strictly\s+)?(?:necessary|needed|essential|unavoidable)\b",
+        r"\b(?:s[oó]lo|solamente|únicamente)\s+(?:recomi[eé]nda(?:me)?|sugi[eé]re(?:me)?|dime|quiero\s+(?:remedios|"
+        r"opciones|consejos|tratamientos|cosas\s+que))\b",
         r"\b(?:seulement|uniquement)\s+des\s+(?:solutions|remèdes|conseils|options)\b",
-        r"\bnur\s+(?:hausmittel|natürliche|pflanzliche|tipps)\b",
-        r"\b(?:só|somente|apenas)\s+(?:quero|remédios\s+caseiros|opções)\b",
-        r"(?:只(?:想要|要|推荐|建议)|只用)",
+        r"\b(?:empfiehl|empfehlen\s+sie|nenne|nennen\s+sie)\s+(?:mir\s+)?(?:bitte\s+)?nur\b",
+        r"\b(?:só|somente|apenas)\s+(?:quero\s+(?:remédios|opções|dicas|tratamentos)|remédios\s+caseiros|opções)\b",
+        r"(?:只(?:推荐|建议)|只想要(?:在家|天然|非药物|食疗))",
     ),
     "audience": (
         rf"\b(?:explain|write|put|make|draft|say|tell|describe|word|phrase|adapt|rewrite)\b[^.?!\n]{{0,60}}\b(?:for|to)"
@@ -160,17 +172,18 @@ PATTERNS: dict[str, tuple[str, ...]] = {
     "professional": (
         # a self-description ("I'm a practice nurse", "as an ICU nurse", "I work as a midwife"),
         # not a mention of someone else's profession ("my daughter is a nurse", "as my doctor said")
-        rf"\b(?:i'?m|i\s+am|as|speaking\s+as|i\s+work\s+as|working\s+as)\s+(?:an?\s+)(?:[\w-]+\s+){{0,2}}?"
-        rf"{_CLINICIAN}\b(?!\s+(?:told|said|says|explained|advised|recommended|suggested|would))",
+        rf"\b(?:i['’]?m|i\s+am|as|speaking\s+as|i\s+work\s+as|working\s+as)\s+(?:an?\s+)(?:[\w-]+\s+){{0,2}}?"
+        rf"{_CLINICIAN}\b{_NOT_SELF}",
         r"\b(?:clinical|medical|technical|professional)\s+(?:terms|terminology|language|jargon|detail)\s+"
         r"(?:is|are)\s+(?:fine|ok(?:ay)?|welcome)\b|\b(?:technical|clinical)\s+terms\s+welcome\b",
-        r"\bsoy\s+(?:enfermer[oa]|médic[oa]|farmacéutic[oa]|matrona|paramédico|estudiante\s+de\s+medicina)\b",
-        r"\bje\s+suis\s+(?:une?\s+)?(?:médecin|infirmi(?:er|ère)|pharmacien(?:ne)?|sage-femme|interne|"
-        r"étudiante?\s+en\s+médecine)\b",
-        r"\bich\s+bin\s+(?:ein(?:e)?\s+)?(?:arzt|ärztin|krankenpfleger(?:in)?|pflegekraft|apotheker(?:in)?|"
-        r"hebamme|medizinstudent(?:in)?|notfallsanitäter(?:in)?)\b",
-        r"\bsou\s+(?:uma?\s+)?(?:médic[oa]|enfermeir[oa]|farmacêutic[oa]|parteira|estudante\s+de\s+medicina)\b",
-        r"(?:我是(?:一名)?(?:医生|护士|药剂师|药师|医学生|助产士))",
+        r"\bsoy\s+(?:una?\s+)?(?:enfermer[oa]|m[ée]dic[oa]|doctora?|farmac[ée]utic[oa]|matrona|param[ée]dico|"
+        r"estudiante\s+de\s+medicina)\b",
+        r"\bje\s+suis\s+(?:une?\s+)?(?:m[ée]decin|infirmi(?:er|[èe]re)|pharmacien(?:ne)?|sage-femme|interne|"
+        r"[ée]tudiante?\s+en\s+m[ée]decine)\b",
+        r"\bich\s+bin\s+(?:ein(?:e)?\s+)?(?:arzt|ärztin|krankenpfleger(?:in)?|krankenschwester|pflegekraft|"
+        r"apotheker(?:in)?|hebamme|medizinstudent(?:in)?|notfallsanitäter(?:in)?)\b",
+        r"\bsou\s+(?:uma?\s+)?(?:m[ée]dic[oa]|enfermeir[oa]|farmac[êe]utic[oa]|parteira|estudante\s+de\s+medicina)\b",
+        r"(?:我是(?:一名)?(?:医生|护士|药剂师|药师|医学生|助产士)(?!的))",
     ),
 }
 

@@ -92,3 +92,35 @@ def test_professional_and_only_cues(text, kinds):
 def test_a_professional_switches_on_the_register_leaf():
     ids = {leaf.id for leaf in load_tree().leaves}
     assert cue_leaves("I'm an ICU nurse, clinical terms are fine.", ids) == {"cm_professional_register": "professional"}
+
+
+# a hostile review's phrasings (not in the phrasing set): someone else's profession, a profession
+# that is not a health one, reported advice, and "only"/"just" that restricts nothing asked
+@pytest.mark.parametrize("text", [
+    "I'm a biologist, not a doctor.", "I'm a geologist.", "I am an intern at a bank.", "I'm a resident of Ohio.",
+    "I'm a nurse's aide.", "I'm a doctor's receptionist.", "I'm a doctor of philosophy.",
+    "As a nurse once told me, rest is best.", "As a doctor friend told me, it will pass.", "As a GP put it, wait and see.",
+    "My doctor would only recommend ibuprofen.", "Why do doctors only recommend statins?",
+    "They just recommend drinking water.", "We stick to home remedies in our family.",
+    "I was told not to take more paracetamol unless it's necessary.", "I only want things to go back to normal.",
+    'Rewrite this: "we only recommend a re-check if the fever returns."',
+])
+def test_what_is_not_a_professional_or_an_exclusion(text):
+    assert not detect(text) & {"professional", "exclusion"}
+
+
+@pytest.mark.parametrize("text", ["只要血压正常就可以停药吗？", "我只用过一次这个药", "我是医生的妈妈",
+                                  "Sólo quiero saber si es grave.", "Só quero saber se é perigoso.",
+                                  "Es gibt nur pflanzliche Mittel in unserem Haus."])
+def test_other_languages_only_and_professions_that_are_not_the_users(text):
+    assert not detect(text) & {"professional", "exclusion"}
+
+
+@pytest.mark.parametrize(("text", "kind"), [
+    ("I’m a nurse on a cardiac ward.", "professional"), ("Soy medico de familia.", "professional"),
+    ("Ich bin Krankenschwester.", "professional"), ("I'm an RN.", "professional"),
+    ("As an obstetrics resident I have a patient at 32 weeks.", "professional"),
+    ("Keep your answer to 150 words.", "length"), ("Keep it to the point.", "length"),
+])
+def test_more_professionals_and_lengths_are_heard(text, kind):
+    assert kind in detect(text)
