@@ -108,6 +108,11 @@ URGENCY_TEMPERATURE = 0.05
 # labelled set (0.35 against 0.71), and a missed emergency costs more than a few extra safety
 # checks: measured by ``rubricstree route eval`` (docs/routing.md).
 URGENCY_CUTOFF = 0.5
+# Relevance a user turn's best match to an emergency description needs to count as evidence of
+# urgency: the bar a leaf meets to be routed with the defaults (leaf_ratio 0.8 x threshold 0.65;
+# cosine 0.31 on MiniLM's scale), fixed here so that retuning the routing does not move urgency.
+# A short follow-up ("Thanks.", "What now?") matches the emergencies at cosine 0.05-0.25.
+URGENCY_EVIDENCE = 0.52
 # Branches whose texts sit near almost any health question ("explains the reasoning", "asks
 # when needed", "states limited evidence"): they need a stronger match than clinical branches.
 # A critical leaf (severity ``critical``: a missed emergency, a dangerous combination) whose own
@@ -225,6 +230,8 @@ class EmbeddingRouter(Router):
         emergency_threshold: the same on the safety branches when the prompt looks urgent.
         leaf_ratio: a reached leaf is active when its own relevance >= ``leaf_ratio * threshold``.
         urgency_cutoff: urgency from which ``emergency_threshold`` is used.
+        urgency_evidence: relevance a user turn's match to an emergency description needs for the
+            turn to count in the urgency contrast (:data:`URGENCY_EVIDENCE`).
         lo, hi: the cosine mapped to relevance 0 and 1.
         always_on: extra leaf ids active for every prompt, besides the tree's ``always_on`` leaves;
             None means :data:`~reward.router.base.DEFAULT_ALWAYS_ON`, ``[]`` none.
@@ -244,7 +251,8 @@ class EmbeddingRouter(Router):
 
     def __init__(self, tree: RubricTree, model: Any = None, threshold: float = 0.65,
                  emergency_threshold: float = 0.6, leaf_ratio: float = 0.8,
-                 urgency_cutoff: float = URGENCY_CUTOFF, lo: float = 0.10, hi: float = 0.50,
+                 urgency_cutoff: float = URGENCY_CUTOFF, urgency_evidence: float = URGENCY_EVIDENCE,
+                 lo: float = 0.10, hi: float = 0.50,
                  always_on: Iterable[str] | None = None, model_name: str | None = None,
                  safety_roots: Iterable[str] = ("safety",), universal: bool = False,
                  branch_thresholds: Mapping[str, float] | None = None, multilingual: Any = "auto",
@@ -254,13 +262,15 @@ class EmbeddingRouter(Router):
         self.safety_roots = tuple(safety_roots)
         self.safety_nodes = subtree(tree, self.safety_roots)
         for name, v in (("threshold", threshold), ("emergency_threshold", emergency_threshold),
-                        ("leaf_ratio", leaf_ratio), ("urgency_cutoff", urgency_cutoff)):
+                        ("leaf_ratio", leaf_ratio), ("urgency_cutoff", urgency_cutoff),
+                        ("urgency_evidence", urgency_evidence)):
             if not 0.0 <= v <= 1.0:
                 raise ValueError(f"{name} must be in [0, 1], got {v!r}")
         if not -1.0 <= lo < hi <= 1.0:
             raise ValueError(f"need -1 <= lo < hi <= 1, got lo={lo}, hi={hi}")
         self.threshold, self.emergency_threshold = float(threshold), float(emergency_threshold)
         self.leaf_ratio, self.urgency_cutoff = float(leaf_ratio), float(urgency_cutoff)
+        self.urgency_evidence = float(urgency_evidence)
         self.lo, self.hi = float(lo), float(hi)
         for name, v in (("critical_threshold", critical_threshold),
                         ("critical_threshold_multilingual", critical_threshold_multilingual)):
@@ -324,7 +334,7 @@ class EmbeddingRouter(Router):
                                            URGENCY_TEMPERATURE]).encode()).hexdigest()[:16]
         return {"model": self.model_key, "threshold": self.threshold,
                 "emergency_threshold": self.emergency_threshold, "leaf_ratio": self.leaf_ratio,
-                "urgency_cutoff": self.urgency_cutoff, "lo": self.lo, "hi": self.hi,
+                "urgency_cutoff": self.urgency_cutoff, "urgency_evidence": self.urgency_evidence, "lo": self.lo, "hi": self.hi,
                 "always_on": self.extra_always_on, "universal": self.universal, "urgency_descriptions": descr,
                 "safety_roots": list(self.safety_roots), "branch_thresholds": self.branch_thresholds,
                 "multilingual": self.multilingual_key, "multilingual_ref": MULTILINGUAL_REF,
@@ -431,9 +441,9 @@ class EmbeddingRouter(Router):
 
     def _urgency_contrast(self, q, segs: Sequence[str], user_turns: set[str], em, rt, to_scale) -> float:
         """The urgency contrast: over the user's whole turns that match an emergency description
-        as well as a leaf must match its prompt to be routed (relevance ``leaf_ratio *
-        threshold``, cosine 0.31 with the defaults), the largest of (best similarity to an
-        emergency description - best similarity to a routine request).
+        as well as a leaf must match its prompt to be routed with the defaults (relevance
+        ``urgency_evidence``, cosine 0.31), the largest of (best similarity to an emergency
+        description - best similarity to a routine request).
 
         - A turn with little content ("Thanks.", "What now?", "Great, can you draft it?", "Vale.")
           sits near nothing (cosine 0.05-0.25 to the emergency descriptions), yet slightly nearer
@@ -455,7 +465,7 @@ class EmbeddingRouter(Router):
             return -1.0
         qw = q[rows]
         best_em, best_rt = (qw @ em.T).max(axis=1), (qw @ rt.T).max(axis=1)
-        floor = self.lo + self.leaf_ratio * self.threshold * (self.hi - self.lo)
+        floor = self.lo + self.urgency_evidence * (self.hi - self.lo)
         evidence = np.asarray([to_scale(x) for x in best_em]) >= floor
         return float((best_em - best_rt)[evidence].max()) if evidence.any() else -1.0
 

@@ -156,3 +156,13 @@ def test_an_emergency_in_any_turn_still_decides(router):
                                                                              "heart attack.")]])
 def test_no_user_words_is_routine(router, conversation):
     assert router.route_sync(conversation, None).urgency < 0.5
+
+
+def test_urgency_does_not_move_with_the_routing_thresholds(router):
+    # the evidence bar is its own setting: retuning leaf_ratio or threshold leaves urgency alone
+    other = EmbeddingRouter(router.tree, leaf_ratio=0.5, threshold=0.5)
+    conv = [*FITNESS, Message(role="user", content="What now?")]
+    assert other.route_sync(conv, None).urgency == pytest.approx(router.route_sync(conv, None).urgency)
+    assert router.config()["urgency_evidence"] == 0.52
+    with pytest.raises(ValueError, match="urgency_evidence"):
+        EmbeddingRouter(router.tree, urgency_evidence=1.5)
