@@ -25,7 +25,7 @@ match in a branch with no strong match stays off. An active leaf's relevance is 
 Urgency is a zero-shot contrast with descriptions of our own: the best similarity to a few
 emergency situations minus the best similarity to a few routine requests, through a logistic
 (``sigmoid(diff / 0.05)``), read from the user's whole turns that match an emergency as well as a
-routed leaf matches its prompt (not the records; :meth:`EmbeddingRouter._urgency_contrast`); from
+routed leaf matches its prompt (not the records; :func:`reward.router.urgency.urgency_of`); from
 ``urgency_cutoff`` on, ``emergency_threshold`` replaces
 ``threshold`` on the safety branches (``safety_roots`` and their subtrees) only, as in the LLM
 router: urgency raises the cost of a missed safety check, not of a missed sleep tip. Nodes marked
@@ -74,45 +74,20 @@ from reward.router.base import (
     tree_fingerprint,
 )
 from reward.router.language import is_english, user_text
+from reward.router.urgency import (
+    EMERGENCY_DESCRIPTIONS,
+    ROUTINE_DESCRIPTIONS,
+    URGENCY_CUTOFF,
+    URGENCY_EVIDENCE,
+    URGENCY_TEMPERATURE,
+    urgency_of,
+)
 from reward.router.walk import subtree
 from reward.tree.graph import RubricTree
 from reward.tree.schema import Node
 
 DEFAULT_MODEL_NAME = "all-MiniLM-L6-v2"
 
-EMERGENCY_DESCRIPTIONS = (
-    "Severe chest pain or pressure, possibly a heart attack, needing an ambulance now.",
-    "Sudden face drooping, arm weakness or slurred speech: possible stroke.",
-    "Trouble breathing, throat or tongue swelling after an allergen: anaphylaxis.",
-    "Thoughts of suicide, self-harm or wanting to die.",
-    "Heavy bleeding that will not stop, or a serious injury.",
-    "A very sick baby: fever in a young infant, floppy, not feeding or hard to wake.",
-    "Unconscious, having a seizure, fainting or confused and very unwell.",
-    "Overdose or poisoning, took too many pills.",
-    "Swallowed too much paracetamol or a household chemical, feels fine so far.",
-    "Infection with fever, confusion, fast breathing and mottled skin: possible sepsis.",
-    "Pregnant and bleeding with severe tummy pain, or the baby is moving less.",
-    "Vomiting blood or passing black stools.",
-)
-ROUTINE_DESCRIPTIONS = (
-    "A mild cold, sore throat, cough or runny nose.",
-    "A general question about healthy eating, exercise, weight or sleep.",
-    "A question about lab test results, blood sugar, cholesterol or health data from a watch.",
-    "A question about a medicine's usual dose, timing or side effects.",
-    "Minor aches, pains, rashes or skin problems that have lasted a while.",
-    "Wanting to understand a diagnosis, condition or how the body works.",
-)
-URGENCY_TEMPERATURE = 0.05
-# Urgency from which the safety branches get the emergency threshold (the contrast's midpoint).
-# A higher cut-off (0.8) flags fewer HealthBench-Hard rows but halves urgency recall on the
-# labelled set (0.35 against 0.71), and a missed emergency costs more than a few extra safety
-# checks: measured by ``rubricstree route eval`` (docs/routing.md).
-URGENCY_CUTOFF = 0.5
-# Relevance a user turn's best match to an emergency description needs to count as evidence of
-# urgency: the bar a leaf meets to be routed with the defaults (leaf_ratio 0.8 x threshold 0.65;
-# cosine 0.31 on MiniLM's scale), fixed here so that retuning the routing does not move urgency.
-# A short follow-up ("Thanks.", "What now?") matches the emergencies at cosine 0.05-0.25.
-URGENCY_EVIDENCE = 0.52
 # Branches whose texts sit near almost any health question ("explains the reasoning", "asks
 # when needed", "states limited evidence"): they need a stronger match than clinical branches.
 # A critical leaf (severity ``critical``: a missed emergency, a dangerous combination) whose own
@@ -205,7 +180,7 @@ def query_segments(conversation: Conversation, context: str | None, sentences: b
     ``sentences``, each sentence of a user turn with more than one (an instruction such as
     "Keep it under 100 words." matches its leaf far better alone than inside a turn about
     cholesterol). Urgency reads whole user turns only, not these pieces
-    (:meth:`EmbeddingRouter._urgency_contrast`): a fragment such as "What can I take?" alone sits as
+    (:func:`reward.router.urgency.urgency_of`): a fragment such as "What can I take?" alone sits as
     close to an overdose as to a cold."""
     segs: list[str] = []
     for turn in _turns(conversation):
@@ -436,38 +411,10 @@ class EmbeddingRouter(Router):
         per_text = (q @ text_emb.T).max(axis=0)  # best segment for each node text or example
         cos = np.full(len(self._ids), -1.0)
         np.maximum.at(cos, owner, per_text)  # a node scores its best text
-        urgency = float(1.0 / (1.0 + np.exp(-self._urgency_contrast(q, segs, user_turns, em, rt, to_scale) / temperature)))
-        return {nid: float(to_scale(cos[i])) for nid, i in self._index.items()}, urgency
-
-    def _urgency_contrast(self, q, segs: Sequence[str], user_turns: set[str], em, rt, to_scale) -> float:
-        """The urgency contrast: over the user's whole turns that match an emergency description
-        as well as a leaf must match its prompt to be routed with the defaults (relevance
-        ``urgency_evidence``, cosine 0.31), the largest of (best similarity to an emergency
-        description - best similarity to a routine request).
-
-        - A turn with little content ("Thanks.", "What now?", "Great, can you draft it?", "Vale.")
-          sits near nothing (cosine 0.05-0.25 to the emergency descriptions), yet slightly nearer
-          their pressing tone than the routine requests (+0.04 to +0.12): as the largest contrast
-          of several turns it made follow-ups urgent (0.81 for "What now?" after a request for a
-          running plan). An emergency said in any turn still decides ("Okay, what now?" after chest
-          pain; a swallowed-pills turn after a meal-planning one), which reading the turns joined
-          would dilute.
-        - The context (the user's records) is not read: a normal 30-day blood-pressure log read as
-          urgency 0.84 and closed the routine guards of a lifestyle question. The price: an
-          emergency stated only in the records ("glucose 2.1 mmol/L now" with "What do you make
-          of this?") is not flagged here; its critical leaves still route on their own match
-          through the safety net, which reads the context.
-        - No such turn (blank turns included): routine, -1."""
-        import numpy as np
-
         rows = [i for i, seg in enumerate(segs) if seg in user_turns and seg.strip()]
-        if not rows:
-            return -1.0
-        qw = q[rows]
-        best_em, best_rt = (qw @ em.T).max(axis=1), (qw @ rt.T).max(axis=1)
-        floor = self.lo + self.urgency_evidence * (self.hi - self.lo)
-        evidence = np.asarray([to_scale(x) for x in best_em]) >= floor
-        return float((best_em - best_rt)[evidence].max()) if evidence.any() else -1.0
+        urgency = urgency_of(q[rows], em, rt, to_scale, self.lo + self.urgency_evidence * (self.hi - self.lo),
+                             temperature)
+        return {nid: float(to_scale(cos[i])) for nid, i in self._index.items()}, urgency
 
     def relevance(self, cos: float) -> float:
         return min(1.0, max(0.0, (cos - self.lo) / (self.hi - self.lo)))
