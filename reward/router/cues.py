@@ -70,8 +70,9 @@ _CLINICIAN = (r"(?:nurse|doctor|physician|gp|general\s+practitioner|pharmacist|p
               r"health\s*care\s+(?:worker|professional|assistant)|hcp)")
 # what follows a profession that is not the user's own: a possessive ("a nurse's aide"), "of"
 # ("a doctor of philosophy"), or a reporting verb soon after ("as a doctor friend told me")
-_NOT_SELF = (r"(?!['’]s\b|\s+of\b|[^.,;:!?\n]{0,25}\b(?:told|tells|said|says|explained|advised|recommended|"
-             r"suggested|warned|mentioned|put\s+it|would|once)\b)")
+_NOT_SELF = (r"(?!['’]s\b|\s+(?:of|patients?|receptionist|practice|surgery|appointment|alert|visit)\b|"
+             r"[^.,;:!?\n]{0,25}\b(?:told|tells|said|says|explained|advised|recommended|suggested|warned|"
+             r"mentioned|put\s+it|would|once)\b)")
 
 PATTERNS: dict[str, tuple[str, ...]] = {
     "format": (
@@ -138,7 +139,11 @@ PATTERNS: dict[str, tuple[str, ...]] = {
         # a restriction stated as "only ...": what the user allows, the rest excluded
         # (a request: at the start of a sentence, after "please" or a comma; not "we only
         # recommend a re-check" inside a message to rewrite, nor "my doctor would only recommend")
-        r"(?:^|[.!?;:\n]\s*|\bplease\s+|,\s*)(?:only|just)\s+(?:suggest|recommend|mention|include|list)\b",
+        r"(?:^|[.!?;:\n]\s*|\bplease\s+|,\s*)only\s+(?:suggest|recommend|mention|include|list)\b",
+        # "just" restricts only with a kind named ("just recommend natural options"), not "just
+        # list the side effects"
+        r"(?:^|[.!?;:\n]\s*|\bplease\s+)just\s+(?:suggest|recommend|mention|include|list)\s+(?:\w+\s+){0,2}?"
+        r"(?:natural|home|herbal|non-\w+|lifestyle|diet(?:ary)?|plant-based|over-the-counter|otc|drug-free)\b",
         r"(?:^|[.!?;:\n]\s*|\bplease\s+|,\s*)only\s+(?:give\s+me|tell\s+me\s+about)\b",
         r"\b(?:i|we)\s+(?:only|just)\s+want\s+(?:\w+[\s-]+){0,3}?(?:options|remedies|advice|ideas|suggestions|"
         r"approaches|treatments|changes|methods|tips)\b(?!\s+to\b)",
@@ -176,14 +181,14 @@ PATTERNS: dict[str, tuple[str, ...]] = {
         rf"{_CLINICIAN}\b{_NOT_SELF}",
         r"\b(?:clinical|medical|technical|professional)\s+(?:terms|terminology|language|jargon|detail)\s+"
         r"(?:is|are)\s+(?:fine|ok(?:ay)?|welcome)\b|\b(?:technical|clinical)\s+terms\s+welcome\b",
-        r"\bsoy\s+(?:una?\s+)?(?:enfermer[oa]|m[ée]dic[oa]|doctora?|farmac[ée]utic[oa]|matrona|param[ée]dico|"
+        r"(?<!no )\bsoy\s+(?:una?\s+)?(?:enfermer[oa]|m[ée]dic[oa]|doctora?|farmac[ée]utic[oa]|matrona|param[ée]dico|"
         r"estudiante\s+de\s+medicina)\b",
         r"\bje\s+suis\s+(?:une?\s+)?(?:m[ée]decin|infirmi(?:er|[èe]re)|pharmacien(?:ne)?|sage-femme|interne|"
         r"[ée]tudiante?\s+en\s+m[ée]decine)\b",
         r"\bich\s+bin\s+(?:ein(?:e)?\s+)?(?:arzt|ärztin|krankenpfleger(?:in)?|krankenschwester|pflegekraft|"
         r"apotheker(?:in)?|hebamme|medizinstudent(?:in)?|notfallsanitäter(?:in)?)\b",
         r"\bsou\s+(?:uma?\s+)?(?:m[ée]dic[oa]|enfermeir[oa]|farmac[êe]utic[oa]|parteira|estudante\s+de\s+medicina)\b",
-        r"(?:我是(?:一名)?(?:医生|护士|药剂师|药师|医学生|助产士)(?!的))",
+        r"(?:(?<!不)我是(?:一名)?(?:医生|护士|药剂师|药师|医学生|助产士)(?!的|吗))",
     ),
 }
 

@@ -24,8 +24,9 @@ match in a branch with no strong match stays off. An active leaf's relevance is 
 
 Urgency is a zero-shot contrast with descriptions of our own: the best similarity to a few
 emergency situations minus the best similarity to a few routine requests, through a logistic
-(``sigmoid(diff / 0.05)``), read from the user's whole turns that match an emergency as well as a
-routed leaf matches its prompt (not the records; :func:`reward.router.urgency.urgency_of`); from
+(``sigmoid(diff / 0.05)``), read from the user's opening turn and the later turns that match an
+emergency as well as a routed leaf matches its prompt (not the records, not a bare "What now?";
+:func:`reward.router.urgency.urgency_of`); from
 ``urgency_cutoff`` on, ``emergency_threshold`` replaces
 ``threshold`` on the safety branches (``safety_roots`` and their subtrees) only, as in the LLM
 router: urgency raises the cost of a missed safety check, not of a missed sleep tip. Nodes marked
@@ -205,8 +206,9 @@ class EmbeddingRouter(Router):
         emergency_threshold: the same on the safety branches when the prompt looks urgent.
         leaf_ratio: a reached leaf is active when its own relevance >= ``leaf_ratio * threshold``.
         urgency_cutoff: urgency from which ``emergency_threshold`` is used.
-        urgency_evidence: relevance a user turn's match to an emergency description needs for the
-            turn to count in the urgency contrast (:data:`URGENCY_EVIDENCE`).
+        urgency_evidence: relevance a later user turn's match to an emergency description needs
+            for the turn to count in the urgency contrast; the opening turn always counts
+            (:data:`URGENCY_EVIDENCE`).
         lo, hi: the cosine mapped to relevance 0 and 1.
         always_on: extra leaf ids active for every prompt, besides the tree's ``always_on`` leaves;
             None means :data:`~reward.router.base.DEFAULT_ALWAYS_ON`, ``[]`` none.

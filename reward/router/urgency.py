@@ -40,8 +40,8 @@ URGENCY_TEMPERATURE = 0.05
 # labelled set (0.35 against 0.71), and a missed emergency costs more than a few extra safety
 # checks: measured by ``rubricstree route eval`` (docs/routing.md).
 URGENCY_CUTOFF = 0.5
-# Relevance a user turn's best match to an emergency description needs to count as evidence of
-# urgency: the bar a leaf meets to be routed with the defaults (leaf_ratio 0.8 x threshold 0.65;
+# Relevance a later user turn's best match to an emergency description needs to count as evidence
+# of urgency (the opening turn always counts): the bar a leaf meets to be routed with the defaults (leaf_ratio 0.8 x threshold 0.65;
 # cosine 0.31 on MiniLM's scale), fixed here so that retuning the routing does not move urgency.
 # A short follow-up ("Thanks.", "What now?") matches the emergencies at cosine 0.05-0.25.
 URGENCY_EVIDENCE = 0.52
@@ -49,34 +49,37 @@ URGENCY_EVIDENCE = 0.52
 
 def urgency_of(turns: Any, em: Any, rt: Any, to_scale: Callable[[float], float], evidence_cos: float,
                temperature: float = URGENCY_TEMPERATURE) -> float:
-    """The urgency in [0, 1] of a prompt whose whole user turns are embedded as the rows of
-    ``turns`` (``em``/``rt``: the emergency and routine descriptions, embedded by the same
+    """The urgency in [0, 1] of a prompt whose whole user turns are embedded, in order, as the
+    rows of ``turns`` (``em``/``rt``: the emergency and routine descriptions, embedded by the same
     encoder; ``to_scale`` maps that encoder's cosines onto MiniLM's scale, ``evidence_cos`` is on
-    that scale).
+    that scale): the largest contrast (best similarity to an emergency description - best
+    similarity to a routine request) over the opening turn and the later turns that match an
+    emergency description at least at ``evidence_cos`` (the router's ``urgency_evidence``
+    relevance, cosine 0.31 with the defaults, the bar a leaf meets to be routed).
 
-    Over the turns that match an emergency description at least at ``evidence_cos`` (the
-    router's ``urgency_evidence`` relevance, cosine 0.31 with the defaults, the bar a leaf meets
-    to be routed), the largest of (best similarity to an emergency description - best similarity
-    to a routine request):
-
-    - A turn with little content ("Thanks.", "What now?", "Great, can you draft it?", "Vale.")
-      sits near nothing (cosine 0.05-0.25 to the emergency descriptions), yet slightly nearer
-      their pressing tone than the routine requests (+0.04 to +0.12): as the largest contrast of
-      several turns it made follow-ups urgent (0.81 for "What now?" after a request for a running
-      plan). An emergency said in any turn still decides ("Okay, what now?" after chest pain; a
-      swallowed-pills turn after a meal-planning one), which reading the turns joined would dilute.
-    - The router passes no context (the user's records): a normal 30-day blood-pressure log read as
-      urgency 0.84 and closed the routine guards of a lifestyle question. The price: an emergency
-      stated only in the records ("glucose 2.1 mmol/L now" with "What do you make of this?") is
-      not flagged here; its critical leaves still route on their own match through the safety
-      net, which reads the context.
-    - No such turn (blank turns included): routine (contrast -1, urgency about 0)."""
+    - The opening turn states the situation and always counts, short or not, in any language
+      ("my lips are blue", "Il ne se réveille pas"). A bar on it was tried: it removed 10 false
+      alarms on the Hard rows (vaccine schedules, a sweetener) but read short and non-English
+      emergencies as routine (their match sits at cosine 0.16-0.29, in the band of "Thanks.").
+    - A later turn with little content ("Thanks.", "What now?", "Great, can you draft it?",
+      "Vale.") sits near nothing (cosine 0.05-0.25 to the emergency descriptions), yet slightly
+      nearer their pressing tone than the routine requests (+0.04 to +0.12): as the largest
+      contrast it made follow-ups urgent (0.81 for "What now?" after a request for a running
+      plan). A later turn that does describe an emergency passes the bar (a swallowed-pills turn
+      after a meal-planning one: 0.996); a short one may not ("my lips are blue" as a follow-up).
+    - The router passes no context (the user's records): a normal 30-day blood-pressure log read
+      as urgency 0.84 and closed the routine guards of a lifestyle question. The price: an
+      emergency stated only in the records ("glucose 2.1 mmol/L now" with "What do you make of
+      this?") is not flagged here; its critical leaves still route on their own match through the
+      safety net, which reads the context.
+    - No user turn with words: routine (contrast -1, urgency about 0)."""
     import numpy as np
 
     diff = -1.0
     if len(turns):
         best_em, best_rt = (turns @ em.T).max(axis=1), (turns @ rt.T).max(axis=1)
         evidence = np.asarray([to_scale(x) for x in best_em]) >= evidence_cos
+        evidence[0] = True  # the opening turn states the situation: it always counts
         if evidence.any():
             diff = float((best_em - best_rt)[evidence].max())
     return float(1.0 / (1.0 + np.exp(-diff / temperature)))

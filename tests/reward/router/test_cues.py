@@ -104,12 +104,15 @@ def test_a_professional_switches_on_the_register_leaf():
     "They just recommend drinking water.", "We stick to home remedies in our family.",
     "I was told not to take more paracetamol unless it's necessary.", "I only want things to go back to normal.",
     'Rewrite this: "we only recommend a re-check if the fever returns."',
+    "I'm a GP patient with asthma.", "I'm a GP practice receptionist.", "I'm a medic alert bracelet wearer.",
+    "Ok, just recommend something that works.", "Please just list the side effects.",
 ])
 def test_what_is_not_a_professional_or_an_exclusion(text):
     assert not detect(text) & {"professional", "exclusion"}
 
 
-@pytest.mark.parametrize("text", ["只要血压正常就可以停药吗？", "我只用过一次这个药", "我是医生的妈妈",
+@pytest.mark.parametrize("text", ["只要血压正常就可以停药吗？", "我只用过一次这个药", "我是医生的妈妈", "我是医生吗？",
+                                  "我不是医生。", "No soy médico, pero tengo una duda.",
                                   "Sólo quiero saber si es grave.", "Só quero saber se é perigoso.",
                                   "Es gibt nur pflanzliche Mittel in unserem Haus."])
 def test_other_languages_only_and_professions_that_are_not_the_users(text):

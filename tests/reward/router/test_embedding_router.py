@@ -137,8 +137,8 @@ def test_a_turn_with_little_content_does_not_make_a_conversation_urgent(router, 
 
 
 def test_an_emergency_in_any_turn_still_decides(router):
-    # said first, then a short turn that is routine on its own
-    assert _route(router, "Sure, do it.").urgency < 0.5
+    # said first, then a short turn that does not make a routine chat urgent
+    assert router.route_sync([*FITNESS, Message(role="user", content="Sure, do it.")], None).urgency < 0.5
     conv = [Message(role="user", content=CHEST),
             Message(role="assistant", content="This could be a heart attack."),
             Message(role="user", content="Sure, do it.")]
@@ -160,9 +160,15 @@ def test_no_user_words_is_routine(router, conversation):
 
 def test_urgency_does_not_move_with_the_routing_thresholds(router):
     # the evidence bar is its own setting: retuning leaf_ratio or threshold leaves urgency alone
-    other = EmbeddingRouter(router.tree, leaf_ratio=0.5, threshold=0.5)
+    # (a bar coupled to them would sit at cosine 0.16 here, under "What now?"'s 0.19)
+    other = EmbeddingRouter(router.tree, leaf_ratio=0.3, threshold=0.5)
     conv = [*FITNESS, Message(role="user", content="What now?")]
     assert other.route_sync(conv, None).urgency == pytest.approx(router.route_sync(conv, None).urgency)
     assert router.config()["urgency_evidence"] == 0.52
     with pytest.raises(ValueError, match="urgency_evidence"):
         EmbeddingRouter(router.tree, urgency_evidence=1.5)
+
+
+@pytest.mark.parametrize("text", ["my lips are blue", "he's not waking up", "I took 30 pills"])
+def test_a_short_emergency_said_first_is_urgent(router, text):
+    assert _route(router, text).urgency >= router.urgency_cutoff

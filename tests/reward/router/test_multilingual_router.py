@@ -50,3 +50,11 @@ def test_chest_pain_in_any_language_reaches_the_chest_pain_leaf(router, lang):
 def test_without_the_multilingual_encoder_minilm_reads_everything():
     r = EmbeddingRouter(load_tree(), multilingual=None)
     assert r.config()["multilingual"] is None and not r.reads_multilingual(_conv(CHEST["zh"]))
+
+
+@pytest.mark.parametrize("text", ["Il ne se réveille pas.", "Mein Vater wacht nicht mehr auf.", "我爸爸叫不醒了。"])
+def test_a_short_emergency_in_another_language_is_urgent(router, text):
+    # its match to the English emergency descriptions is weak (cosine 0.16-0.29 once mapped);
+    # said as the opening turn it still counts
+    r = router.route_sync([Message(role="user", content=text)], None)
+    assert r.urgency >= router.urgency_cutoff
