@@ -23,6 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from reward.aio import SingleFlight
 from reward.judge.cache import VerdictCache
 from reward.judge.types import Message
+from reward.router import cues
 from reward.router.cues import cue_leaves
 from reward.tree.graph import RubricTree
 
@@ -51,7 +52,8 @@ TRIAGE_GUARD_ROUTINE = "sf_over_escalation"
 ROUTINE_GUARDS = (TRIAGE_GUARD_ROUTINE, "cs_needless_questions", "un_blanket_disclaimer")
 MAX_FORCED = 8
 # Bumped when the stored Routing shape or the key recipe changes, so old entries are not reused.
-ROUTING_FORMAT = 4  # 4: un_blanket_disclaimer joined the routine guards
+ROUTING_FORMAT = 5  # 4: un_blanket_disclaimer joined the routine guards; 5: urgency from the user's turns
+# (the instruction cues are keyed by their own fingerprint, :func:`reward.router.cues.fingerprint`)
 
 
 class ActiveLeaf(BaseModel):
@@ -302,7 +304,7 @@ def tree_fingerprint(tree: RubricTree) -> str:
 def routing_key(router: Router, fingerprint: str, conversation: Conversation, context: str | None,
                 tool_calls: ToolCalls = None) -> str:
     # Only the presence of tool calls changes a routing: rollouts of one prompt share it.
-    payload = json.dumps([ROUTING_FORMAT, router.name, router.config(), router.tree.name, fingerprint,
+    payload = json.dumps([ROUTING_FORMAT, cues.fingerprint(), router.name, router.config(), router.tree.name, fingerprint,
                           [[m.role, m.content] for m in conversation], context, bool(tool_calls)],
                          sort_keys=True, ensure_ascii=False, separators=(",", ":"))
     return hashlib.sha256(payload.encode()).hexdigest()

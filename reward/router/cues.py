@@ -22,6 +22,9 @@ taxonomy's own ``cues`` (regular expressions on a leaf) still work alongside the
 
 from __future__ import annotations
 
+import functools
+import hashlib
+import json
 import re
 from collections.abc import Sequence
 
@@ -73,6 +76,9 @@ _CLINICIAN = (r"(?:nurse|doctor|physician|gp|general\s+practitioner|pharmacist|p
 _NOT_SELF = (r"(?!['’]s\b|\s+(?:of|patients?|receptionist|practice|surgery|appointment|alert|visit)\b|"
              r"[^.,;:!?\n]{0,25}\b(?:told|tells|said|says|explained|advised|recommended|suggested|warned|"
              r"mentioned|put\s+it|would|once)\b)")
+
+# where a request starts: a sentence, "please", or (for "only") after a comma
+_REQUEST_START = r"(?:^|[.!?;:\n]\s*|\bplease\s+|,\s*)"
 
 PATTERNS: dict[str, tuple[str, ...]] = {
     "format": (
@@ -139,12 +145,11 @@ PATTERNS: dict[str, tuple[str, ...]] = {
         # a restriction stated as "only ...": what the user allows, the rest excluded
         # (a request: at the start of a sentence, after "please" or a comma; not "we only
         # recommend a re-check" inside a message to rewrite, nor "my doctor would only recommend")
-        r"(?:^|[.!?;:\n]\s*|\bplease\s+|,\s*)only\s+(?:suggest|recommend|mention|include|list)\b",
+        rf"{_REQUEST_START}only\s+(?:suggest|recommend|mention|include|list|give\s+me|tell\s+me\s+about)\b",
         # "just" restricts only with a kind named ("just recommend natural options"), not "just
         # list the side effects"
-        r"(?:^|[.!?;:\n]\s*|\bplease\s+)just\s+(?:suggest|recommend|mention|include|list)\s+(?:\w+\s+){0,2}?"
+        rf"{_REQUEST_START}just\s+(?:suggest|recommend|mention|include|list)\s+(?:\w+\s+){{0,2}}?"
         r"(?:natural|home|herbal|non-\w+|lifestyle|diet(?:ary)?|plant-based|over-the-counter|otc|drug-free)\b",
-        r"(?:^|[.!?;:\n]\s*|\bplease\s+|,\s*)only\s+(?:give\s+me|tell\s+me\s+about)\b",
         r"\b(?:i|we)\s+(?:only|just)\s+want\s+(?:\w+[\s-]+){0,3}?(?:options|remedies|advice|ideas|suggestions|"
         r"approaches|treatments|changes|methods|tips)\b(?!\s+to\b)",
         r"\bkeep\s+it\s+to\s+(?:\w+\s+){0,3}?(?:things|options|remedies|changes|treatments)\b",
@@ -193,6 +198,14 @@ PATTERNS: dict[str, tuple[str, ...]] = {
 }
 
 _COMPILED = {k: tuple(re.compile(p, re.IGNORECASE) for p in ps) for k, ps in PATTERNS.items()}
+
+
+@functools.cache
+def fingerprint() -> str:
+    """Hash of the patterns and the leaves they switch on: part of the routing cache key, so a
+    routing stored before a pattern changed is not reused."""
+    payload = json.dumps([PATTERNS, CUE_LEAVES, MACHINE_READABLE.pattern], sort_keys=True, ensure_ascii=False)
+    return hashlib.sha256(payload.encode()).hexdigest()[:16]
 
 
 def detect(text: str) -> set[str]:

@@ -314,6 +314,22 @@ async def test_routing_key_depends_on_the_presence_of_tool_calls_only():
     assert "t1" not in plain.leaf_ids and "t1" in tools.leaf_ids
 
 
+def test_routing_key_changes_with_the_instruction_cues(monkeypatch):
+    # a routing stored before a cue pattern changed must not be reused: the cue leaves are part of it
+    from reward.router import cues
+
+    router = CachedRouter(LLMTreeRouter(_tool_tree(), _judge({"A": 1})))
+    before = router.key(CONV)
+    monkeypatch.setitem(cues.PATTERNS, "professional", (*cues.PATTERNS["professional"], r"\bi heal people\b"))
+    cues.fingerprint.cache_clear()
+    try:
+        assert router.key(CONV) != before
+    finally:
+        monkeypatch.undo()
+        cues.fingerprint.cache_clear()
+    assert router.key(CONV) == before
+
+
 def test_rounds_and_calls_of_a_scripted_walk():
     # round 1: A, B (+ urgency);  round 2: a1, A2;  round 3: a21, shared  -> 6 + 1 calls, 3 rounds
     r = LLMTreeRouter(_tree(), _judge(), threshold=0.5).route_sync(CONV)
