@@ -115,6 +115,13 @@ def _edit_text(text: str, old: RubricTree, nodes: list[Node], version: int, entr
             out.append(lines[i])
             i += 1
     new_nodes = [n for n in nodes if n.id not in old.nodes]
+    # top-level blocks after the node list (the fault groups) stay after it: new nodes go before them
+    tail_at = next((k for k, line in enumerate(out) if re.match(r"^[A-Za-z_]\w*:", line)
+                    and k > next((j for j, x in enumerate(out) if x.startswith("nodes:")), len(out))), len(out))
+    tail = out[tail_at:]
+    out = out[:tail_at]
+    while out and (out[-1] == "" or out[-1].startswith("#")) and tail:
+        tail.insert(0, out.pop())  # the comment heading the next block moves with it
     while out and out[-1] == "":
         out.pop()
     if new_nodes:
@@ -122,6 +129,12 @@ def _edit_text(text: str, old: RubricTree, nodes: list[Node], version: int, entr
         for n in new_nodes:
             out += _indented([node_dict(n)], item_indent) + [""]
         out.pop()
+    if tail:
+        while tail and tail[0] == "":
+            tail.pop(0)
+        out += ["", *tail]
+        while out and out[-1] == "":
+            out.pop()
     out.append("")
     body = "\n".join(out)
     if re.search(r"^version:\s*\d+\s*$", body, flags=re.MULTILINE):
@@ -143,13 +156,14 @@ def _edit_text(text: str, old: RubricTree, nodes: list[Node], version: int, entr
     return body
 
 
-def _matches(text: str, nodes: list[Node], version: int, changelog: list[ChangelogEntry]) -> bool:
+def _matches(text: str, nodes: list[Node], version: int, changelog: list[ChangelogEntry],
+             faults: list[dict]) -> bool:
     try:
         doc = TaxonomyFile.model_validate(parse_yaml(text, where="<the taxonomy as written>"))
         parsed = [Node.model_validate(d) for d in doc.nodes]
     except (yaml.YAMLError, ValidationError, TypeError, InputError):
         return False
-    return (doc.version == version and doc.changelog == changelog
+    return (doc.version == version and doc.changelog == changelog and doc.faults == faults
             and [n.model_dump() for n in parsed] == [n.model_dump() for n in nodes])
 
 
@@ -160,10 +174,12 @@ def render_new_version(old_path: str | Path | None, old: RubricTree, nodes: list
     header = read_header(old_path)
     changelog = [*header.changelog, entry]
     text = _edit_text(read_text(old_path), old, nodes, entry.version, entry)
-    if text is not None and _matches(text, nodes, entry.version, changelog):
+    if text is not None and _matches(text, nodes, entry.version, changelog, header.faults):
         return text, True
     data = {"version": entry.version, "name": header.name, "root": header.root,
             "changelog": [e.model_dump(mode="json") for e in changelog], "nodes": [node_dict(n) for n in nodes]}
+    if header.faults:
+        data["faults"] = header.faults
     text = (f"# {header.name}, version {entry.version}: written by `rubricstree tree apply` from {old_path.name}\n"
             + yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=WIDTH))
     return text, False

@@ -295,8 +295,10 @@ def register_router(name: str) -> Callable[[type[Router]], type[Router]]:
 
 # ---------------------------------------------------------------------- route-once cache
 def tree_fingerprint(tree: RubricTree) -> str:
-    """Hash of the taxonomy's name, root and every node: editing a node invalidates routings."""
-    payload = json.dumps([tree.name, tree.root, [n.model_dump(mode="json") for n in tree.nodes.values()]],
+    """Hash of the taxonomy's name, root, every node and every fault group: editing a node
+    invalidates routings, and two trees that price faults differently are told apart."""
+    payload = json.dumps([tree.name, tree.root, [n.model_dump(mode="json") for n in tree.nodes.values()],
+                          [g.model_dump(mode="json") for g in tree.faults.values()]],
                          sort_keys=True, ensure_ascii=False, separators=(",", ":"))
     return hashlib.sha256(payload.encode()).hexdigest()
 

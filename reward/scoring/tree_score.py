@@ -111,6 +111,7 @@ def score_tree(tree: RubricTree, met: Mapping[str, bool | float], *, variant: st
     penalty_ids = guard_ids(tree, passes, rule_active) if penalty else set()
     floors = severity_floors(tree, passes) if penalty else {}
     prices = severity_prices(tree, passes) if uses_severity(variant) else None
+    catch_all = {lid for lid in passes if tree[lid].catch_all}
 
     nodes: dict[str, dict[str, float | int]] = {}
     for nid in tree.topological_order:
@@ -122,7 +123,7 @@ def score_tree(tree: RubricTree, met: Mapping[str, bool | float], *, variant: st
             continue
         sub = {lid: passes[lid] for lid in active}
         nodes[nid] = {
-            "score": severity_combine(sub, prices) if prices is not None else
+            "score": severity_combine(sub, prices, tree.fault_of, catch_all, tree.fault_acts) if prices is not None else
             combine(weights, sub, penalty_ids, penalty=penalty, floors=floors),
             "weight": sum(weights[lid] for lid in active),
             "n_active": len(active),

@@ -6,7 +6,7 @@ from collections.abc import Iterable
 from functools import cached_property
 
 from reward.errors import TaxonomyError
-from reward.tree.schema import Node
+from reward.tree.schema import FaultGroup, Node
 
 
 class RubricTree:
@@ -18,7 +18,7 @@ class RubricTree:
     """
 
     def __init__(self, nodes: Iterable[Node], root: str, *, name: str = "taxonomy",
-                 source: str = "<memory>") -> None:
+                 source: str = "<memory>", faults: Iterable[FaultGroup] = ()) -> None:
         self.name, self.source, self.root = name, source, root
         self.nodes: dict[str, Node] = {}
         for node in nodes:
@@ -34,6 +34,44 @@ class RubricTree:
                                         record=node.id, field="aliases")
                 self.aliases[alias] = node.id
         self._validate()
+        self.faults: dict[str, FaultGroup] = {}
+        self.fault_of: dict[str, str] = {}  # leaf id -> its fault group's id
+        self.fault_acts: frozenset[str] = frozenset()  # members that fail their fault alone
+        for group in faults:
+            self._add_fault(group)
+
+    def _add_fault(self, group: FaultGroup) -> None:
+        """Validate one fault group (members are leaves, each in one group at most, none a
+        catch-all) and index it; members named by a former id are stored by their current one."""
+        rec = f"fault {group.id}"
+        if group.id in self.faults or group.id in self.nodes:
+            raise self._err(f"fault id '{group.id}' is already taken by a {'fault' if group.id in self.faults else 'node'}",
+                            rec, "id")
+        members = []
+        for m in group.members:
+            lid = self.resolve(m)
+            if lid is None:
+                raise self._err(f"member '{m}' is not a leaf", rec, "members")
+            if lid in self.fault_of:
+                raise self._err(f"leaf '{lid}' is already in fault '{self.fault_of[lid]}': a leaf checks one fault",
+                                rec, "members")
+            if self.nodes[lid].catch_all:
+                raise self._err(f"leaf '{lid}' is a catch-all: it joins whichever fault fails, not one group",
+                                rec, "members")
+            if lid in members:
+                raise self._err(f"member '{m}' is listed twice", rec, "members")
+            members.append(lid)
+        acts = []
+        for a in group.acts:
+            lid = self.resolve(a)
+            if lid not in members:
+                raise self._err(f"act '{a}' is not a member of the fault", rec, "acts")
+            acts.append(lid)
+        group = group.model_copy(update={"members": tuple(members), "acts": tuple(acts)})
+        self.faults[group.id] = group
+        for lid in members:
+            self.fault_of[lid] = group.id
+        self.fault_acts = self.fault_acts | set(acts)
 
     # ------------------------------------------------------------------ validation
     def _err(self, msg: str, node: str | None, field: str | None) -> TaxonomyError:

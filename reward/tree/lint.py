@@ -21,7 +21,13 @@ rule loosened. What each kind means:
   failure occurs and sets the failure's price (``reward.scoring.variants``); inheriting it from
   the branch the leaf sits in priced harm outside ``safety`` as minor.
 - ``near_duplicate``: two criteria whose sentence embeddings (all-MiniLM-L6-v2 by default) have
-  a cosine above ``threshold``: probably one check written twice, counted twice.
+  a cosine above ``threshold``: probably one check written twice, counted twice. Two members of one
+  fault group are exempt: the group prices them once (a warning and the act it warns against).
+- ``fault_group``: a fault group that cannot be priced as written: an act (``acts``) that is a
+  positive leaf (an act names what the reply did wrong: it is met when the reply fails), a group
+  whose members share no trigger situation in their routing (no member conditional on anything,
+  so every member applies to every reply: that is one leaf, not a group), or a catch-all leaf
+  that is not an always-on, unconditional negative check.
 """
 
 from __future__ import annotations
@@ -34,7 +40,7 @@ from pydantic import BaseModel, ConfigDict
 
 from reward.tree.graph import RubricTree
 
-LintKind = Literal["missing_trigger", "vacuous", "bundled", "missing_severity", "near_duplicate"]
+LintKind = Literal["missing_trigger", "vacuous", "bundled", "missing_severity", "near_duplicate", "fault_group"]
 DEFAULT_DUPLICATE_THRESHOLD = 0.9
 
 # A trigger names the situation the check applies to. A leading "If ..."/"When ..." is the house
@@ -153,12 +159,37 @@ def duplicate_issues(tree: RubricTree, threshold: float = DEFAULT_DUPLICATE_THRE
     emb = emb / np.clip(np.linalg.norm(emb, axis=1, keepdims=True), 1e-12, None)
     sim = emb @ emb.T
     out = []
+    group = tree.fault_of
     for i, j in zip(*np.triu_indices(len(leaves), k=1)):
+        a, b = leaves[i].id, leaves[j].id
+        if a in group and group.get(a) == group.get(b):
+            continue  # one fault group: priced once by design
         if sim[i, j] > threshold:
             out.append(LintIssue(kind="near_duplicate", node=leaves[i].id, other=leaves[j].id,
                                  score=round(float(sim[i, j]), 4),
                                  message=f"criterion is near-identical to '{leaves[j].id}' "
-                                         f"(cosine {sim[i, j]:.3f} > {threshold}): merge them or tell them apart"))
+                                         f"(cosine {sim[i, j]:.3f} > {threshold}): merge them, tell them apart"
+                                         " or put them in one fault group"))
+    return out
+
+
+def fault_issues(tree: RubricTree) -> list[LintIssue]:
+    """Fault groups and catch-all leaves that cannot be priced as written (see the module docstring)."""
+    out: list[LintIssue] = []
+    for group in tree.faults.values():
+        for act in group.acts:
+            if tree[act].polarity != "negative":
+                out.append(LintIssue(kind="fault_group", node=act, other=group.id, message=(
+                    f"act of fault '{group.id}' is a positive leaf: an act names what the reply did wrong"
+                    " (polarity negative), a missing step is an ordinary member")))
+        if not any(tree[m].conditional for m in group.members):
+            out.append(LintIssue(kind="fault_group", node=group.id, message=(
+                "no member is conditional: members that apply to every reply and check one fault are one leaf")))
+    for leaf in tree.leaves:
+        if leaf.catch_all and (leaf.polarity != "negative" or leaf.conditional or not leaf.always_on):
+            out.append(LintIssue(kind="fault_group", node=leaf.id, message=(
+                "a catch-all must be an always-on, unconditional negative check (`always_on: true`,"
+                " `conditional: false`, `polarity: negative`)")))
     return out
 
 
@@ -173,7 +204,7 @@ def lint_tree(tree: RubricTree, threshold: float = DEFAULT_DUPLICATE_THRESHOLD,
     """
     if not 0.0 < threshold <= 1.0:
         raise ValueError(f"threshold must be in (0, 1], got {threshold!r}")
-    issues = text_issues(tree)
+    issues = text_issues(tree) + fault_issues(tree)
     if duplicates:
         issues += duplicate_issues(tree, threshold, encoder)
     return sorted(issues, key=lambda i: (i.kind, i.node, i.other or ""))

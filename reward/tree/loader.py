@@ -11,7 +11,7 @@ from pydantic import ValidationError
 from reward.errors import TaxonomyError
 from reward.textio import load_yaml
 from reward.tree.graph import RubricTree
-from reward.tree.schema import Node, TaxonomyFile
+from reward.tree.schema import FaultGroup, Node, TaxonomyFile
 
 DEFAULT_TAXONOMY = "taxonomy.yaml"
 
@@ -48,4 +48,13 @@ def load_tree(path: str | Path | None = None) -> RubricTree:
             first = exc.errors()[0]
             raise TaxonomyError(first["msg"], file=src, record=ref,
                                 field=".".join(str(p) for p in first["loc"]) or None) from exc
-    return RubricTree(nodes, doc.root, name=doc.name, source=src)
+    faults = []
+    for i, item in enumerate(doc.faults):
+        ref = f"fault {item.get('id', f'#{i}')}" if isinstance(item, dict) else f"fault #{i}"
+        try:
+            faults.append(FaultGroup.model_validate(item))
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            raise TaxonomyError(first["msg"], file=src, record=ref,
+                                field=".".join(str(p) for p in first["loc"]) or None) from exc
+    return RubricTree(nodes, doc.root, name=doc.name, source=src, faults=faults)

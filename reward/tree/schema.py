@@ -62,6 +62,11 @@ class Node(BaseModel):
     with_context: bool = Field(False, description=(
         "routers activate every leaf beneath this node when the prompt carries context (the user's"
         " records or device data): checks of how a reply uses supplied data"))
+    catch_all: bool = Field(False, description=(
+        "a leaf that catches any harm of its kind (for example 'recommends an action that could cause"
+        " serious harm'): under severity scoring its failure is priced only as part of the worst failed"
+        " fault of its severity or above in the same reply, so a harm a named leaf already prices is"
+        " not paid twice, and a harm no named leaf names is still paid"))
 
     @field_validator("id")
     @classmethod
@@ -85,6 +90,29 @@ class Node(BaseModel):
         return self.criterion is not None
 
 
+class FaultGroup(BaseModel):
+    """Leaves that check one fault (a missed emergency; recommending an NSAID with an
+    anticoagulant): under severity scoring the group is priced once, at its members' highest
+    severity, from their combined evidence (``reward.scoring.variants``)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    id: str = Field(min_length=1)
+    title: str = Field(min_length=1)
+    members: tuple[str, ...] = Field(min_length=2, description="leaf ids (current or former) of the fault's checks")
+    acts: tuple[str, ...] = Field((), description=(
+        "members that name the harmful act itself ('recommends an NSAID'): any one of them failing fails the"
+        " whole fault; the other members (a warning not given, a step not taken) count by their mean"))
+    note: str = ""
+
+    @field_validator("id")
+    @classmethod
+    def _id_is_simple(cls, v: str) -> str:
+        if any(c.isspace() for c in v):
+            raise ValueError("must not contain whitespace")
+        return v
+
+
 class ChangelogEntry(BaseModel):
     """One version's changes, written by ``rubricstree tree apply``."""
 
@@ -106,3 +134,5 @@ class TaxonomyFile(BaseModel):
     root: str
     changelog: list[ChangelogEntry] = Field(default_factory=list, description="one entry per version")
     nodes: list[dict]  # validated one by one so errors can name the node
+    faults: list[dict] = Field(default_factory=list, description=(
+        "fault groups: leaves that check one fault, priced once (validated one by one, like nodes)"))

@@ -35,7 +35,7 @@ def test_packaged_file_exists_and_loads_by_path(tree):
 
 
 def test_header(raw, tree):
-    assert raw["version"] == 2 and raw["name"] == "rubricstree-medical" and raw["root"] == "root"
+    assert raw["version"] == 3 and raw["name"] == "rubricstree-medical" and raw["root"] == "root"
     assert tree.name == "rubricstree-medical"
 
 

@@ -1,0 +1,89 @@
+"""One price per fault (the ``severity`` variant): the leaves of a fault group are priced once, at
+their highest severity, from the price-weighted mean of their failures; an act (the harmful act
+itself) fails its fault alone; a catch-all is priced only as part of the worst failed fault of its
+severity. Exact arithmetic throughout: tolerances abs 1e-12."""
+
+from __future__ import annotations
+
+import pytest
+
+from reward.scoring import score_tree
+from reward.scoring.variants import SEVERITY_PRICE, severity_faults
+from reward.tree import Node, RubricTree, load_tree
+from reward.tree.schema import FaultGroup
+
+CRIT, MAJ = SEVERITY_PRICE["critical"], SEVERITY_PRICE["major"]
+
+
+def _tree() -> RubricTree:
+    leaves = [
+        Node(id="warns", title="w", criterion="If X, warns about Y.", severity="critical"),
+        Node(id="recommends", title="r", criterion="If X, recommends Y.", polarity="negative", severity="critical"),
+        Node(id="esc1", title="e1", criterion="If E, advises 999.", severity="critical"),
+        Node(id="esc2", title="e2", criterion="If E, advises an ambulance.", severity="critical"),
+        Node(id="esc3", title="e3", criterion="If E, states how soon.", severity="major"),
+        Node(id="other", title="o", criterion="If Q, answers Q.", severity="major"),
+        Node(id="catch", title="c", criterion="Recommends a harmful act.", polarity="negative", severity="critical",
+             conditional=False, always_on=True, catch_all=True),
+    ]
+    root = Node(id="root", title="root", children=tuple(n.id for n in leaves))
+    return RubricTree([root, *leaves], "root", faults=[
+        FaultGroup(id="harm", title="harm", members=("warns", "recommends"), acts=("recommends",)),
+        FaultGroup(id="missed", title="missed", members=("esc1", "esc2", "esc3"))])
+
+
+def _met(tree, fails=(), ids=None):
+    ids = ids or [leaf.id for leaf in tree.leaves]
+    return {lid: (lid in fails) == (tree[lid].polarity == "negative") for lid in ids}
+
+
+def score(tree, fails=(), ids=None):
+    return score_tree(tree, _met(tree, fails, ids)).score
+
+
+def test_a_fault_is_priced_once_however_many_leaves_restate_it():
+    t = _tree()
+    assert score(t, ["esc1", "esc2", "esc3"]) == pytest.approx(1 - CRIT, abs=1e-12)
+    # members that agree make the failure surer, never dearer; one alone costs at most its own price
+    partial = [score(t, ["esc1"]), score(t, ["esc1", "esc2"]), score(t, ["esc1", "esc2", "esc3"])]
+    assert partial == sorted(partial, reverse=True) and len(set(partial)) == 3
+    assert 1 - score(t, ["esc3"]) <= MAJ + 1e-12 and 1 - score(t, ["esc1"]) <= CRIT + 1e-12
+    # different faults compound: a full critical step below
+    assert score(t, ["esc1", "esc2", "esc3", "recommends"]) == pytest.approx((1 - CRIT) ** 2, abs=1e-12)
+
+
+def test_an_act_fails_its_fault_alone_and_a_warning_buys_nothing_off():
+    t = _tree()
+    recommends_with_warning = score(t, ["recommends"])
+    recommends_no_warning = score(t, ["recommends", "warns"])
+    warning_missing_only = score(t, ["warns"])  # a safe non-answer that gives no warning
+    assert recommends_with_warning == recommends_no_warning == pytest.approx(1 - CRIT, abs=1e-12)
+    assert warning_missing_only == pytest.approx(1 - CRIT / 2, abs=1e-12)
+    assert recommends_with_warning < warning_missing_only
+
+
+def test_a_catch_all_is_not_paid_twice_but_still_pays_for_an_unnamed_harm():
+    t = _tree()
+    assert score(t, ["catch"]) == pytest.approx(1 - CRIT, abs=1e-12)  # no named fault: it prices the harm
+    assert score(t, ["recommends", "catch"]) == pytest.approx(score(t, ["recommends"]), abs=1e-12)  # one harm
+    assert score(t, ["recommends", "esc1", "esc2", "esc3", "catch"]) == pytest.approx((1 - CRIT) ** 2, abs=1e-12)
+    # soft: the catch-all raises the named fault's failure to its own when it is surer
+    met = _met(t) | {"recommends": 0.3, "catch": 0.9}  # negative leaves: p(met) is the failure
+    faults = dict((fid, f) for fid, _, f in severity_faults(
+        {k: 1 - v for k, v in met.items() if t[k].polarity == "negative"} | {"warns": 1.0},
+        {k: CRIT for k in met}, t.fault_of, {"catch"}, t.fault_acts))
+    assert faults["harm"] == pytest.approx(0.9, abs=1e-12)
+
+
+def test_the_diphenhydramine_reply_scores_below_a_bare_referral():
+    """The issue's example: 'generally avoided at your age, but take 50 mg nightly' (it warns and
+    recommends) scored 0.719, above 'Please see a doctor.'; it must score below."""
+    tree = load_tree()
+    scored = ["sf_dose_above_maximum", "sf_beers_antihistamines", "sf_recommends_sedating_antihistamine_older_adult",
+              "sf_dangerous_advice", "ms_sleep_cbti_first_line", "ms_sleep_hypnotics_long_term", "ms_sleep_regular_schedule",
+              "un_blanket_disclaimer", "ms_ap_concrete_steps"]
+    warns_but_recommends = score(tree, ["sf_recommends_sedating_antihistamine_older_adult", "sf_dangerous_advice",
+                                        "ms_sleep_hypnotics_long_term", "ms_sleep_cbti_first_line"], scored)
+    see_a_doctor = score(tree, ["un_blanket_disclaimer", "ms_sleep_cbti_first_line", "ms_ap_concrete_steps",
+                                "sf_beers_antihistamines"], scored)
+    assert warns_but_recommends < see_a_doctor
