@@ -49,12 +49,14 @@ class Template:
     system: str
     user: str
     mode: Mode
+    scope: str = ""  # not shown to the judge: answers under one scope are cached apart from another's
 
     @property
     def version(self) -> str:
         """Content hash: part of the verdict cache key, so editing a template never reuses
-        verdicts graded under another wording."""
-        h = hashlib.sha256(f"{self.name}\0{self.mode}\0{self.system}\0{self.user}\0{RENDER_VERSION}".encode())
+        verdicts graded under another wording (or another ``scope``: a run's own answers)."""
+        scope = f"\0{self.scope}" if self.scope else ""
+        h = hashlib.sha256(f"{self.name}\0{self.mode}\0{self.system}\0{self.user}\0{RENDER_VERSION}{scope}".encode())
         return h.hexdigest()[:16]
 
     def pieces(self, item: JudgeItem) -> list[tuple[str, bool]]:

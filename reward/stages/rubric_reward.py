@@ -155,6 +155,9 @@ class RubricReward:
             met; leaves and rubric items) again with another prompt, and a third time when the two
             disagree; the majority stands (``reward.stages.confirm``). The extra items are counted
             in ``judge_items`` and per rollout in ``RolloutScore.confirm_items``.
+        applicability_scope: the run the applicability answers belong to (a training run passes
+            its own id, so its resume reuses them and another run asks afresh); None: this
+            reward's own scope (``reward.router.applicability``).
 
     Attributes:
         stats: counters over this object's lifetime (rollouts, scored, unscored, prompts routed,
@@ -166,7 +169,8 @@ class RubricReward:
                  feedback_limit: int = 10, scoring_variant: str = DEFAULT_SCORING_VARIANT,
                  grade: Grade = "answer", format_failure_score: float | str | None = 0.0,
                  clip_below_zero: bool = True, applicability: bool = False,
-                 applicability_threshold: float = 0.5, confirm_failures: bool = False) -> None:
+                 applicability_threshold: float = 0.5, confirm_failures: bool = False,
+                 applicability_scope: str | None = None) -> None:
         check_variant(scoring_variant)
         if scoring not in ("hard", "soft"):
             raise ValueError(f"scoring must be 'hard' or 'soft', got {scoring!r}")
@@ -190,13 +194,13 @@ class RubricReward:
         if cache_routing and not isinstance(router, CachedRouter):
             router = CachedRouter(router, judge.cache)
         self.router = router
-        self.applicability = (ApplicabilityJudge(tree, judge, threshold=applicability_threshold)
-                              if applicability else None)
+        self.applicability = (ApplicabilityJudge(tree, judge, threshold=applicability_threshold,
+                                                 scope=applicability_scope) if applicability else None)
         self.stats: dict[str, float] = dict.fromkeys(
             ["rollouts", "scored", "unscored", "prompts", "prompts_routed", "routing_judge_calls",
              "routing_failures", "active_leaves", "judge_items", "routing_s", "grading_s", "format_failures",
-             "applicability_judge_calls", "not_applicable_leaves", "confirm_items", "confirm_overturned",
-             "confirm_failed_readings"], 0)
+             "applicability_judge_calls", "not_applicable_leaves", "applicability_rescued", "confirm_items",
+             "confirm_overturned", "confirm_failed_readings"], 0)
 
     # ------------------------------------------------------------------ routing
     async def route(self, rollouts: Sequence[Rollout | dict]) -> dict[tuple, Routing]:
@@ -227,6 +231,7 @@ class RubricReward:
             out[k] = a
             self.stats["applicability_judge_calls"] += a.n_judge_calls
             self.stats["not_applicable_leaves"] += len(a.not_applicable)
+            self.stats["applicability_rescued"] += len(a.rescued)
         return out
 
     # ------------------------------------------------------------------ scoring

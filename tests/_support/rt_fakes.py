@@ -59,7 +59,7 @@ class FakeJudge(Judge):
         question is answered "applies" (the criteria of these tests are unconditional), and the
         confirmation's reading asked from the other side ("is the behaviour missing?") gets the
         inverse, so a confirmed verdict is the first one (a judge that does not err)."""
-        from reward.router.applicability import APPLICABILITY
+        from reward.router.applicability import APPLICABILITY, APPLICABILITY_CONFIRM
         from reward.stages.confirm import readings
 
         inverted = {r.template.name for r in readings("choice") if r.inverted}
@@ -67,6 +67,8 @@ class FakeJudge(Judge):
         def decide(template: Template, item: JudgeItem) -> float:
             if template.name == APPLICABILITY.name:
                 return 1.0
+            if template.name == APPLICABILITY_CONFIRM.name:  # "is the situation absent?": no
+                return 0.0
             p = float(verdict(template, item))
             return 1.0 - p if template.name in inverted else p
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 from rt_fakes import FakeJudge
 
-from reward.router.applicability import APPLICABILITY, ApplicabilityJudge, asked_leaves
+from reward.router.applicability import APPLICABILITY, APPLICABILITY_CONFIRM, ApplicabilityJudge, asked_leaves
 from reward.router.base import ActiveLeaf, Router, Routing
 from reward.scoring import score_tree
 from reward.stages.rubric_reward import RubricReward
@@ -35,8 +35,9 @@ class FixedRouter(Router):
             for lid in self.leaves))
 
 
-def _judge(tree, fail_applicability=()):
-    """Applicability from ABSENT; every verdict "no" (so every positive leaf fails and shows in the
+def _judge(tree, fail_applicability=(), second_says_present=()):
+    """Applicability from ABSENT (the second reading of a critical leaf agrees, unless the leaf is in
+    ``second_says_present``); every verdict "no" (so every positive leaf fails and shows in the
     feedback unless it left the score)."""
     by_crit = {leaf.criterion: leaf.id for leaf in tree.leaves}
 
@@ -46,6 +47,8 @@ def _judge(tree, fail_applicability=()):
             if lid in fail_applicability:
                 raise RuntimeError("judge down")
             return 0.0 if lid in ABSENT else 1.0
+        if template.name == APPLICABILITY_CONFIRM.name:  # "is the situation absent?"
+            return 1.0 if lid in ABSENT and lid not in second_says_present else 0.0
         return 0.0
 
     return FakeJudge(decide)
@@ -72,7 +75,11 @@ def test_inapplicable_leaves_leave_score_breakdown_and_feedback():
     asked = [item for name, item in judge.calls if name == APPLICABILITY.name]
     conditional = [lid for lid in ROUTED if tree[lid].conditional]
     assert len(asked) == len(conditional)
-    graded_items = [item for name, item in judge.calls if name != APPLICABILITY.name]
+    # the two critical absent leaves were asked a second time before they left
+    again = [item for name, item in judge.calls if name == APPLICABILITY_CONFIRM.name]
+    assert sorted(item.criterion for item in again) == sorted(
+        tree[lid].criterion for lid in ABSENT if tree.severity[lid] == "critical")
+    graded_items = [item for name, item in judge.calls if name not in (APPLICABILITY.name, APPLICABILITY_CONFIRM.name)]
     assert len(graded_items) == len(rows) * len(graded)
     assert reward.stats["not_applicable_leaves"] == 3
     # off (the default): every routed leaf is graded and the score is the old premise's
@@ -249,3 +256,51 @@ def test_concurrent_rollouts_ask_the_server_once(judge_url, tiny_model_dir):
     assert all(r == results[0] for r in results) and results[0].failed == ()
     assert len(asked) <= judge.stats.requests < 2 * len(asked)  # a retried request may add one; 4x would not
     assert app.misses == 1 and app.hits == 3
+
+
+def test_a_critical_leaf_read_absent_stays_unless_the_second_reading_agrees():
+    """A wrong "absent" on a critical leaf would drop a failure for good: it is asked again from the
+    other side, and a second reading that does not say absent keeps it. A minor leaf is not asked again."""
+    import asyncio
+
+    from reward.router.base import as_conversation
+
+    tree = load_tree()
+    routing = FixedRouter(tree, ROUTED).route_sync(CHEST)
+    judge = _judge(tree, second_says_present={"sf_testicular_torsion"})
+    res = asyncio.run(ApplicabilityJudge(tree, judge).decide(as_conversation(CHEST), routing))
+    assert set(res.confirmed) == {"sf_testicular_torsion", "sf_stroke_signs_emergency"}
+    assert res.rescued == ("sf_testicular_torsion",)
+    assert set(res.not_applicable) == {"sf_stroke_signs_emergency", "ms_sleep_light"}
+    assert res.n_judge_calls == len(asked_leaves(tree, routing)) + 2
+    # a second reading that fails settles nothing: the check stays
+    def broken(template, item):
+        if template.name == APPLICABILITY_CONFIRM.name:
+            raise RuntimeError("judge down")
+        return _judge(tree).decide(template, item)
+    res = asyncio.run(ApplicabilityJudge(tree, FakeJudge(broken)).decide(as_conversation(CHEST), routing))
+    assert set(res.not_applicable) == {"ms_sleep_light"}
+
+
+def test_answers_are_scoped_to_a_run(tmp_path):
+    """A resumed run (same scope) reuses its answers from the durable cache; another run asks afresh,
+    so a wrong "absent" is never carried into every later run."""
+    import asyncio
+
+    from reward.judge import VerdictCache
+    from reward.router.base import as_conversation
+
+    tree = load_tree()
+    routing = FixedRouter(tree, ROUTED).route_sync(CHEST)
+    n = len(asked_leaves(tree, routing))
+
+    def asked_by(scope):
+        judge = _judge(tree)
+        judge.cache = VerdictCache(tmp_path / "verdicts.sqlite")
+        asyncio.run(ApplicabilityJudge(tree, judge, scope=scope).decide(as_conversation(CHEST), routing))
+        return len(_asked_calls(judge))
+
+    assert asked_by("run-a") == n
+    assert asked_by("run-a") == 0  # the resume of run-a: every answer from the cache
+    assert asked_by("run-b") == n  # another run asks again
+    assert asked_by(None) == n and asked_by(None) == n  # no scope: this object's own
