@@ -7,6 +7,7 @@ import json
 import typer
 
 from reward.judge.settings import JudgeSettings
+from rubricstree.calibrate import calibrate_command
 from rubricstree.judge_options import judge_options
 
 app = typer.Typer(no_args_is_help=True)
@@ -52,3 +53,6 @@ def check(
     typer.echo(json.dumps(out) if as_json else "\n".join(f"{k}: {v}" for k, v in out.items()))
     if not verdict.ok:
         raise typer.Exit(1)
+
+
+app.command("calibrate")(calibrate_command)  # rubricstree.calibrate: its heavy imports are inside

@@ -52,6 +52,15 @@ def stress_command(
     applicability_noise: float | None = typer.Option(
         None, "--applicability-noise", help="with --judge-noise: flip each per-prompt applicability decision with "
                                             "this probability (default: the --judge-noise value)"),
+    reread_correlation: float = typer.Option(
+        0.0, "--reread-correlation", help="with --judge-noise: a re-reading repeats the first reading's answer with "
+                                          "this probability (0: independent readings); reported beside the independent case"),
+    systematic_leaves: float = typer.Option(
+        0.0, "--systematic-leaves", help="with --judge-noise: this seeded share of the tree's leaves is misread on "
+                                         "every reading; reported beside the independent case"),
+    judge_errors: Path | None = typer.Option(
+        None, "--judge-errors", help="oracle mode: draw verdicts from a measured judge (the calibration JSON of "
+                                     "`rubricstree judge calibrate`), beside the independent case at its error rate"),
     seed: int = typer.Option(0, "--seed", help="random seed of --judge-noise"),
     noise_repeats: int = typer.Option(20, "--noise-repeats", help="draws per case under --judge-noise"),
     confirm_failures: bool = typer.Option(
@@ -78,16 +87,30 @@ def stress_command(
             raise typer.BadParameter(f"--scoring-variant must be one of {', '.join(SCORING_VARIANTS)}, got '{variant}'")
         if not 0.0 <= margin < 1.0:
             raise typer.BadParameter(f"--margin must be in [0, 1), got {margin}")
-        if judge_noise and mode != "oracle":
-            raise typer.BadParameter("--judge-noise needs --mode oracle (judge mode has the judge's own errors)")
+        if (judge_noise or judge_errors) and mode != "oracle":
+            raise typer.BadParameter("--judge-noise and --judge-errors need --mode oracle (judge mode has the judge's "
+                                     "own errors)")
+        if judge_noise and judge_errors:
+            raise typer.BadParameter("give --judge-noise (a model) or --judge-errors (a measured judge), not both")
+        for name, v in (("--reread-correlation", reread_correlation), ("--systematic-leaves", systematic_leaves)):
+            if not 0.0 <= v <= 1.0:
+                raise typer.BadParameter(f"{name} must be in [0, 1], got {v}")
+            if v and not judge_noise:
+                raise typer.BadParameter(f"{name} needs --judge-noise (the error rate of the other readings)")
+        measured = calibration = None
+        if judge_errors is not None:
+            from reward.calibration.record import load_calibration
+
+            calibration = load_calibration(judge_errors)
+            measured = calibration.error_model()
         for name, v in (("--judge-noise", judge_noise), ("--applicability-noise", applicability_noise)):
             if v is not None and not 0.0 <= v <= 0.5:
                 raise typer.BadParameter(f"{name} must be in [0, 0.5], got {v}")
         if noise_repeats < 1:
             raise typer.BadParameter(f"--noise-repeats must be >= 1, got {noise_repeats}")
-        if confirm_failures and mode == "oracle" and not judge_noise:
-            raise typer.BadParameter("--confirm-failures in oracle mode needs --judge-noise (a perfect judge has no "
-                                     "failure to confirm)")
+        if confirm_failures and mode == "oracle" and not (judge_noise or judge_errors):
+            raise typer.BadParameter("--confirm-failures in oracle mode needs --judge-noise or --judge-errors (a "
+                                     "perfect judge has no failure to confirm)")
         tree = load_tree(taxonomy)
         rows = load_cases(cases, tree)
         settings, judge = judge, None
@@ -130,13 +153,22 @@ def stress_command(
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from exc
     summary = summarise(results, margin=margin, variant=variant, baseline=baseline and judge is not None)
-    if judge_noise:
-        from reward.stress.noise import noise_summary
+    if judge_noise or measured is not None:
+        from reward.stress.errors import ErrorModel
+        from reward.stress.noise import noise_blocks
 
-        for key, confirm in (("noise", False), ("noise_confirmed", True))[:1 + confirm_failures]:
-            summary[key] = noise_summary(tree, rows, routings, variant, judge_noise=judge_noise,
-                                         applicability_noise=applicability_noise, seed=seed,
-                                         repeats=noise_repeats, margin=margin, confirm_failures=confirm)
+        if measured is not None:
+            independent = ErrorModel.independent(calibration.verdict_error.rate or 0.0, measured.app_false_present)
+            other, kind = measured, "measured"
+        else:
+            independent = ErrorModel.independent(judge_noise, applicability_noise)
+            other = (ErrorModel.independent(judge_noise, applicability_noise, reread_correlation=reread_correlation,
+                                            systematic_fraction=systematic_leaves)
+                     if reread_correlation or systematic_leaves else None)
+            kind = "correlated"
+        summary.update(noise_blocks(tree, rows, routings, variant, independent=independent, other=other,
+                                    other_kind=kind, seed=seed, repeats=noise_repeats, margin=margin,
+                                    confirm_failures=confirm_failures))
     if report is not None:
         from reward.stress.report import write_report
         from reward.stress.runner import oracle_variant_table, with_labels
@@ -163,16 +195,23 @@ def stress_command(
                 "detection_rate": out["detection_rate"], "mean_penalty": out["mean_penalty"]}
         for p, b in out["by_perturbation"].items():
             flat[f"{p} DR / MP"] = f"{b['detection_rate']:.3f} / {b['mean_penalty']:.3f}"
-        for key, tag in (("noise", ""), ("noise_confirmed", " confirmed")):
+        from reward.stress.noise import NOISE_KEYS
+
+        for key in NOISE_KEYS:
             if not out.get(key):
                 continue
             nz = out[key]
-            flat[f"noise {nz['judge_noise']}{tag}: clean mean ± sd"] = f"{nz['clean_mean']:.3f} ± {nz['clean_sd']:.3f}"
-            flat[f"noise {nz['judge_noise']}{tag}: DR / MP"] = f"{nz['detection_rate']:.3f} / {nz['mean_penalty']:.3f}"
+            kind = key.removeprefix("noise").removesuffix("_confirmed").strip("_") or "independent"
+            tag = f" {kind}" + (" confirmed" if key.endswith("_confirmed") else "")
+            flat[f"noise {nz['judge_noise']:g}{tag}: clean mean ± sd"] = f"{nz['clean_mean']:.3f} ± {nz['clean_sd']:.3f}"
+            flat[f"noise {nz['judge_noise']:g}{tag}: DR / MP"] = f"{nz['detection_rate']:.3f} / {nz['mean_penalty']:.3f}"
             if "extra_items_per_reply" in nz:
-                flat[f"noise {nz['judge_noise']}{tag}: extra judge items per reply"] = (
+                flat[f"noise {nz['judge_noise']:g}{tag}: extra judge items per reply"] = (
                     f"{nz['extra_items_per_reply']:.2f} (clean {nz['extra_items_per_clean_reply']:.2f}, "
                     f"perturbed {nz['extra_items_per_perturbed_reply']:.2f})")
+        for kind, tol in (out.get("noise_tolerance") or {}).items():
+            flat[f"noise tolerance ({kind}): largest error rate with DR >= {tol['target']:g}"] = (
+                "none" if tol["tolerance"] is None else f"{tol['tolerance']:g}")
         if out["baseline"]:
             base = out["baseline"]
             flat["baseline DR / MP"] = f"{base['detection_rate']:.3f} / {base['mean_penalty']:.3f}"

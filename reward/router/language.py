@@ -76,3 +76,8 @@ def is_english(text: str) -> bool:
 def user_text(conversation) -> str:
     """The user turns of a conversation, joined (what the language guess and the cues read)."""
     return "\n".join(m.content for m in conversation if m.role == "user")
+
+
+def language_of(text: str) -> str:
+    """The language of ``text`` as a report label: ``en`` for English, ``other`` otherwise."""
+    return "en" if is_english(text) else "other"

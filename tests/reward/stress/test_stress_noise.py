@@ -136,3 +136,101 @@ def test_cli_reports_both_without_and_with_confirmation(tmp_path):
                                "--confirm-failures"])
     assert text.exit_code == 0 and "confirmed" in text.output
     assert runner.invoke(app, ["stress", "--router", "static", "--confirm-failures"]).exit_code == 2
+
+
+def test_rereads_that_repeat_the_first_reading_buy_nothing(setup):
+    """The issue's measurement: a re-reading that repeats the first reading's error (correlation 1)
+    makes confirmation useless, at its full cost; correlation 0.5 keeps part of its value."""
+    from reward.stress.errors import ErrorModel
+
+    tree, cases, routings = setup
+    plain = noise_summary(tree, cases, routings, "severity", seed=5, repeats=20,
+                          errors=ErrorModel.independent(0.1, reread_correlation=1.0))
+    copied = noise_summary(tree, cases, routings, "severity", seed=5, repeats=20, confirm_failures=True,
+                           errors=ErrorModel.independent(0.1, reread_correlation=1.0))
+    half = noise_summary(tree, cases, routings, "severity", seed=5, repeats=20, confirm_failures=True,
+                         errors=ErrorModel.independent(0.1, reread_correlation=0.5))
+    fresh = noise_summary(tree, cases, routings, "severity", seed=5, repeats=20, confirm_failures=True,
+                          errors=ErrorModel.independent(0.1))
+    assert copied["clean_mean"] == plain["clean_mean"] and copied["detection_rate"] == plain["detection_rate"]
+    assert copied["extra_items_per_reply"] > 0  # paid for all the same
+    assert plain["clean_mean"] < half["clean_mean"] < fresh["clean_mean"]
+
+
+def test_systematic_leaves_are_misread_on_every_reading_of_every_case(setup):
+    from reward.stress.errors import ErrorModel
+
+    tree, cases, routings = setup
+    model = ErrorModel.independent(0.0, systematic_fraction=0.1)
+    drawn = model.systematic(tree, seed=3)
+    assert len(drawn) == round(0.1 * len(tree.leaves)) and drawn == model.systematic(tree, seed=3)
+    assert drawn != model.systematic(tree, seed=4)
+    out = noise_summary(tree, cases, routings, "severity", seed=3, repeats=3, errors=model, confirm_failures=True)
+    assert out["systematic_leaves"] == len(drawn)
+    # every draw is the same (no other error): the spread of the clean score across repeats is zero per case
+    again = noise_summary(tree, cases, routings, "severity", seed=3, repeats=1, errors=model, confirm_failures=True)
+    assert out["clean_mean"] == pytest.approx(again["clean_mean"], abs=1e-12)
+    assert out["clean_mean"] < 1.0  # some routed leaf is misread on the clean replies
+
+
+def test_measured_rates_by_severity_and_polarity_are_used(setup):
+    from reward.stress.errors import ErrorModel
+
+    tree, cases, routings = setup
+    only_critical = ErrorModel(false_fail={"*": 0.0, "critical": 0.5})
+    only_minor = ErrorModel(false_fail={"*": 0.0, "minor": 0.5})
+    a = noise_summary(tree, cases, routings, "severity", seed=1, repeats=5, errors=only_critical)
+    b = noise_summary(tree, cases, routings, "severity", seed=1, repeats=5, errors=only_minor)
+    assert a["clean_mean"] < b["clean_mean"] < 1.0  # a false critical failure costs more than a minor one
+    assert ErrorModel(false_fail={"*": 0.1, "critical/negative": 0.3}).verdict_error(False, "critical", "negative") == 0.3
+    with pytest.raises(ValueError, match="'\\*'"):
+        ErrorModel(false_fail={"critical": 0.1})
+
+
+def test_cli_correlated_noise_beside_the_independent_case(tmp_path):
+    res = runner.invoke(app, ["stress", "--router", "static", "--judge-noise", "0.1", "--reread-correlation", "0.5",
+                              "--systematic-leaves", "0.1", "--confirm-failures", "--noise-repeats", "2", "--json",
+                              "--report", str(tmp_path / "r")])
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.stdout.strip().splitlines()[-1])
+    assert out["noise"]["reread_correlation"] == 0 and out["noise_correlated"]["reread_correlation"] == 0.5
+    assert out["noise_correlated_confirmed"]["systematic_leaves"] > 0
+    assert set(out["noise_tolerance"]) == {"independent", "correlated"}
+    assert "Noise tolerance, correlated model" in (tmp_path / "r" / "report.md").read_text()
+    assert runner.invoke(app, ["stress", "--router", "static", "--reread-correlation", "0.5"]).exit_code == 2
+    both = runner.invoke(app, ["stress", "--router", "static", "--judge-noise", "0.1", "--judge-errors", "x.json"])
+    assert both.exit_code == 2
+
+
+def test_cli_draws_from_a_measured_judge(tmp_path):
+    """``--judge-errors calibration.json``: verdicts drawn from a calibration record, beside the
+    independent case at its error rate; a bad file is named."""
+    from reward.calibration.record import CalibrationRecord, Rereads, save_calibration
+    from reward.calibration.stats import Difference, Rate
+
+    r = Rate.of
+    rec = CalibrationRecord(
+        judge_id="j", cases="c", cases_fingerprint="f", taxonomy_fingerprint="t", router="static", created="now",
+        verdict_items=100, applicability_items=10, failed_items=0, verdict_error=r(12, 100),
+        false_fail={"*": r(10, 80), "critical": r(5, 20)}, false_pass={"*": r(2, 20)},
+        false_fail_all=r(10, 80), false_pass_all=r(2, 20), app_false_absent={"*": r(1, 10)},
+        app_false_present={"*": r(1, 10)},
+        rereads=Rereads(sampled=10, agreement_second=r(8, 10), agreement_third=r(8, 10),
+                        second_error_after_error=r(5, 8), second_error_after_right=r(1, 10),
+                        correlation=Difference(estimate=0.5, low=0.3, high=0.7),
+                        third_correlation=Difference(estimate=0.5, low=0.3, high=0.7)),
+        systematic=[{"leaf_id": "sf_dangerous_advice", "errors": 2, "n": 2}])
+    path = save_calibration(rec, tmp_path / "cal.json")
+    model = rec.error_model()
+    assert model.false_fail == {"*": 0.125, "critical": 0.25} and model.reread_correlation == 0.5
+    assert model.systematic_leaves == ("sf_dangerous_advice",) and model.false_pass == {"*": 0.1}
+    res = runner.invoke(app, ["stress", "--router", "static", "--judge-errors", str(path), "--confirm-failures",
+                              "--noise-repeats", "2", "--json"])
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.stdout.strip().splitlines()[-1])
+    assert out["noise"]["judge_noise"] == pytest.approx(0.12, abs=1e-12)
+    assert out["noise_measured_confirmed"]["reread_correlation"] == 0.5
+    assert out["noise_measured"]["systematic_leaves"] == 1
+    (tmp_path / "bad.json").write_text('{"judge_id": 3}')
+    bad = runner.invoke(app, ["stress", "--router", "static", "--judge-errors", str(tmp_path / "bad.json")])
+    assert bad.exit_code == 2 and "bad.json" in bad.output
