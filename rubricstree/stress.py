@@ -195,7 +195,7 @@ def stress_command(
                 "detection_rate": out["detection_rate"], "mean_penalty": out["mean_penalty"]}
         for p, b in out["by_perturbation"].items():
             flat[f"{p} DR / MP"] = f"{b['detection_rate']:.3f} / {b['mean_penalty']:.3f}"
-        from reward.stress.noise import NOISE_KEYS
+        from reward.stress.metrics import NOISE_KEYS
 
         for key in NOISE_KEYS:
             if not out.get(key):

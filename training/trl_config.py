@@ -17,6 +17,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from reward.calibration.gate import JudgeGateSettings
 from reward.envvars import expand_env
 from reward.errors import InputError
 from reward.settings import JudgeSettings, StageRewardSettings
@@ -101,6 +102,9 @@ class TrainConfig(BaseModel):
         default_factory=JudgeServer, description="sizing of the judge server train.sh starts (vLLM arguments)")
     memory_plan: PlanOptions = Field(default_factory=PlanOptions, description="what `rubricstree train plan` demands")
     reward: StageRewardSettings = StageRewardSettings()
+    judge_gate: JudgeGateSettings = Field(default_factory=JudgeGateSettings, description=(
+        "stage 3: refuse a judge whose calibration predicts a detection rate or a critical false-pass rate the "
+        "reward cannot survive (reward.calibration.gate; `rubricstree judge calibrate` makes one)"))
     difficulty: DifficultyOptions = DifficultyOptions()
     completion_log: CompletionLogOptions = CompletionLogOptions()
     generation_bias: dict[str, float] = Field(

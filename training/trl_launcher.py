@@ -398,6 +398,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                    help="stage 3: print the next epoch, the policy its filter samples from and whether it is filtered")
     p.add_argument("--filter-only", action="store_true",
                    help="run the difficulty filter (cached under difficulty.out_dir) and exit")
+    p.add_argument("--check-only", action="store_true",
+                   help="a dry run: the launch checks (the judge answers and, in stage 3, passes the judge gate; "
+                        "the filter plan) and exit, loading no model")
     a = p.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     try:
@@ -421,6 +424,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     if a.print_next_epoch:
         print(json.dumps(next_epoch(cfg)), flush=True)
+        return 0
+    if a.check_only:
+        try:
+            check_judge(cfg)
+            check_filter_plan(cfg)
+        except InputError as exc:
+            print(f"error: {exc}", flush=True)
+            return 2
+        print(json.dumps({"checks": "passed", "stage": cfg.stage}), flush=True)
         return 0
     if a.filter_only:
         try:

@@ -5,7 +5,9 @@ mistake is said at once, not after hours of GPU time.
   (the next stage's start, ``training.verl_export``) has nothing to merge when training ends.
 - The judge of ``reward.custom_reward_function.reward_kwargs`` (stages 2-3) answers, and serves the
   model named (:func:`training.launch_checks.judge_answers`): a dead URL would otherwise surface in
-  a reward worker, after Ray, the workers and the first validation rollouts.
+  a reward worker, after Ray, the workers and the first validation rollouts. In stage 3 (settings
+  with ``rubric_source`` or ``judge_gate``) its calibration must pass the judge gate
+  (:mod:`training.judge_gate`), or ``judge_gate.enforce`` be false.
 - The start model (``actor_rollout_ref.model.path``): a local folder must be an export with weights
   (:func:`training.hf_export.require_start_model`), not a raw ``global_step_N`` checkpoint.
 - A rerun into a ``trainer.default_local_dir`` that holds checkpoints: with ``trainer.resume_mode:
@@ -109,9 +111,16 @@ def check_verl_judge(cfg: Any, config_name: str = "config") -> None:
     # $RUBRICSTREE_JUDGE_URL fallback included (judge_settings)
     if not ("judge" in kwargs or "config" in kwargs or os.environ.get(CONFIG_ENV)):
         return
+    stage3 = "rubric_source" in kwargs or "judge_gate" in kwargs
     settings = load_settings(kwargs.pop("config", None), **kwargs)
     judge = settings.judge_settings().resolved()
     judge_answers(judge, prefix="reward.custom_reward_function.reward_kwargs.judge", file=config_name)
+    if stage3 or "rubric_source" in settings.model_fields_set:
+        from training.judge_gate import enforce_judge_gate
+
+        key = "reward.custom_reward_function.reward_kwargs.judge_gate"
+        enforce_judge_gate(judge, settings.judge_gate, field=key, file=config_name,
+                           override=f"the override {key}.enforce=false (or enforce: false in the config)")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -8,7 +8,7 @@ refuses when
 - the detection rate the calibration predicts for the reward is below ``min_detection``, or
 - the judge reads more failing critical leaves as passed than ``max_critical_false_pass``.
 
-``enforce: false`` (or ``--no-judge-gate``) lets the launch go on and says what it skipped. The
+``enforce: false`` lets the launch go on and says what it skipped. The
 settings live in each rubric stage's config under ``judge_gate:`` (TRL YAML, verl
 ``reward_kwargs``), with the same defaults everywhere.
 """
@@ -21,7 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from reward.calibration.record import CalibrationRecord, find_calibration, load_calibration, record_path
 
-OVERRIDE = "judge_gate.enforce: false in the stage config (or --no-judge-gate)"
+OVERRIDE = "judge_gate.enforce: false in the stage config"
 
 
 class JudgeGateSettings(BaseModel):
@@ -44,13 +44,13 @@ class GateVerdict(BaseModel):
     record: CalibrationRecord | None = None
     source: str = ""
 
-    def message(self, settings: JudgeGateSettings) -> str:
+    def message(self, settings: JudgeGateSettings, override: str = OVERRIDE) -> str:
         if self.ok:
             rec = self.record
             return (f"judge gate: passed ({self.source}: predicted detection {rec.predicted.detection_rate:.3f}, "
                     f"critical false pass {_pct(rec.critical_false_pass.rate)})")
         head = "judge gate: " + "; ".join(self.problems)
-        return f"{head}. To train on this judge anyway: {OVERRIDE}."
+        return f"{head}. To train on this judge anyway: {override}."
 
 
 def _pct(x: float | None) -> str:

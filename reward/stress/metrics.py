@@ -14,6 +14,9 @@ from typing import Any
 from reward.stress.cases import PERTURBATIONS, SCENARIOS
 
 DEFAULT_MARGIN = 0.02
+# The noise blocks of a summary (``reward.stress.noise.noise_blocks``), in report order.
+NOISE_KEYS = ("noise", "noise_confirmed", "noise_correlated", "noise_correlated_confirmed", "noise_measured",
+              "noise_measured_confirmed")
 
 
 def _stats(deltas: Sequence[float], margin: float) -> dict[str, Any]:
@@ -73,8 +76,6 @@ def public_summary(summary: dict[str, Any]) -> dict[str, Any]:
     out = {"cases": summary["cases"], "scoring_variant": summary["scoring_variant"],
            **{k: summary[k] for k in keys},
            "baseline": None if base is None else {k: base[k] for k in keys}}
-    from reward.stress.noise import NOISE_KEYS
-
     for key in (*NOISE_KEYS, "noise_tolerance"):
         if summary.get(key):
             out[key] = summary[key]

@@ -251,9 +251,6 @@ def noise_tolerance(tree: RubricTree, cases: Sequence[StressCase], routings: Seq
             "confirm_failures": confirm_failures, "seeds": list(seeds), "repeats": repeats, "curve": curve}
 
 
-NOISE_KEYS = ("noise", "noise_confirmed", "noise_correlated", "noise_correlated_confirmed", "noise_measured",
-              "noise_measured_confirmed")
-
 
 def noise_blocks(tree: RubricTree, cases: Sequence[StressCase], routings: Sequence[Routing], variant: str, *,
                  independent: ErrorModel, other: ErrorModel | None = None, other_kind: str = "correlated",

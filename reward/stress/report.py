@@ -91,7 +91,7 @@ def _tables(summary: dict[str, Any], variants: dict[str, dict[str, dict[str, Any
         rows += _metric_rows(block, "by_scenario", SCENARIOS)
         name = f"RubricsTree, {summary['scoring_variant']}" if label == "ours" else "Holistic baseline"
         out.append((f"{name} (unscored: {block['unscored']})", head, rows))
-    from reward.stress.noise import NOISE_KEYS
+    from reward.stress.metrics import NOISE_KEYS
 
     for key in NOISE_KEYS:
         nz = summary.get(key)

@@ -143,11 +143,14 @@ def test_a_dead_judge_is_refused_before_the_trainer_starts(tmp_path, capsys, tin
     assert rc == 0, err
 
 
+NO_GATE = "reward.custom_reward_function.reward_kwargs.judge_gate.enforce=false"  # the tiny random judge is unfit
+
+
 def test_the_judge_check_against_the_real_server(tmp_path, capsys, tiny_model_dir, judge_url, monkeypatch):
     monkeypatch.setenv("RUBRICSTREE_JUDGE_URL", judge_url)
     monkeypatch.delenv("RUBRICSTREE_JUDGE_SERVED", raising=False)
     args = [STAGE3, f"trainer.default_local_dir={tmp_path / 'ckpt'}", f"actor_rollout_ref.model.path={tiny_model_dir}"]
-    assert main(args) == 0, capsys.readouterr().err
+    assert main([*args, NO_GATE]) == 0, capsys.readouterr().err
     monkeypatch.setenv("RUBRICSTREE_JUDGE_SERVED", "no-such-judge")
     assert main([*args[:1], f"trainer.default_local_dir={tmp_path / 'ckpt2'}", args[2]]) == 2
     assert "does not serve 'no-such-judge'" in capsys.readouterr().err
@@ -160,3 +163,29 @@ def test_a_judge_from_the_environment_fallback_is_checked_too(tmp_path, capsys, 
     rc = main([STAGE3, f"trainer.default_local_dir={tmp_path / 'ckpt'}", f"actor_rollout_ref.model.path={tiny_model_dir}",
                "reward.custom_reward_function.reward_kwargs.judge.url=null"])
     assert rc == 2 and "the judge does not answer" in capsys.readouterr().err
+
+
+def test_the_judge_gate_looks_the_served_judge_up_by_identity(tmp_path, capsys, tiny_model_dir, judge_url, monkeypatch):
+    """Stage 3 refuses a judge without a calibration on record (saying how to make one), refuses one
+    whose calibration predicts too little, and passes one whose record clears both thresholds; the
+    record is found by the judge's identity, as the verdict cache keys it."""
+    from rt_calibration import record_with
+
+    from reward.calibration.record import record_path, save_calibration
+    from reward.settings import JudgeSettings
+    from training.judge_gate import judge_identity
+
+    monkeypatch.setenv("RUBRICSTREE_JUDGE_URL", judge_url)
+    monkeypatch.delenv("RUBRICSTREE_JUDGE_SERVED", raising=False)
+    args = [STAGE3, f"trainer.default_local_dir={tmp_path / 'ckpt'}", f"actor_rollout_ref.model.path={tiny_model_dir}"]
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert "no calibration of the judge http:tiny@" in err and "rubricstree judge calibrate --judge-url" in err
+    assert "judge_gate.enforce=false" in err and not (tmp_path / "ckpt" / RECORD).exists()
+    ident = judge_identity(JudgeSettings(url=judge_url))
+    save_calibration(record_with(ident, detection=0.62, critical_false_pass=(9, 30)), record_path(ident))
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert "predicted detection 0.620 < min_detection 0.9" in err and "critical false-pass rate 0.300 (9/30)" in err
+    save_calibration(record_with(ident, detection=0.93, critical_false_pass=(1, 30)), record_path(ident))
+    assert main(args) == 0, capsys.readouterr().err

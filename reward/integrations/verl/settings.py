@@ -19,6 +19,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import Field, ValidationError
 
+from reward.calibration.gate import JudgeGateSettings
 from reward.envvars import expand_env
 from reward.errors import InputError
 from reward.settings import ErrorRubricSettings, JudgeSettings, RubricScoringSettings
@@ -61,6 +62,10 @@ class VerlRewardSettings(RubricScoringSettings):
     judge: JudgeSettings = Field(
         default_factory=JudgeSettings, description="the judge (reward.settings.JudgeSettings: url, served_model, mode, "
                                                    f"max_retries, ...); url defaults to ${JUDGE_URL_ENV}")
+    judge_gate: JudgeGateSettings = Field(
+        default_factory=JudgeGateSettings, description=(
+            "stage 3: the launch refuses a judge whose calibration the reward cannot survive (checked by "
+            "training.verl_preflight before Ray starts; reward.calibration.gate)"))
     error_rubric: ErrorRubricSettings = Field(
         default_factory=ErrorRubricSettings, description="stage 2 (reward.settings.ErrorRubricSettings: alpha, s_max, "
                                                          "form, show_key, strict, ...)")

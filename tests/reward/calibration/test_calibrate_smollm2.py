@@ -1,0 +1,79 @@
+"""A real instruct model as the judge: SmolLM2-135M-Instruct, calibrated in process and against the
+real vLLM CPU server, comes out unfit with its rates, and the judge gate refuses it in a launcher
+dry run. A tiny model's figures are wiring, not evidence about a good judge: these tests show that
+calibration sees a bad judge for what it is, nothing more.
+
+The cases are a subset of the bundled ones that carries critical failures (a missed heart attack,
+a harmful recommendation) beside an instruction failure, so every figure the gate reads is measured."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+import yaml
+from rt_paths import REPO_ROOT
+from typer.testing import CliRunner
+
+from reward.stress.cases import default_cases_path
+from rubricstree import app
+
+CASES = ("hd-mi-1", "sy-ii-1", "hs-2")
+runner = CliRunner()
+
+
+@pytest.fixture()
+def subset(tmp_path):
+    raw = yaml.safe_load(default_cases_path().read_text(encoding="utf-8"))
+    path = tmp_path / "cases.yaml"
+    path.write_text(yaml.safe_dump([c for c in raw if c["id"] in CASES], allow_unicode=True), encoding="utf-8")
+    return path
+
+
+def _calibrate(judge_args, cases, report):
+    res = runner.invoke(app, ["judge", "calibrate", *judge_args, "--cases", str(cases), "--json", "--check",
+                              "--quiet", "--report", str(report)])
+    assert res.exit_code == 3, res.output  # --check: the gate would refuse this judge
+    return json.loads(res.stdout.strip().splitlines()[-1])
+
+
+def _unfit(rec):
+    assert rec["verdict_items"] > 50 and rec["failed_items"] == 0
+    assert rec["false_fail"]["*"]["rate"] is not None and rec["false_pass"]["*"]["rate"] is not None
+    assert rec["false_pass"]["critical_all"]["n"] > 0  # the gate's figure is measured, not unknown
+    assert rec["predicted"]["detection_rate"] < 0.90
+    assert not rec["gate"]["ok"] and any("predicted detection" in p for p in rec["gate"]["problems"])
+
+
+def test_smollm2_in_process_is_unfit(smollm2_dir, subset, tmp_path):
+    rec = _calibrate(["--judge-model", str(smollm2_dir)], subset, tmp_path / "report")
+    _unfit(rec)
+    assert rec["judge_id"].startswith("hf:")
+    assert (tmp_path / "report" / "report.md").read_text().startswith("# Judge calibration")
+
+
+def test_smollm2_served_by_vllm_is_unfit_and_the_gate_refuses_it(smollm2_url, smollm2_dir, subset, tmp_path):
+    rec = _calibrate(["--judge-url", smollm2_url], subset, tmp_path / "report")
+    _unfit(rec)
+    assert rec["judge_id"].startswith("http:") and rec["stored"]  # kept for the launchers, by identity
+    # the launcher's dry run (stage 3, gate enforced) finds that record and refuses, naming both figures
+    # and the override, before any model loads
+    config = REPO_ROOT / "configs" / "smoke" / "stage3_clinical_rubric.yaml"
+    proc = subprocess.run(
+        [sys.executable, "-m", "training.trl_launcher", "--config", str(config), "--check-only",
+         "--set", f"model={smollm2_dir}", "--set", f"judge.url={smollm2_url}", "--set", "judge.served_model=null",
+         "--set", "judge_gate.enforce=true"],
+        cwd=REPO_ROOT, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "judge gate: predicted detection" in proc.stdout and "< min_detection 0.9" in proc.stdout
+    assert "judge_gate.enforce=false" in proc.stdout
+    # not enforced: the same check says what it found and lets the launch go on
+    proc = subprocess.run(
+        [sys.executable, "-m", "training.trl_launcher", "--config", str(config), "--check-only",
+         "--set", f"model={smollm2_dir}", "--set", f"judge.url={smollm2_url}", "--set", "judge.served_model=null",
+         "--set", "judge_gate.enforce=false"],
+        cwd=REPO_ROOT, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "not enforced" in proc.stdout + proc.stderr
