@@ -10,10 +10,9 @@ import json
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
-from rt_paths import REPO_ROOT
+from rt_paths import REPO_ROOT, judge_venv_python
 
 REPO = REPO_ROOT
 
@@ -35,8 +34,7 @@ def test_without_a_gpu_it_asks_for_the_dry_run(tmp_path):
 
 @pytest.mark.slow
 def test_dry_run_runs_every_phase_and_writes_json(tmp_path):
-    vllm = next((p for p in (os.environ.get("VLLM_PYTHON"), str(REPO / ".venv-judge/bin/python"),
-                             "/work/main/.venv-judge/bin/python") if p and Path(p).is_file()), None)
+    vllm = judge_venv_python()
     env = _env(**({"VLLM_PYTHON": vllm} if vllm else {}))
     out = tmp_path / "check.json"
     res = subprocess.run(["bash", str(REPO / "scripts/gpu_check.sh"), "--dry-run", "--out", str(out), "--work",
