@@ -38,7 +38,8 @@ from importlib import metadata
 
 from training.gpu_stack import CUDA12_ROUTE, STACK
 
-__all__ = ["DEEPSPEED_MIN", "VLLM_RANGE", "Need", "check", "check_gpu", "merge", "needs", "requirements"]
+__all__ = ["DEEPSPEED_MIN", "VLLM_RANGE", "Need", "check", "check_gpu", "merge", "needs", "requirements",
+           "version_problems"]
 
 VLLM_RANGE = ("0.22.0", "0.31.0")  # trl/import_utils.py (TRL 1.16), inclusive
 DEEPSPEED_MIN = "0.18.6"
@@ -110,7 +111,7 @@ def _version(package: str) -> str | None:
         return None
 
 
-def _version_problems(want: list[Need], version_of) -> list[tuple[Need, str]]:
+def version_problems(want: list[Need], version_of) -> list[tuple[Need, str]]:
     from packaging.version import Version
 
     problems = []
@@ -128,7 +129,7 @@ def _version_problems(want: list[Need], version_of) -> list[tuple[Need, str]]:
 
 def check(grpo: dict, sharding: str, *, version_of=_version) -> list[str]:
     """Problems (empty: all there) with the versions of the packages :func:`needs` names."""
-    return [text for _, text in _version_problems(needs(grpo, sharding), version_of)]
+    return [text for _, text in version_problems(needs(grpo, sharding), version_of)]
 
 
 def check_gpu(want: list[Need], *, skip: set[str] = frozenset(), python: str | None = None,
@@ -177,7 +178,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         except InputError as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 2
-    problems = _version_problems(want, _version)
+    problems = version_problems(want, _version)
     for need, text in problems:
         print(f"missing: {text}; install it with: {need.fix}", file=sys.stderr)
     stack: list[str] = []
