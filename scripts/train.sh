@@ -18,6 +18,9 @@
 # e.g. Qwen3-30B-A3B) or none (plain DDP); both configs are bf16 mixed precision over fp32 master
 # weights. Extra accelerate flags in $ACCELERATE_ARGS (a --config_file there replaces ours).
 # Plain python on CPU.
+# Environment: before anything starts, `python -m training.env_check` checks the packages the config
+# uses and, on GPU machines, the driver against torch's CUDA build and every compiled module imported
+# (vLLM's kernels, flash-attn, DeepSpeed); a problem stops the launch (exit 2) with the fix.
 # Memory plan: on GPU machines `rubricstree train plan` checks the run (training GPUs, judge GPUs,
 # GPU memory from nvidia-smi) before anything starts and refuses a plan that does not fit (exit 3)
 # unless TRAIN_FORCE=1. The judge server gets the vLLM arguments the plan sized (the config's
