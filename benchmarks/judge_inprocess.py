@@ -21,7 +21,8 @@ Models: ``--size demo`` (default) is the demo's tiny random-weight Qwen3; other 
 random-weight Qwen3 with the published shape of that release (no download; the tokenizer is the
 tiny one, so the vocabulary is the real size but the text is tokenised by a small BPE). Random
 weights decode garbage: explain and rubric_batch measure cost, not verdicts. ``--gpu`` is the
-GPU variant: Qwen3-8B dimensions in bfloat16, all four modes, on the synthetic workload.
+GPU variant: Qwen3-8B dimensions in bfloat16, all four modes unless --modes names some, on the
+synthetic workload.
 
     python benchmarks/judge_inprocess.py --json                           # CPU: the demo's items
     python benchmarks/judge_inprocess.py --gpu --json                     # GPU: Qwen3-8B shape
@@ -169,7 +170,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--workload", choices=["demo", "synthetic"], default="demo")
     ap.add_argument("--rollouts", type=int, default=16, help="synthetic workload")
     ap.add_argument("--criteria", type=int, default=12, help="synthetic workload")
-    ap.add_argument("--modes", default="choice,choice_per_item", help=f"comma-separated, of {','.join(MODES)}")
+    ap.add_argument("--modes", default=None, help=f"comma-separated, of {','.join(MODES)} (default: choice,"
+                                                  "choice_per_item; with --gpu all of them)")
     ap.add_argument("--explain-tokens", type=int, default=256)
     ap.add_argument("--batch", type=int, default=16, help="prompts per forward (per-item path, generation)")
     ap.add_argument("--chunk", type=int, default=16, help="criteria per forward against one shared prefix")
@@ -177,14 +179,16 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--threads", type=int, default=None,
                     help="torch CPU threads (1 is steadiest on a shared machine; default: torch's own)")
     ap.add_argument("--gpu", action="store_true",
-                    help="GPU variant: --size 8b --workload synthetic --modes all, batch/chunk 64 (bfloat16)")
+                    help="GPU variant: --size 8b --workload synthetic, every mode unless --modes, batch/chunk 64 (bfloat16)")
     ap.add_argument("--repeat", type=int, default=2,
                     help="timed passes per mode, interleaved across modes; the fastest is reported")
     ap.add_argument("--json", action="store_true")
     a = ap.parse_args(argv)
-    if a.gpu:  # larger batches: generation (explain) is the long part on a GPU
-        a.size, a.workload, a.modes = "8b", "synthetic", ",".join(MODES)
+    if a.gpu:  # larger batches: generation (explain) is the long part on a GPU; --modes still chooses
+        a.size, a.workload = "8b", "synthetic"
+        a.modes = a.modes or ",".join(MODES)
         a.batch, a.chunk = max(a.batch, 64), max(a.chunk, 64)
+    a.modes = a.modes or "choice,choice_per_item"
     a.modes = [m.strip() for m in a.modes.split(",") if m.strip()]
     bad = [m for m in a.modes if m not in MODES]
     if bad:

@@ -128,6 +128,14 @@ def filter_command(
     max_new_tokens: int = typer.Option(..., "--max-new-tokens", min=1,
                                        help="the stage's completion budget (10000 for stages 1-2, 16000 for stage 3 "
                                             "in the paper; a short one cuts Qwen3's thinking)"),
+    sample_timeout: float = typer.Option(1800.0, "--sample-timeout", min=1.0,
+                                         help="--generate-url: seconds one sample request may take"),
+    sample_retries: int = typer.Option(3, "--sample-retries", min=0, help="--generate-url: retries of a sample"),
+    sample_concurrency: int = typer.Option(256, "--sample-concurrency", min=1,
+                                           help="--generate-url: sample requests in flight"),
+    max_failed_fraction: float = typer.Option(0.05, "--max-failed-fraction", min=0.0, max=1.0,
+                                              help="share of prompts that may stay unsampled (skipped, counted); "
+                                                   "above it the filter stops"),
     rubric_window: str = typer.Option("0.1,0.4", "--rubric-window", help="[lo, hi] routed to the rubric stage"),
     rule_window: str = typer.Option("0.4,0.7", "--rule-window", help="(lo, hi] routed to the rule stage"),
     keep_window: str = typer.Option("0.15,0.7", "--keep-window", help="[lo, hi] kept (healthbench)"),
@@ -151,7 +159,9 @@ def filter_command(
         _window(keep_window, "--keep-window")
     try:
         cfg = DifficultyConfig(n=n, temperature=temperature, max_new_tokens=max_new_tokens,
-                               mode="split" if kind == "mcq" else "keep",
+                               mode="split" if kind == "mcq" else "keep", timeout_s=sample_timeout,
+                               max_retries=sample_retries, concurrency=sample_concurrency,
+                               max_failed_fraction=max_failed_fraction,
                                rubric=Window(lo=r[0], hi=r[1]), rule=Window(lo=u[0], hi=u[1], lo_inclusive=False),
                                keep=Window(lo=k[0], hi=k[1]))
         reward_fn = None

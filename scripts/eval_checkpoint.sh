@@ -59,7 +59,7 @@ RT=${RUBRICSTREE_BIN:-$ROOT/.venv/bin/rubricstree}
 OUT=${OUT:-runs/eval/$(basename "$CKPT")}
 mkdir -p "$OUT/logs"
 NGPU=0
-if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then NGPU=$(nvidia-smi -L | wc -l); fi
+if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then NGPU=$(nvidia-smi -L | awk '/^GPU [0-9]+:/ {n++} END {print n + 0}'); fi  # not its MIG lines
 POLICY_ENV=() JUDGE_ENV=() POLICY_VLLM=() JUDGE_VLLM=()
 if [ "$NGPU" -ge 2 ]; then
   # one GPU each (a large judge does not fit in half of one GPU beside the policy)

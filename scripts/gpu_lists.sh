@@ -3,6 +3,23 @@
 # piped into head: under pipefail that can end a launch with SIGPIPE).
 gpu_split() { tr ',' '\n' <<<"$1" | tr -d ' ' | grep -v '^$' | sort -u || true; }
 gpu_all() { nvidia-smi -L | awk '/^GPU [0-9]+:/ {sub(":", "", $2); print $2}' | paste -sd, -; }
+# the GPUs `nvidia-smi -L` lists, not the MIG devices it lists under a partitioned one ("  MIG 1g.18gb ...")
+gpu_count() { nvidia-smi -L | awk '/^GPU [0-9]+:/ {n++} END {print n + 0}'; }
+gpu_memory_gb() {  # the first GPU's memory in GiB (awk reads every line: no head under pipefail)
+  nvidia-smi --query-gpu=memory.total --format=csv,noheader,nounits | awk 'NR == 1 {printf "%d", $1 / 1024}'
+}
+plan_fits() {  # WHO PY CONFIG GPUS JUDGE_GPUS SHARDING [--set ...]: `rubricstree train plan` on stderr;
+  # status 3 when the plan does not fit, unless TRAIN_FORCE=1 (then it says so and returns 0)
+  local who=$1 py=$2 cfg=$3 gpus=$4 judge=$5 sharding=$6
+  shift 6
+  if "$py" -m rubricstree train plan "$cfg" --gpus "$gpus" --gpu-memory-gb "$(gpu_memory_gb)" --judge-gpus "$judge" \
+       --sharding "$sharding" "$@" >&2; then return 0; fi
+  if [ "${TRAIN_FORCE:-0}" = 1 ]; then
+    echo "$who: the memory plan does not fit; going on because TRAIN_FORCE=1" >&2; return 0
+  fi
+  echo "$who: the memory plan above does not fit; change the setting it names (or TRAIN_FORCE=1)" >&2
+  return 3
+}
 gpu_overlap() {  # A B: the GPUs on both lists (empty: none)
   comm -12 <(gpu_split "$1") <(gpu_split "$2") | sort -n | paste -sd, -
 }

@@ -16,7 +16,8 @@
 # for the port to close and removes the pid file. By hand: `kill -- -$(cat .judge-server.pid)`.
 # When this script gives up (not ready in JUDGE_WAIT_S, the wrong model, interrupted) it stops the
 # group the same way, so no vLLM worker keeps the port or the memory.
-# VLLM_PYTHON picks the interpreter that has vLLM (default: .venv-judge/bin/python, else python).
+# VLLM_PYTHON picks the interpreter that has vLLM (default: .venv-judge/bin/python, else python); on
+# a GPU the server is the `vllm` next to it, else .venv/bin/vllm (the gpu extra's), else vllm on PATH.
 # Everything after `--` goes to vLLM unchanged (later flags win over the CPU defaults), e.g. a
 # Qwen3-32B judge on two 80 GB GPUs, or on one with 8-bit weights:
 #   CUDA_VISIBLE_DEVICES=6,7 scripts/serve_judge.sh --model Qwen/Qwen3-32B -- \
@@ -106,7 +107,10 @@ command -v setsid >/dev/null 2>&1 && SETSID=setsid
 COMMON=(--served-model-name "$NAME" --host "$HOST" --port "$PORT" --enable-prefix-caching
         --enable-prompt-tokens-details)
 if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then
+  # the vllm next to VLLM_PYTHON (or .venv-judge's python), else the project's .venv (the gpu extra
+  # installs vllm there), else the one on PATH
   VLLM_BIN=$(dirname "$PY")/vllm
+  [ -x "$VLLM_BIN" ] || VLLM_BIN=$ROOT/.venv/bin/vllm
   [ -x "$VLLM_BIN" ] || VLLM_BIN=vllm
   $SETSID nohup "$VLLM_BIN" serve "$MODEL" "${COMMON[@]}" "${EXTRA[@]}" >"$LOG" 2>&1 &
 else

@@ -18,6 +18,9 @@
 # e.g. Qwen3-30B-A3B) or none (plain DDP); both configs are bf16 mixed precision over fp32 master
 # weights. Extra accelerate flags in $ACCELERATE_ARGS (a --config_file there replaces ours).
 # Plain python on CPU.
+# Environment: before anything starts, `python -m training.env_check` checks the packages the config
+# uses and, on GPU machines, the driver against torch's CUDA build and every compiled module imported
+# (vLLM's kernels, flash-attn, DeepSpeed); a problem stops the launch (exit 2) with the fix.
 # Memory plan: on GPU machines `rubricstree train plan` checks the run (training GPUs, judge GPUs,
 # GPU memory from nvidia-smi) before anything starts and refuses a plan that does not fit (exit 3)
 # unless TRAIN_FORCE=1. The judge server gets the vLLM arguments the plan sized (the config's
@@ -49,13 +52,6 @@ GPU=0
 if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then GPU=1; fi
 SHARDING=none
 [ "$GPU" = 1 ] && SHARDING=${TRAIN_SHARDING:-fsdp2}
-
-# the packages the config will use (vllm for grpo.use_vllm, deepspeed for zero3), before anything
-# starts: a missing one fails here with the pip line, not minutes later inside accelerate
-if ! "$PY" -m training.env_check --config "$CONFIG" --sharding "$SHARDING" "${ARGS[@]}"; then
-  echo "train.sh: the environment lacks what $(basename "$CONFIG") uses (see above)" >&2
-  exit 2
-fi
 
 JUDGE_ARGS=()
 if [ "$GPU" = 1 ] && [ "$J_URL" = "-" ] && [ "$J_MODEL" != "-" ]; then
@@ -99,28 +95,30 @@ fi
 if [ "$GPU" = 1 ]; then
   case "$SHARDING" in fsdp2|zero3|none) ;;
     *) echo "train.sh: TRAIN_SHARDING must be fsdp2, zero3 or none, got $SHARDING" >&2; exit 2 ;; esac
+fi
+# what the config will run, before anything starts: the packages (vllm for grpo.use_vllm, deepspeed
+# for zero3, flash-attn when the model loads with it) and, on a GPU machine, the driver against
+# torch's CUDA build and every compiled module imported. A problem fails here with the wheel or
+# driver to get, not minutes later inside accelerate, the colocated vLLM or the judge.
+ON_GPU=(); [ "$GPU" = 1 ] && ON_GPU=(--gpu)
+if ! "$PY" -m training.env_check --config "$CONFIG" --sharding "$SHARDING" "${ON_GPU[@]}" "${ARGS[@]}"; then
+  echo "train.sh: this machine cannot run what $(basename "$CONFIG") uses (see above); nothing was started" >&2
+  exit 2
+fi
+if [ "$GPU" = 1 ]; then
   count() { awk -F, '{print NF}' <<<"$1"; }
-  N_TRAIN=$(nvidia-smi -L | wc -l)
+  N_TRAIN=$(gpu_count)
   if [ -n "${TRAIN_CUDA_VISIBLE_DEVICES:-}" ]; then N_TRAIN=$(count "$TRAIN_CUDA_VISIBLE_DEVICES")
   elif [ -n "${CUDA_VISIBLE_DEVICES:-}" ]; then N_TRAIN=$(count "$CUDA_VISIBLE_DEVICES"); fi
   N_JUDGE=0
   if [ "$J_URL" = "-" ] && [ "$J_MODEL" != "-" ] && [ -n "${JUDGE_CUDA_VISIBLE_DEVICES:-}" ]; then
     N_JUDGE=$(count "$JUDGE_CUDA_VISIBLE_DEVICES")
   fi
-  # awk reads every line and keeps the first: piping into head under pipefail can kill the launch with
-  # SIGPIPE (exit 141) when nvidia-smi writes its second line after head has exited
-  MEM_GB=$(nvidia-smi --query-gpu=memory.total --format=csv,noheader,nounits | awk 'NR == 1 {printf "%d", $1 / 1024}')
-  PLAN=("$PY" -m rubricstree train plan "$CONFIG" --gpus $((N_TRAIN + N_JUDGE)) --gpu-memory-gb "$MEM_GB"
-        --judge-gpus "$N_JUDGE" --sharding "$SHARDING" "${ARGS[@]}")
-  if ! "${PLAN[@]}" >&2; then
-    if [ "${TRAIN_FORCE:-0}" = 1 ]; then
-      echo "train.sh: the memory plan does not fit; going on because TRAIN_FORCE=1" >&2
-    else
-      echo "train.sh: the memory plan above does not fit; change the setting it names (or TRAIN_FORCE=1)" >&2
-      exit 3
-    fi
+  plan_fits train.sh "$PY" "$CONFIG" $((N_TRAIN + N_JUDGE)) "$N_JUDGE" "$SHARDING" "${ARGS[@]}" || exit 3
+  if [ "$N_JUDGE" -gt 0 ]; then
+    mapfile -t JUDGE_ARGS < <("$PY" -m rubricstree train plan "$CONFIG" --gpus $((N_TRAIN + N_JUDGE)) \
+      --gpu-memory-gb "$(gpu_memory_gb)" --judge-gpus "$N_JUDGE" --sharding "$SHARDING" "${ARGS[@]}" --print-judge-args)
   fi
-  if [ "$N_JUDGE" -gt 0 ]; then mapfile -t JUDGE_ARGS < <("${PLAN[@]}" --print-judge-args); fi
 fi
 # shellcheck disable=SC2206
 JUDGE_ARGS+=(${JUDGE_VLLM_ARGS:-})
@@ -150,7 +148,7 @@ if [ "$GPU" = 1 ]; then
   if [ -n "${CUDA_VISIBLE_DEVICES:-}" ]; then
     NPROC=$(awk -F, '{print NF}' <<<"$CUDA_VISIBLE_DEVICES")
   else
-    NPROC=$(nvidia-smi -L | wc -l)
+    NPROC=$(gpu_count)
   fi
   ACCEL=${ACCELERATE:-$(dirname "$PY")/accelerate}; [ -x "$ACCEL" ] || ACCEL=accelerate
   ACCEL_CFG=()

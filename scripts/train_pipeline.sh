@@ -47,6 +47,8 @@ T0=$(date +%s); RAN=0
 GPU=0
 if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then GPU=1; fi
 SERVE=${PIPELINE_SERVE:-$GPU}
+SHARDING=none
+[ "$GPU" = 1 ] && SHARDING=${TRAIN_SHARDING:-fsdp2}
 PORT=${POLICY_PORT:-8200}
 PID_FILE=$ROOT/policy.pid
 # shellcheck source=scripts/gpu_lists.sh
@@ -98,10 +100,12 @@ ensure_judge() {  # CONFIG [--set ...]
     say "the judge ($model) needs its own GPUs: set JUDGE_CUDA_VISIBLE_DEVICES and TRAIN_CUDA_VISIBLE_DEVICES"; exit 2
   fi
   name=$served; [ "$name" = "-" ] && name=$(basename "$model")
-  n_all=$(nvidia-smi -L | wc -l); n_judge=$(awk -F, '{print NF}' <<<"$JUDGE_CUDA_VISIBLE_DEVICES")
-  mem=$(nvidia-smi --query-gpu=memory.total --format=csv,noheader,nounits | awk 'NR == 1 {printf "%d", $1 / 1024}')
-  mapfile -t jargs < <("$PY" -m rubricstree train plan "$cfg" --gpus "$n_all" --gpu-memory-gb "$mem" \
-                       --judge-gpus "$n_judge" "$@" --print-judge-args)
+  n_judge=$(awk -F, '{print NF}' <<<"$JUDGE_CUDA_VISIBLE_DEVICES")
+  n_all=$(( $(awk -F, '{print NF}' <<<"$TRAIN_CUDA_VISIBLE_DEVICES") + n_judge ))
+  # the plan train.sh checks before it starts a judge, checked before this one starts (exit 3 unless TRAIN_FORCE=1)
+  plan_fits pipeline "$PY" "$cfg" "$n_all" "$n_judge" "$SHARDING" "$@" || exit 3
+  mapfile -t jargs < <("$PY" -m rubricstree train plan "$cfg" --gpus "$n_all" --gpu-memory-gb "$(gpu_memory_gb)" \
+                       --judge-gpus "$n_judge" --sharding "$SHARDING" "$@" --print-judge-args)
   # shellcheck disable=SC2206
   jargs+=(${JUDGE_VLLM_ARGS:-})
   say "starting the judge server for $model on GPUs $JUDGE_CUDA_VISIBLE_DEVICES"
@@ -146,6 +150,19 @@ filter_with() {  # MODEL CONFIG [--set ...]: the config's filter, sampling from 
     launcher --config "$cfg" "$@" --set difficulty.generate_url= --filter-only >&2
   fi
 }
+
+# Before any server or trainer starts: can this machine run every stage still to do (the packages, and
+# on a GPU machine the driver against torch's CUDA build and every compiled module imported)? Stages
+# 2-3 read their start model from FV_STAGE1_MODEL/FV_STAGE2_MODEL, which the check does not use.
+CHECK=()
+for step in "${STEPS[@]:1}"; do [ -f "$ROOT/$step.done" ] || CHECK+=(--config "$CONFIGS/$step.yaml"); done
+if [ "${#CHECK[@]}" -gt 0 ]; then
+  ON_GPU=(); [ "$GPU" = 1 ] && ON_GPU=(--gpu)
+  if ! FV_STAGE1_MODEL=${FV_STAGE1_MODEL:-unused} FV_STAGE2_MODEL=${FV_STAGE2_MODEL:-unused} \
+       "$PY" -m training.env_check "${CHECK[@]}" --sharding "$SHARDING" "${ON_GPU[@]}" "${SETS[@]}"; then
+    say "this machine cannot run the stages still to do (see above); nothing was started"; exit 2
+  fi
+fi
 
 MODEL=""
 for i in "${!STEPS[@]}"; do

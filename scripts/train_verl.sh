@@ -8,8 +8,9 @@
 #
 # CONFIG is a Hydra config on top of verl's ppo_trainer.yaml; extra arguments are Hydra overrides
 # (prefix keys verl does not have with '+'). Training needs a GPU machine: verl's trainer runs a
-# vLLM rollout engine and FSDP workers with FlashAttention-2 (install: pip install -e ".[train,verl]"
-# "verl[vllm]==0.9.1", then pip install "flash-attn==2.8.3" --no-build-isolation; docs/verl.md).
+# vLLM rollout engine and FSDP workers with FlashAttention-2 (install: pip install -e ".[train,verl,gpu]",
+# then pip install "flash-attn==2.8.3" --no-build-isolation; docs/verl.md); the driver, torch's CUDA
+# build, vLLM's kernels and flash-attn are checked before anything starts (training/env_check.py).
 # Stages 2 and 3 also need a judge server (scripts/serve_judge.sh) at $RUBRICSTREE_JUDGE_URL.
 # Data: $RUBRICSTREE_VERL_DATA (default ./data/verl) holds stageN_{train,val}.parquet
 # (python -m training.verl_data --help).
@@ -66,14 +67,11 @@ done
 "$PY" -c "import verl" 2>/dev/null || { echo "train_verl: verl is not installed for $PY: pip install -e '.[verl]'" >&2; exit 2; }
 
 if [ "$only_print" = 0 ]; then
+  HAS_GPU=1
   if ! command -v nvidia-smi >/dev/null 2>&1 || ! nvidia-smi -L >/dev/null 2>&1; then
+    HAS_GPU=0
     echo "train_verl: no GPU found. verl's trainer needs GPUs (vLLM rollout + FSDP);" \
          "use '--cfg job' to check the config here, or set RUBRICSTREE_ALLOW_NO_GPU=1 to try anyway." >&2
-    [ "${RUBRICSTREE_ALLOW_NO_GPU:-0}" = 1 ] || exit 2
-  fi
-  if ! "$PY" -c "import importlib.metadata as m; m.version('vllm')" 2>/dev/null; then
-    echo "train_verl: vllm (verl's rollout engine) is not installed for $PY:" \
-         "pip install -e '.[train,verl,gpu]' (the gpu extra pins vllm 0.24.0, the version verl 0.9.1 is built for)" >&2
     [ "${RUBRICSTREE_ALLOW_NO_GPU:-0}" = 1 ] || exit 2
   fi
   # verl's trainer entry point and its default v1 trainer import packages verl does not declare
@@ -83,17 +81,16 @@ if [ "$only_print" = 0 ]; then
          "pip install -e '.[train,verl,gpu]'" >&2
     [ "${RUBRICSTREE_ALLOW_NO_GPU:-0}" = 1 ] || exit 2
   fi
-  # verl 0.9.1 loads the actor with FlashAttention-2 unless model.override_config.attn_implementation
-  # says otherwise (use_remove_padding packs sequences for its varlen kernel), and neither
-  # verl[vllm] nor our extras install flash-attn: without it the run dies when the actor loads,
-  # after Ray and the workers have started
-  if ! grep -q 'attn_implementation' "$CONFIG" <(printf '%s\n' "$@") \
-     && ! "$PY" -c "import flash_attn" 2>/dev/null; then
-    echo "train_verl: flash-attn is not installed for $PY, and verl loads the actor with FlashAttention-2" \
-         "(its default): pip install 'flash-attn==2.8.3' --no-build-isolation (built for your torch and CUDA;" \
-         "not verl's fsdp extra, which pins trl 0.27)" \
-         "or a prebuilt flash-attn wheel that matches them; or, slower, pass" \
-         "+actor_rollout_ref.model.override_config.attn_implementation=sdpa actor_rollout_ref.model.use_remove_padding=false" >&2
+  # vLLM (the rollout engine), its kernels and sleep-mode allocator; flash-attn, which verl 0.9.1 loads
+  # the actor with unless model.override_config.attn_implementation says otherwise (use_remove_padding
+  # packs sequences for its varlen kernel; neither verl[vllm] nor our extras install it); on a GPU
+  # machine the driver against torch's CUDA build (python -m training.env_check): without them the
+  # run dies after Ray and the workers have started
+  CHECK=(--verl)
+  grep -q 'attn_implementation' "$CONFIG" <(printf '%s\n' "$@") || CHECK+=(--flash-attn)
+  [ "$HAS_GPU" = 1 ] && CHECK+=(--gpu)
+  if ! (cd "$ROOT" && "$PY" -m training.env_check "${CHECK[@]}"); then
+    echo "train_verl: this machine cannot run verl's trainer as configured (see above); nothing was started" >&2
     [ "${RUBRICSTREE_ALLOW_NO_GPU:-0}" = 1 ] || exit 2
   fi
   if grep -q 'RUBRICSTREE_JUDGE_URL' "$CONFIG" && [ -z "${RUBRICSTREE_JUDGE_URL:-}" ] \

@@ -49,7 +49,7 @@ TRAINING_LAYERS: dict[str, int] = {
     "training.data": 1, "training.synth": 1,
     "training.difficulty": 2, "training.verl_data": 2, "training.eval": 2,
     "training.trl_config": 3, "training.optimize": 3,
-    "training.memory_plan": 4, "training.trl_launcher": 4, "training.env_check": 4, "training.verl_export": 4, "training.verl_preflight": 4, "training.start_record": 0,
+    "training.memory_plan": 4, "training.trl_launcher": 4, "training.env_check": 4, "training.gpu_stack": 0, "training.verl_export": 4, "training.verl_preflight": 4, "training.start_record": 0,
     "training.run_folder": 4, "training.launch_checks": 4, "training.judge_gate": 4,
 }
 MAX_LINES = 500

@@ -8,12 +8,22 @@ score them with the stage's reward and take the mean. Fathom-Vaidya's windows:
 * stage 3 (clinical rubrics, ``mode="keep"``): mean in [0.15, 0.7] is kept, the rest dropped.
 
 Windows are configurable (:class:`DifficultyConfig`). A row whose completions were all unscored
-(judge failures) is dropped as ``unscored`` and counted, never treated as 0. Generation goes to
-an OpenAI-compatible server (vLLM) when a URL is given, else runs in process with transformers
-(``num_return_sequences``). Results: ``scores.jsonl`` (every row: mean, rewards, split), one
-JSONL of the original rows per split (``rubric.jsonl``/``rule.jsonl`` or ``keep.jsonl``) and
-``stats.json`` (written last); counts are also logged. Samples are appended to ``samples.jsonl``
-as they are drawn, so a killed filter resumes without drawing them again.
+(judge failures) is dropped as ``unscored`` and counted, never treated as 0.
+
+Generation goes to an OpenAI-compatible server (vLLM) when a URL is given, one request per sample
+(``timeout_s``, ``max_retries`` and ``concurrency`` from the stage config's ``difficulty`` block):
+a timeout costs one sample's retry, not a group of 8 long ones. A prompt whose sample still fails
+after the retries is ``skipped`` and counted; the filter degrades, and stops
+(:class:`FilterRefused`) only when more than ``max_failed_fraction`` of the prompts are lost (the
+server is failing, not one prompt). Without a URL it runs in process with transformers
+(``num_return_sequences``). Each sample's seed comes from its prompt's content and its index, so a
+retry, a resume or a rerun draws the same text.
+
+Results: ``scores.jsonl`` (every row: mean, rewards, split), one JSONL of the original rows per
+split (``rubric.jsonl``/``rule.jsonl`` or ``keep.jsonl``) and ``stats.json`` (written last);
+counts are also logged, with a progress bar over the samples. Samples are appended to
+``samples.jsonl`` as they are drawn, so a killed filter, or a rerun after a flaky server, draws
+only what is missing.
 """
 
 from __future__ import annotations
@@ -28,6 +38,8 @@ from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from reward.errors import InputError
 
 log = logging.getLogger(__name__)
 
@@ -74,7 +86,13 @@ class DifficultyConfig(BaseModel):
                                                            "(default: all n); rows with fewer are set aside "
                                                            "as 'too_few_scored' and counted")
     batch_size: int = Field(8, ge=1, description="prompts per in-process generate call")
-    concurrency: int = Field(32, ge=1, description="requests in flight to a generation server")
+    concurrency: int = Field(32, ge=1, description="sample requests in flight to a generation server")
+    timeout_s: float = Field(1800.0, gt=0, description="seconds one sample request may take (a 16k-token sample "
+                                                       "decodes for minutes under load)")
+    max_retries: int = Field(3, ge=0, description="retries of a failed sample request (timeouts, 5xx)")
+    max_failed_fraction: float = Field(0.05, ge=0.0, le=1.0, description=(
+        "share of prompts that may be left unsampled after the retries (skipped and counted); above it the "
+        "filter stops: the server is failing"))
     seed: int | None = 0
     chat_template_kwargs: dict[str, Any] = Field(default_factory=dict,
                                                  description="e.g. {enable_thinking: false} for Qwen3")
@@ -97,6 +115,7 @@ class DifficultyConfig(BaseModel):
 
 # ---------------------------------------------------------------------------------- generation
 OnSamples = Callable[[int, list[str]], None]
+OnSample = Callable[[int, int, str], None]
 
 
 def _settings(cfg: DifficultyConfig):
@@ -106,19 +125,76 @@ def _settings(cfg: DifficultyConfig):
                               seed=cfg.seed or 0)
 
 
-def _draw(generator, prompts: Sequence[list[dict]], cfg: DifficultyConfig,
-          on_done: OnSamples | None) -> list[list[str]]:
-    """``cfg.n`` samples per prompt from a :mod:`training.generation` backend; a prompt whose
-    request failed (after the generator's retries) stops the filter with its error."""
-    from training.generation import GenOutput, GenRequest
+def sample_seed(cfg: DifficultyConfig, key: str, j: int | None = None) -> int | None:
+    """The seed of a prompt's group (``j`` None) or of its sample ``j``: from the prompt's content,
+    never its position, so a rerun, a resume or a retry draws the same text."""
+    from training.generation.settings import prompt_seed
 
+    return None if cfg.seed is None else prompt_seed(cfg.seed, key if j is None else f"{key}#{j}")
+
+
+def generate_with_server(prompts: Sequence[list[dict]], *, url: str, model: str | None, cfg: DifficultyConfig,
+                         todo: Sequence[tuple[int, int]] | None = None, keys: Sequence[str] | None = None,
+                         on_sample: OnSample | None = None) -> dict[tuple[int, int], str | None]:
+    """One request per sample from an OpenAI-compatible ``/v1/chat/completions`` endpoint
+    (``model`` None: the first it serves): a timed-out request costs one sample, not a group of
+    ``n`` long ones. ``todo``: the (prompt, sample) pairs to draw (default all); each is retried
+    under ``cfg.max_retries`` with ``cfg.timeout_s`` per request, ``cfg.concurrency`` in flight.
+
+    Returns (prompt, sample) -> text, or None for a sample that still failed (its error logged);
+    ``on_sample(i, j, text)`` is called as each arrives."""
+    from reward.serving import RetryPolicy
+    from training.generation import GenRequest, HTTPGenerator
+
+    keys = list(keys) if keys is not None else [str(i) for i in range(len(prompts))]
+    todo = list(todo) if todo is not None else [(i, j) for i in range(len(prompts)) for j in range(cfg.n)]
+    generator = HTTPGenerator(url, model, _settings(cfg), concurrency=cfg.concurrency, timeout_s=cfg.timeout_s,
+                              retry=RetryPolicy(max_retries=cfg.max_retries, backoff_s=2.0, max_backoff_s=30.0),
+                              chat_template_kwargs=cfg.chat_template_kwargs)
+    out: dict[tuple[int, int], str | None] = {}
+
+    def done(key: str, output) -> None:
+        i, j = (int(x) for x in key.split("/"))
+        if not output.ok:
+            log.warning("difficulty filter: sample %d of prompt %d failed after %d tries: %s", j, i,
+                        cfg.max_retries + 1, output.error)
+            out[(i, j)] = None
+            return
+        out[(i, j)] = output.samples[0]
+        if on_sample is not None:
+            on_sample(i, j, output.samples[0])
+
+    requests = [GenRequest(f"{i}/{j}", list(prompts[i]), n=1, seed=sample_seed(cfg, keys[i], j)) for i, j in todo]
+    try:
+        generator.generate(requests, done, desc="difficulty: sample")
+    finally:
+        generator.close()
+    return out
+
+
+def generate_in_process(prompts: Sequence[list[dict]], *, model: Any, cfg: DifficultyConfig,
+                        tokenizer: Any = None, on_done: OnSamples | None = None) -> list[list[str] | None]:
+    """``n`` samples per prompt with transformers ``generate`` (``num_return_sequences``); None for
+    a prompt whose generation failed.
+
+    Args:
+        model: a model name/path or a loaded ``PreTrainedModel`` (e.g. the trainer's policy).
+        tokenizer: required when ``model`` is a loaded model without a name to load one from.
+        on_done: called as ``on_done(i, samples)`` after each batch, for each of its prompts.
+    """
+    from training.generation import GenRequest, TransformersGenerator
+
+    generator = TransformersGenerator(model, _settings(cfg), batch_size=cfg.batch_size, tokenizer=tokenizer,
+                                      chat_template_kwargs=cfg.chat_template_kwargs)
     requests = [GenRequest(str(i), list(p), n=cfg.n, seed=None if cfg.seed is None else cfg.seed + i)
                 for i, p in enumerate(prompts)]
-    out: dict[int, list[str]] = {}
+    out: dict[int, list[str] | None] = {}
 
-    def done(key: str, output: GenOutput) -> None:
+    def done(key: str, output) -> None:
         if not output.ok:
-            raise RuntimeError(f"difficulty filter: sampling prompt {key} failed: {output.error}")
+            log.warning("difficulty filter: prompt %s failed: %s", key, output.error)
+            out[int(key)] = None
+            return
         out[int(key)] = list(output.samples)
         if on_done is not None:
             on_done(int(key), out[int(key)])
@@ -127,45 +203,32 @@ def _draw(generator, prompts: Sequence[list[dict]], cfg: DifficultyConfig,
         generator.generate(requests, done, desc="difficulty: sample")
     finally:
         generator.close()
-    return [out[i] for i in range(len(prompts))]
+    return [out.get(i) for i in range(len(prompts))]
 
 
-def generate_with_server(prompts: Sequence[list[dict]], *, url: str, model: str | None, cfg: DifficultyConfig,
-                         timeout_s: float = 600.0, on_done: OnSamples | None = None) -> list[list[str]]:
-    """``n`` samples per prompt from an OpenAI-compatible ``/v1/chat/completions`` endpoint
-    (``model`` None: the first it serves); ``on_done(i, samples)`` is called as each arrives."""
-    from training.generation import HTTPGenerator
+class FilterRefused(InputError):
+    """More prompts than ``max_failed_fraction`` could not be sampled: the server is failing (an
+    InputError naming the setting, so launchers report it as one line)."""
 
-    generator = HTTPGenerator(url, model, _settings(cfg), concurrency=cfg.concurrency, timeout_s=timeout_s,
-                              chat_template_kwargs=cfg.chat_template_kwargs)
-    return _draw(generator, prompts, cfg, on_done)
-
-
-def generate_in_process(prompts: Sequence[list[dict]], *, model: Any, cfg: DifficultyConfig,
-                        tokenizer: Any = None, on_done: OnSamples | None = None) -> list[list[str]]:
-    """``n`` samples per prompt with transformers ``generate`` (``num_return_sequences``).
-
-    Args:
-        model: a model name/path or a loaded ``PreTrainedModel`` (e.g. the trainer's policy).
-        tokenizer: required when ``model`` is a loaded model without a name to load one from.
-        on_done: called as ``on_done(i, samples)`` after each batch, for each of its prompts.
-    """
-    from training.generation import TransformersGenerator
-
-    generator = TransformersGenerator(model, _settings(cfg), batch_size=cfg.batch_size, tokenizer=tokenizer,
-                                      chat_template_kwargs=cfg.chat_template_kwargs)
-    return _draw(generator, prompts, cfg, on_done)
+    def __init__(self, message: str) -> None:
+        super().__init__(message, field="difficulty.max_failed_fraction")
 
 
 def sample_prompts(prompts: Sequence[list[dict]], *, model: Any, cfg: DifficultyConfig,
                    generate_url: str | None = None, served_model: str | None = None, tokenizer: Any = None,
-                   out_dir: str | Path | None = None) -> list[list[str]]:
-    """``cfg.n`` samples per prompt from a server (``generate_url``) or in process.
+                   out_dir: str | Path | None = None) -> list[list[str] | None]:
+    """``cfg.n`` samples per prompt from a server (``generate_url``, one request per sample) or in
+    process (one group per prompt); None for a prompt that could not be sampled (skipped and
+    counted by :func:`filter_rows`).
 
-    With ``out_dir``, each prompt's samples are appended to ``out_dir/samples.jsonl`` as soon as
-    they exist, keyed by the prompt and everything that decides them (model, n, temperature,
-    top_p, budget, template options): a filter killed after hours of sampling resumes with what
-    it has and samples only the rest.
+    With ``out_dir``, every sample is appended to ``out_dir/samples.jsonl`` as soon as it exists,
+    keyed by the prompt and everything that decides it (model, n, temperature, top_p, budget,
+    template options) and its index: a filter killed after hours of sampling, or rerun after a
+    flaky server lost some, draws only what is missing (same seeds, so the same text).
+
+    Raises:
+        FilterRefused: more than ``cfg.max_failed_fraction`` of the prompts could not be sampled
+            (what was drawn stays in ``samples.jsonl``: a rerun resumes).
     """
     import hashlib
 
@@ -178,58 +241,88 @@ def sample_prompts(prompts: Sequence[list[dict]], *, model: Any, cfg: Difficulty
                           sort_keys=True)
     keys = [hashlib.sha256((settings + json.dumps(p, sort_keys=True)).encode()).hexdigest()[:32] for p in prompts]
     log_ = JsonlLog(Path(out_dir) / "samples.jsonl") if out_dir is not None else None
-    have: dict[str, list[str]] = {}
+    have: dict[str, dict[int, str]] = {}
     for rec in log_.load() if log_ is not None else []:
-        if isinstance(rec.get("key"), str) and isinstance(rec.get("samples"), list) and len(rec["samples"]) == cfg.n:
-            have.setdefault(rec["key"], rec["samples"])
-    todo = [i for i, k in enumerate(keys) if k not in have]
-    if len(todo) < len(prompts):
-        log.info("difficulty filter: reusing the samples of %d of %d prompts from %s",
-                 len(prompts) - len(todo), len(prompts), log_.path)
+        k = rec.get("key")
+        if not isinstance(k, str):
+            continue
+        if isinstance(rec.get("samples"), list) and len(rec["samples"]) == cfg.n:  # a whole group
+            have.setdefault(k, dict(enumerate(rec["samples"])))
+        elif isinstance(rec.get("index"), int) and 0 <= rec["index"] < cfg.n and isinstance(rec.get("text"), str):
+            have.setdefault(k, {}).setdefault(rec["index"], rec["text"])
+    missing = [(i, j) for i, k in enumerate(keys) for j in range(cfg.n) if j not in have.get(k, {})]
+    reused = len(prompts) * cfg.n - len(missing)
+    if reused:
+        log.info("difficulty filter: reusing %d of %d samples from %s", reused, len(prompts) * cfg.n, log_.path)
 
-    def record(j: int, samples: list[str]) -> None:
-        key = keys[todo[j]]
-        have[key] = samples
+    def record_sample(i: int, j: int, text: str) -> None:
+        have.setdefault(keys[i], {})[j] = text
         if log_ is not None:
-            log_.append({"key": key, "samples": samples})
+            log_.append({"key": keys[i], "index": j, "text": text})
 
-    if todo:
+    if missing:
         t0 = time.perf_counter()
-        chosen = [prompts[i] for i in todo]
         try:
             if generate_url:
-                generate_with_server(chosen, url=generate_url, model=served_model, cfg=cfg, on_done=record)
+                generate_with_server(prompts, url=generate_url, model=served_model, cfg=cfg, todo=missing, keys=keys,
+                                     on_sample=record_sample)
             else:
-                generate_in_process(chosen, model=model, cfg=cfg, tokenizer=tokenizer, on_done=record)
+                chosen = sorted({i for i, _ in missing})
+
+                def record_group(c: int, samples: list[str]) -> None:
+                    have[keys[chosen[c]]] = dict(enumerate(samples))
+                    if log_ is not None:
+                        log_.append({"key": keys[chosen[c]], "samples": samples})
+
+                generate_in_process([prompts[i] for i in chosen], model=model, cfg=cfg, tokenizer=tokenizer,
+                                    on_done=record_group)
         finally:
             if log_ is not None:
                 log_.close()
-        log.info("difficulty filter: sampled %d x %d completions in %.1fs", len(todo), cfg.n, time.perf_counter() - t0)
-    return [have[k] for k in keys]
+        log.info("difficulty filter: drew %d samples in %.1fs", len(missing), time.perf_counter() - t0)
+    out = [[have[k][j] for j in range(cfg.n)] if len(have.get(k, {})) == cfg.n else None for k in keys]
+    lost = sum(o is None for o in out)
+    if lost:
+        share = lost / len(prompts)
+        msg = (f"difficulty filter: {lost} of {len(prompts)} prompts ({share:.1%}) could not be sampled after "
+               f"{cfg.max_retries} retries of {cfg.timeout_s:g} s per request")
+        if share > cfg.max_failed_fraction:
+            raise FilterRefused(f"{msg}, more than max_failed_fraction = {cfg.max_failed_fraction:g}: the policy "
+                                "server is failing. What was drawn is kept"
+                                + (f" in {log_.path}: rerun to draw only the rest" if log_ is not None else ""))
+        log.warning("%s: skipped and counted (at most difficulty.max_failed_fraction = %g)", msg,
+                    cfg.max_failed_fraction)
+    return out
 
 
 # ---------------------------------------------------------------------------------- scoring
-def score_samples(reward_fn: Callable, dataset, samples: Sequence[Sequence[str]]) -> list[list[float | None]]:
+def score_samples(reward_fn: Callable, dataset,
+                  samples: Sequence[Sequence[str] | None]) -> list[list[float | None] | None]:
     """Score every sample with a TRL-style reward function (sync or async), one call per batch.
 
-    ``dataset`` rows give the reward its columns (``answer``, ``options``, ``rubrics``, ...).
+    ``dataset`` rows give the reward its columns (``answer``, ``options``, ``rubrics``, ...); a row
+    without samples (None: it could not be sampled) gets None.
     """
     from reward.runtime import run_sync
 
     cols = [c for c in dataset.column_names if c != "prompt"]
     prompts, completions, kwargs = [], [], {c: [] for c in cols}
     for row, comps in zip(dataset, samples):
-        for c in comps:
+        for c in comps or ():
             prompts.append(row["prompt"])
             completions.append([{"role": "assistant", "content": c}])
             for col in cols:
                 kwargs[col].append(row[col])
-    result = reward_fn(prompts=prompts, completions=completions, completion_ids=None, **kwargs)
+    result = reward_fn(prompts=prompts, completions=completions, completion_ids=None, **kwargs) if prompts else []
     if inspect.isawaitable(result):
         result = run_sync(result)
-    flat = list(result)
-    out, pos = [], 0
+    flat = list(result) if prompts else []
+    out: list[list[float | None] | None] = []
+    pos = 0
     for comps in samples:
+        if comps is None:
+            out.append(None)
+            continue
         out.append(flat[pos:pos + len(comps)])
         pos += len(comps)
     return out
@@ -246,18 +339,24 @@ class FilterStats(BaseModel):
     out_dir: str | None = None
 
 
-def filter_rows(raw_rows: Sequence[dict], dataset, samples: Sequence[Sequence[str]], reward_fn: Callable,
+def filter_rows(raw_rows: Sequence[dict], dataset, samples: Sequence[Sequence[str] | None], reward_fn: Callable,
                 cfg: DifficultyConfig, out_dir: str | Path | None = None) -> tuple[dict[str, list[dict]], FilterStats]:
     """Score ``samples`` (per row of ``dataset``), split ``raw_rows`` by their mean reward and
-    write the results under ``out_dir`` when given. Returns ``{split: rows}`` and the stats."""
+    write the results under ``out_dir`` when given. A row without samples (None: the server could
+    not sample it) is ``skipped`` and counted. Returns ``{split: rows}`` and the stats."""
     t0 = time.perf_counter()
     rewards = score_samples(reward_fn, dataset, samples)
-    splits: dict[str, list[dict]] = {s: [] for s in (*cfg.splits, "drop", "unscored", "too_few_scored")}
+    splits: dict[str, list[dict]] = {s: [] for s in (*cfg.splits, "drop", "unscored", "too_few_scored", "skipped")}
     records = []
     means = []
     ids = (dataset["row_id"] if "row_id" in dataset.column_names
            else dataset["prompt_id"] if "prompt_id" in dataset.column_names else list(range(len(raw_rows))))
     for i, (raw, rs) in enumerate(zip(raw_rows, rewards)):
+        if rs is None:
+            splits["skipped"].append(raw)
+            records.append({"index": i, "id": ids[i], "mean": None, "n_scored": 0, "rewards": None,
+                            "split": "skipped"})
+            continue
         scored = [float(r) for r in rs if r is not None and not math.isnan(float(r))]
         mean = sum(scored) / len(scored) if scored else None
         split = cfg.split_of(mean)
@@ -276,6 +375,9 @@ def filter_rows(raw_rows: Sequence[dict], dataset, samples: Sequence[Sequence[st
                         seconds=time.perf_counter() - t0, out_dir=str(out_dir) if out_dir else None)
     log.info("difficulty filter: %d rows -> %s (windows %s)", len(raw_rows),
              ", ".join(f"{k} {v}" for k, v in counts.items()), windows)
+    if counts["skipped"]:
+        log.warning("difficulty filter: %d row(s) skipped: the server could not sample them (retried; see above)",
+                    counts["skipped"])
     if counts["too_few_scored"]:
         log.warning("difficulty filter: %d row(s) dropped: fewer scored samples than min_scored (%s)",
                     counts["too_few_scored"], cfg.min_scored or "all")

@@ -5,7 +5,9 @@ policy load, the vLLM start and a first generation batch on every GPU:
   (:mod:`training.start_record`);
 - :func:`check_judge`: the served judge answers, and serves the model the config names; in stage
   3 its calibration passes the judge gate (:mod:`training.judge_gate`);
-- :func:`check_filter_plan`: the difficulty filter samples where the run can afford it.
+- :func:`check_filter_plan`: the difficulty filter samples where the run can afford it;
+- :func:`check_collective_timeout`: a reward call's wait on the judge ends before the other ranks'
+  collective times out.
 """
 
 from __future__ import annotations
@@ -20,8 +22,8 @@ from training.run_folder import difficulty_dir, last_checkpoint, next_epoch
 from training.start_record import check_start
 from training.trl_config import TrainConfig
 
-__all__ = ["FILTER_IN_PROCESS_ENV", "check_filter_plan", "check_judge", "guard_start", "judge_answers", "judge_spec",
-           "process_rank"]
+__all__ = ["FILTER_IN_PROCESS_ENV", "check_collective_timeout", "check_filter_plan", "check_judge", "guard_start",
+           "judge_answers", "judge_rounds", "judge_spec", "process_rank"]
 
 log = logging.getLogger(__name__)
 
@@ -150,3 +152,55 @@ def guard_start(cfg: TrainConfig) -> None:
                 field="model", ways_out="Use another output_dir, name the same start model to resume, or move "
                                         "that output_dir away to start over (its exports, epochs.json and "
                                         "difficulty results belong to the old run too)")
+
+
+DDP_TIMEOUT_S = 1800  # transformers' TrainingArguments.ddp_timeout default (seconds)
+LLM_ROUTER_ROUNDS = 4  # the llm router walks the tree one level per judge round (the packaged tree's depth)
+
+
+def judge_rounds(cfg: TrainConfig) -> int:
+    """Judge calls one reward call makes one after another, each bounded on its own by
+    ``judge.deadline_s`` (``reward.judge.budget.call_deadline``): stage 2 one JSON call; stage 3 with
+    the row items alone one grading; with tree leaves the llm router's walk, the applicability
+    decision and its second reading of critical leaves read as absent, the grading and up to two
+    confirmation readings."""
+    if cfg.stage == "mcq":
+        return 0
+    if cfg.stage == "error_rubric":
+        return 1
+    r = cfg.reward
+    if r.rubric_source == "rows":
+        return 1
+    return (LLM_ROUTER_ROUNDS if r.router == "llm" else 0) + 2 * int(r.applicability) + 1 + 2 * int(r.confirm_failures)
+
+
+def check_collective_timeout(cfg: TrainConfig) -> None:
+    """Under a multi-process launch, every rank scores its own rollouts and then meets the others in
+    a collective (the gather of the rewards), which fails after ``grpo.ddp_timeout`` seconds (1800 by
+    default) and ends the job. So the longest a reward call may wait on a served judge,
+    :func:`judge_rounds` x ``judge.deadline_s``, must be shorter: refused before any model loads,
+    naming both ways out (a smaller deadline: unanswered items are then unscored, or a larger
+    ``ddp_timeout``). Without a deadline a call has no bound (requests queue behind each other).
+
+    Raises:
+        InputError: the judge may keep one rank waiting past the collective timeout.
+    """
+    world = max(1, int(os.environ.get("WORLD_SIZE", "1")))
+    rounds = judge_rounds(cfg)
+    if world == 1 or rounds == 0 or not cfg.judge.url or cfg.judge.in_process:
+        return
+    ddp = float(cfg.grpo.get("ddp_timeout") or DDP_TIMEOUT_S)
+    j = cfg.judge
+    if j.deadline_s is None:
+        raise InputError(f"judge.deadline_s is null: a reward call may wait on the judge without bound "
+                         f"({rounds} judge round(s) of up to {j.max_retries + 1} x {j.timeout_s:g} s per request, "
+                         f"queued {j.concurrency} at a time) while the other {world - 1} rank(s) wait in a "
+                         f"collective that fails after grpo.ddp_timeout = {ddp:g} s. Set judge.deadline_s below "
+                         f"{ddp / rounds:g} s", field="judge.deadline_s")
+    worst = rounds * j.deadline_s
+    if worst >= ddp:
+        raise InputError(f"a reward call may wait {rounds} x judge.deadline_s = {worst:g} s on the judge ({rounds} "
+                         f"judge round(s) of up to {j.deadline_s:g} s each), and the other {world - 1} rank(s) wait "
+                         f"in a collective that fails after grpo.ddp_timeout = {ddp:g} s, ending the job. Set "
+                         f"judge.deadline_s below {ddp / rounds:g} s (unanswered items are then unscored) or "
+                         f"grpo.ddp_timeout above {worst:g}", field="judge.deadline_s")

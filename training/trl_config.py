@@ -68,6 +68,13 @@ class DifficultyOptions(BaseModel):
         None, ge=1, description="default: grpo.max_completion_length (the stage's own budget; a short one cuts "
                                 "Qwen3's thinking and makes every question look too hard)")
     batch_size: int = Field(8, ge=1)
+    concurrency: int = Field(256, ge=1, description="sample requests in flight to the policy server (one per "
+                                                    "sample: 32 prompts x 8 at once)")
+    timeout_s: float = Field(1800.0, gt=0, description="seconds one sample request may take before it is retried")
+    max_retries: int = Field(3, ge=0, description="retries of a sample request that timed out or failed")
+    max_failed_fraction: float = Field(0.05, ge=0.0, le=1.0, description=(
+        "share of prompts left unsampled after the retries that is skipped and counted; above it the filter "
+        "stops (the server is failing)"))
     rubric: tuple[float, float] = (0.1, 0.4)
     rule: tuple[float, float] = (0.4, 0.7)  # (lo, hi]: lo exclusive
     keep: tuple[float, float] = (0.15, 0.7)
@@ -82,6 +89,8 @@ class DifficultyOptions(BaseModel):
         return DifficultyConfig(
             n=self.n, temperature=self.temperature, max_new_tokens=self.max_new_tokens or 1024, mode=mode,
             batch_size=self.batch_size, chat_template_kwargs=self.chat_template_kwargs,
+            concurrency=self.concurrency, timeout_s=self.timeout_s, max_retries=self.max_retries,
+            max_failed_fraction=self.max_failed_fraction,
             rubric=Window(lo=self.rubric[0], hi=self.rubric[1]),
             rule=Window(lo=self.rule[0], hi=self.rule[1], lo_inclusive=False),
             keep=Window(lo=self.keep[0], hi=self.keep[1]))

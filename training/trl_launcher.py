@@ -44,7 +44,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from reward.errors import InputError, ModelNotFoundError
 from training.hf_export import export_dir, export_trainer, link_final, require_start_model
-from training.launch_checks import check_filter_plan, check_judge, guard_start, judge_spec
+from training.launch_checks import check_collective_timeout, check_filter_plan, check_judge, guard_start, judge_spec
 from training.launch_checks import process_rank as _rank
 from training.run_folder import difficulty_dir, last_checkpoint, latest_export, next_epoch
 from training.run_folder import epoch_dir as _epoch_dir
@@ -258,6 +258,7 @@ def train(cfg: TrainConfig) -> TrainResult:
     """Run the stage; resume from the last checkpoint in ``output_dir`` when there is one (of a run
     from the same start model: :func:`guard_start`)."""
     guard_start(cfg)
+    check_collective_timeout(cfg)
     check_judge(cfg)
     check_filter_plan(cfg)
     if cfg.difficulty.per_epoch:

@@ -109,3 +109,25 @@ def test_stage2_convex_ablation_runs_from_overrides(alpha):
                       ["reward.form=convex", f"reward.alpha={alpha}"]).reward.error_rubric()
     assert (trl.form, trl.alpha) == ("convex", alpha)
     assert combine(1.0, 0.5, alpha=trl.alpha, form=trl.form) == pytest.approx(alpha * 0.5 + (1 - alpha))
+
+
+@pytest.mark.parametrize("name", ["stage1_mcq", "stage2_error_rubric", "stage3_clinical_rubric",
+                                  "stage3_tree_and_rows"])
+def test_verl_corrects_the_vllm_trainer_mismatch_as_the_trl_config_does(name, monkeypatch):
+    """TRL's token_truncate with clip_max 3 in every TRL config; verl's decoupled token-level rollout
+    correction with the same cap, built into verl's own RolloutCorrectionConfig, computed from the
+    rollout's log-probs (calculate_log_probs) and not bypassing the recomputed old log-probs."""
+    from verl.trainer.config.algorithm import RolloutCorrectionConfig
+    from verl.utils.config import omega_conf_to_dataclass
+
+    from training.trl_config import load_config
+
+    monkeypatch.setenv("RUBRICSTREE_JUDGE_URL", "http://judge.invalid:8000")
+    monkeypatch.setenv("RUBRICSTREE_TINY_MODEL", "unused")
+    cfg = compose(name)
+    corr = omega_conf_to_dataclass(cfg.algorithm.rollout_correction, RolloutCorrectionConfig)
+    trl = load_config(REPO_ROOT / "configs" / "trl" / f"{name}.yaml").grpo
+    assert trl["vllm_importance_sampling_correction"] and trl["vllm_importance_sampling_mode"] == "token_truncate"
+    assert corr.rollout_is == "token" and not corr.bypass_mode and corr.rollout_rs is None
+    assert float(corr.rollout_is_threshold) == trl["vllm_importance_sampling_clip_max"]
+    assert cfg.actor_rollout_ref.rollout.calculate_log_probs

@@ -9,10 +9,9 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
-from rt_paths import REPO_ROOT
+from rt_paths import REPO_ROOT, judge_venv_python
 
 pytestmark = [pytest.mark.slow, pytest.mark.server]
 REPO = REPO_ROOT
@@ -27,10 +26,7 @@ def _run(env: dict) -> subprocess.CompletedProcess:
 
 
 def _vllm_python() -> str | None:
-    for py in (os.environ.get("VLLM_PYTHON"), REPO / ".venv-judge/bin/python", "/work/main/.venv-judge/bin/python"):
-        if py and Path(py).is_file():
-            return str(py)
-    return None
+    return judge_venv_python()
 
 
 def test_pipeline_runs_the_stages_in_order_and_resumes(tmp_path, judge_url, tiny_model_dir):

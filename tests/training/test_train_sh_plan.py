@@ -12,35 +12,20 @@ import sys
 from pathlib import Path
 
 import pytest
+from rt_gpu import gpu_machine
 from rt_paths import REPO_ROOT
 
 REPO = REPO_ROOT
 
 
-def _installed(tmp_path: Path, **versions: str) -> str:
-    """A folder of ``*.dist-info`` records: importlib.metadata reports these packages installed."""
-    site = tmp_path / "dist"
-    for name, version in versions.items():
-        info = site / f"{name}-{version}.dist-info"
-        info.mkdir(parents=True)
-        (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n")
-    return str(site)
-
-
 def _machine(tmp_path: Path, gpus: int, mib: int, **installed: str) -> dict:
-    bin_ = tmp_path / "bin"
-    bin_.mkdir()
-    lines = "\\n".join(f"GPU {i}: Fake (UUID: GPU-{i})" for i in range(gpus))
-    smi = bin_ / "nvidia-smi"
-    smi.write_text(f'#!/bin/sh\ncase "$*" in *query-gpu*) for i in $(seq {gpus}); do echo {mib}; done ;; '
-                   f'*) printf "{lines}\\n" ;; esac\n')
-    acc = bin_ / "accelerate"
+    """A GPU machine (rt_gpu: stand-in nvidia-smi and modules; driver 580, torch 2.11 built for CUDA 13)
+    with an accelerate that records its arguments. ``installed``: a stand-in's version ("" = absent)."""
+    acc = tmp_path / "accelerate"
     acc.write_text(f'#!/bin/sh\necho "$@" > {tmp_path}/accelerate-args\n')
-    for f in (smi, acc):
-        f.chmod(0o755)
-    versions = {"vllm": "0.24.0", "deepspeed": "0.18.6", **installed}
-    return {"PATH": f"{bin_}:{os.environ['PATH']}", "ACCELERATE": str(acc),
-            "PYTHONPATH": _installed(tmp_path, **{k: v for k, v in versions.items() if v})}
+    acc.chmod(0o755)
+    modules = {k: (v or None) for k, v in installed.items()}
+    return {**gpu_machine(tmp_path, gpus=gpus, mib=mib, **modules), "ACCELERATE": str(acc)}
 
 
 def _run(env: dict, *args: str) -> subprocess.CompletedProcess:

@@ -127,7 +127,8 @@ def test_difficulty_filter_windows_and_counts(shared_data, tiny_model_dir, tmp_p
 
     samples = [["x"] * 4 for _ in rows]
     split, st = filter_rows(rows, dataset, samples, known, cfg, tmp_path / "split")
-    assert st.counts == {"rubric": 1, "rule": 2, "drop": 3, "unscored": 0, "too_few_scored": 0}  # 0.25 | 0.5, 0.5 | 0, 0.75, 1
+    assert st.counts == {"rubric": 1, "rule": 2, "drop": 3, "unscored": 0, "too_few_scored": 0,
+                         "skipped": 0}  # 0.25 | 0.5, 0.5 | 0, 0.75, 1
     assert (tmp_path / "split" / "rule.jsonl").read_text().count("\n") == 2
     keep = DifficultyConfig(n=4, mode="keep", keep=Window(lo=0.15, hi=0.7))
     _, st = filter_rows(rows, dataset, samples, known, keep, None)

@@ -14,8 +14,11 @@ from reward.judge.identity import model_fingerprint, served_model_id
 from training.eval.healthbench import HealthBenchEvalConfig, _judge_identity
 from training.eval.store import check_settings
 
-TINY = Path("/work/main/.cache/test-server/tiny-model")
-needs_tiny = pytest.mark.skipif(not TINY.exists(), reason="tiny test model not present")
+
+@pytest.fixture
+def tiny(tiny_model_dir) -> Path:
+    """The tiny random Qwen3 (the test server's, else built once): conftest's fixture, no machine path."""
+    return tiny_model_dir
 
 
 def _retrain(folder: Path) -> None:
@@ -27,12 +30,11 @@ def _retrain(folder: Path) -> None:
     save_file({k: v + 0.01 for k, v in tensors.items()}, f, metadata={"format": "pt"})
 
 
-@needs_tiny
-def test_fingerprint_follows_weights_and_tokenizer_not_path(tmp_path):
+def test_fingerprint_follows_weights_and_tokenizer_not_path(tmp_path, tiny):
     a = tmp_path / "judge"
-    shutil.copytree(TINY, a)
+    shutil.copytree(tiny, a)
     fp = model_fingerprint(a)
-    assert fp == model_fingerprint(str(a)) and fp == model_fingerprint(TINY)  # content, not place
+    assert fp == model_fingerprint(str(a)) and fp == model_fingerprint(tiny)  # content, not place
     _retrain(a)
     fp2 = model_fingerprint(a)
     assert fp2 != fp
@@ -50,10 +52,9 @@ def test_served_identity_names_root_length_and_revision():
     assert base == served_model_id("judge", {"id": "judge", "root": "org/a", "max_model_len": 4096})
 
 
-@needs_tiny
-def test_eval_resume_refuses_a_judge_with_other_weights_at_the_same_path(tmp_path):
+def test_eval_resume_refuses_a_judge_with_other_weights_at_the_same_path(tmp_path, tiny):
     judge_dir = tmp_path / "judge"
-    shutil.copytree(TINY, judge_dir)
+    shutil.copytree(tiny, judge_dir)
     cfg = HealthBenchEvalConfig(model="m", data="x.jsonl", out=str(tmp_path / "out"), judge={"model": str(judge_dir)})
     check_settings(tmp_path / "config.json", {"judge": _judge_identity(cfg, None)})
     check_settings(tmp_path / "config.json", {"judge": _judge_identity(cfg, None)})  # same judge: fine
@@ -62,14 +63,13 @@ def test_eval_resume_refuses_a_judge_with_other_weights_at_the_same_path(tmp_pat
         check_settings(tmp_path / "config.json", {"judge": _judge_identity(cfg, None)})
 
 
-@needs_tiny
 @pytest.mark.slow
-def test_in_process_verdict_cache_key_changes_with_the_weights(tmp_path):
+def test_in_process_verdict_cache_key_changes_with_the_weights(tmp_path, tiny):
     from reward.judge import VerdictCache
     from reward.judge.inprocess import TransformersJudge
 
     judge_dir = tmp_path / "judge"
-    shutil.copytree(TINY, judge_dir)
+    shutil.copytree(tiny, judge_dir)
     cache = VerdictCache(tmp_path / "v.sqlite")
     first = TransformersJudge(str(judge_dir), cache=cache).model_id
     _retrain(judge_dir)
