@@ -74,7 +74,7 @@ from reward.router.base import (
     register_router,
     tree_fingerprint,
 )
-from reward.router.language import is_english, user_text
+from reward.router.language import is_english, lingua_available, user_text
 from reward.router.urgency import (
     EMERGENCY_DESCRIPTIONS,
     ROUTINE_DESCRIPTIONS,
@@ -95,10 +95,19 @@ DEFAULT_MODEL_NAME = "all-MiniLM-L6-v2"
 # relevance reaches this is active even when its branch stays closed: a disclosure made in passing
 # ("I'm on warfarin") matches its leaf well but does not open the branch around it.
 CRITICAL_THRESHOLD: float | None = 0.7
-# The same for a prompt read by the multilingual encoder: a prompt's match to a leaf written in
-# English is weaker across languages (a Spanish chest-pain prompt reaches relevance 0.52 on the
-# chest-pain leaf, the English one 1.0; the urgency contrast is weaker too), so its net sits lower.
-CRITICAL_THRESHOLD_MULTILINGUAL: float | None = 0.5
+# The same for a longer prompt read by the multilingual encoder: a match to a leaf written in English
+# is weaker across languages (a Chinese chest-pain prompt reaches relevance 0.61 on its leaf), so
+# its net sits lower. 0.5 routed 35-60 critical leaves on some non-English HealthBench-Hard rows
+# (a median of 43 leaves against 23 in English); 0.55 with the remapped scale below: 25.
+CRITICAL_THRESHOLD_MULTILINGUAL: float | None = 0.55
+# A short prompt (SHORT_WORDS), read by both encoders, each at this: 8 of 71 crisis messages of our
+# own in 13 languages ("Ich habe 20 Schlaftabletten genommen.": 0.43 on the overdose leaf) stay
+# below 0.5 across languages; an extra critical leaf on a short prompt costs one applicability
+# question per prompt (docs/routing.md).
+CRITICAL_THRESHOLD_SHORT: float | None = 0.35
+# A longer prompt's other encoder (the one its language guess did not pick) counts a critical leaf
+# from this relevance on: a strong match survives a wrong language guess.
+CRITICAL_THRESHOLD_OTHER: float | None = 1.0
 DEFAULT_BRANCH_THRESHOLDS: dict[str, float] = {"communication": 0.8, "context_seeking": 0.8,
                                                "uncertainty": 0.8, "ms_explanations": 0.8,
                                                "ms_action_plans": 0.8, "health_memory": 0.7}
@@ -128,8 +137,10 @@ MULTILINGUAL_MODEL_NAME = "multilingual-e5-small-q4"
 # reference points fitted without labels: the 90th and 99th percentiles of e5 node cosines over
 # the prompts of the HealthBench-Hard sample that are not in English, set on the same
 # percentiles of MiniLM's cosines over its English prompts (docs/routing.md).
-# MULTILINGUAL_REF = ((e5 cos at q90, at q99), (MiniLM cos at q90, at q99)).
-MULTILINGUAL_REF = ((0.814, 0.840), (0.265, 0.414))
+# MULTILINGUAL_REF = ((e5 cos at q90, at q99), (MiniLM cos at q90, at q99)). The e5 points sit 0.005
+# above the fitted ones (0.814, 0.840): with the fitted scale the walk routed a median of 43 leaves
+# on those rows against 23 in English; shifted, 25 (docs/routing.md, issue 35).
+MULTILINGUAL_REF = ((0.819, 0.845), (0.265, 0.414))
 _default_multilingual: Any = None
 
 
@@ -169,6 +180,28 @@ def node_text(node: Node) -> str:
 
 
 _SENTENCE_END = re.compile(r"(?<=[.?!])\s+|\n+")
+_WORDS = re.compile(r"\w+", re.UNICODE)
+_SPACELESS = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af\u0e00-\u0e7f]")  # kana, CJK, Hangul, Thai
+# A prompt of at most this many words is read by both encoders: a language guess on a few words
+# can be wrong, and a short message is where a crisis is most often stated ("Quiero morir.").
+SHORT_WORDS = 12
+
+
+def _combine_urgency(a: float, b: float) -> float:
+    """A short prompt's urgency from both encoders: their mean. The larger of the two read routine
+    questions as urgent (a pregnancy or a cold in a few words: urgency precision 0.66 on our
+    labelled set), the one the language guess picks missed short emergencies (recall 0.86); the
+    mean: 0.83 / 0.95 (docs/routing.md)."""
+    return (a + b) / 2
+
+
+def word_count(text: str) -> int:
+    """Words in ``text``; in a script written without spaces, two characters count as one word."""
+    n = 0
+    for tok in _WORDS.findall(text):
+        spaceless = len(_SPACELESS.findall(tok))
+        n += (1 if spaceless < len(tok) else 0) + (spaceless + 1) // 2
+    return n
 
 
 def _turns(conversation: Conversation) -> list[str]:
@@ -234,7 +267,9 @@ class EmbeddingRouter(Router):
                  safety_roots: Iterable[str] = ("safety",), universal: bool = False,
                  branch_thresholds: Mapping[str, float] | None = None, multilingual: Any = "auto",
                  critical_threshold: float | None = CRITICAL_THRESHOLD,
-                 critical_threshold_multilingual: float | None = CRITICAL_THRESHOLD_MULTILINGUAL) -> None:
+                 critical_threshold_multilingual: float | None = CRITICAL_THRESHOLD_MULTILINGUAL,
+                 critical_threshold_short: float | None = CRITICAL_THRESHOLD_SHORT,
+                 critical_threshold_other: float | None = CRITICAL_THRESHOLD_OTHER) -> None:
         super().__init__(tree)
         self.safety_roots = tuple(safety_roots)
         self.safety_nodes = subtree(tree, self.safety_roots)
@@ -250,7 +285,9 @@ class EmbeddingRouter(Router):
         self.urgency_evidence = float(urgency_evidence)
         self.lo, self.hi = float(lo), float(hi)
         for name, v in (("critical_threshold", critical_threshold),
-                        ("critical_threshold_multilingual", critical_threshold_multilingual)):
+                        ("critical_threshold_multilingual", critical_threshold_multilingual),
+                        ("critical_threshold_short", critical_threshold_short),
+                        ("critical_threshold_other", critical_threshold_other)):
             if v is not None and not 0.0 <= v <= 1.0:
                 raise ValueError(f"{name} must be in [0, 1] or None, got {v!r}")
         self.critical_threshold = critical_threshold
@@ -259,6 +296,8 @@ class EmbeddingRouter(Router):
             None if critical_threshold is None
             else critical_threshold if critical_threshold_multilingual is None
             else min(critical_threshold, critical_threshold_multilingual))
+        self.critical_threshold_short = None if critical_threshold is None else critical_threshold_short
+        self.critical_threshold_other = None if critical_threshold is None else critical_threshold_other
         self.critical_leaves = frozenset(lid for lid, sev in tree.severity.items()
                                          if sev == "critical" and lid in tree and tree[lid].is_leaf)
         self.extra_always_on = sorted(set(self.default_always_on() if always_on is None else always_on))
@@ -316,7 +355,10 @@ class EmbeddingRouter(Router):
                 "safety_roots": list(self.safety_roots), "branch_thresholds": self.branch_thresholds,
                 "multilingual": self.multilingual_key, "multilingual_ref": MULTILINGUAL_REF,
                 "critical_threshold": self.critical_threshold,
-                "critical_threshold_multilingual": self.critical_threshold_multilingual}
+                "critical_threshold_multilingual": self.critical_threshold_multilingual,
+                "critical_threshold_short": self.critical_threshold_short,
+                "critical_threshold_other": self.critical_threshold_other, "short_words": SHORT_WORDS,
+                "language_id": "lingua" if lingua_available() else "function-words"}
 
     # ------------------------------------------------------------------ embeddings
     def _get_model(self):
@@ -386,16 +428,15 @@ class EmbeddingRouter(Router):
         """Whether this prompt is embedded by the multilingual encoder (it is not in English)."""
         return self._ml is not None and not is_english(user_text(conversation))
 
-    def similarities(self, conversation: Conversation, context: str | None = None) -> tuple[dict[str, float], float]:
-        """Best-segment cosine of every node with the prompt (on the English model's scale), and
-        the urgency in [0, 1]."""
+    def is_short(self, conversation: Conversation) -> bool:
+        """Whether the user's words are few enough to be read by both encoders (:data:`SHORT_WORDS`)."""
+        return word_count(user_text(conversation)) <= SHORT_WORDS
+
+    def _read(self, segs: list[str], user_turns: set[str], multilingual: bool) -> tuple[Any, float]:
+        """One encoder's best-segment cosine of every node (on MiniLM's scale) and its urgency."""
         import numpy as np
 
-        self.prepare()
-        conversation = as_conversation(conversation)
-        segs = query_segments(conversation, context)
-        user_turns = {m.content for m in conversation if m.role == "user"}  # whole turns, no records
-        if self.reads_multilingual(conversation):
+        if multilingual:
             self._prepare_multilingual()
             text_emb, owner, em, rt = self._ml_emb
             with _encode_lock:
@@ -416,12 +457,72 @@ class EmbeddingRouter(Router):
         rows = [i for i, seg in enumerate(segs) if seg in user_turns and seg.strip()]
         urgency = urgency_of(q[rows], em, rt, to_scale, self.lo + self.urgency_evidence * (self.hi - self.lo),
                              temperature)
-        return {nid: float(to_scale(cos[i])) for nid, i in self._index.items()}, urgency
+        return to_scale(cos), urgency
+
+    def readings(self, conversation: Conversation, context: str | None = None) -> dict[str, Any]:
+        """Both encoders' view of a prompt: ``main`` (node id -> cosine on MiniLM's scale, from the
+        encoder its language calls for), ``other`` (the other encoder's, or None without one),
+        their urgencies, and whether the prompt is short (then ``similarities`` combines them)."""
+        self.prepare()
+        conversation = as_conversation(conversation)
+        segs = query_segments(conversation, context)
+        user_turns = {m.content for m in conversation if m.role == "user"}  # whole turns, no records
+        ml = self.reads_multilingual(conversation)
+        main, urg = self._read(segs, user_turns, ml)
+        other = urg_other = None
+        if self._ml is not None:
+            other, urg_other = self._read(segs, user_turns, not ml)
+        return {"main": {nid: float(main[i]) for nid, i in self._index.items()},
+                "other": None if other is None else {nid: float(other[i]) for nid, i in self._index.items()},
+                "urgency": urg, "urgency_other": urg_other, "multilingual": ml,
+                "short": self.is_short(conversation)}
+
+    def similarities(self, conversation: Conversation, context: str | None = None) -> tuple[dict[str, float], float]:
+        """Best-segment cosine of every node with the prompt (on the English model's scale), and
+        the urgency in [0, 1]: the encoder its language calls for, or for a short prompt the better
+        of both encoders node by node and the higher urgency (a language guess on a few words can
+        be wrong; both encoders together do not depend on it)."""
+        r = self.readings(conversation, context)
+        if r["other"] is None or not r["short"]:
+            return r["main"], r["urgency"]
+        return ({nid: max(c, r["other"][nid]) for nid, c in r["main"].items()},
+                _combine_urgency(r["urgency"], r["urgency_other"]))
 
     def relevance(self, cos: float) -> float:
         return min(1.0, max(0.0, (cos - self.lo) / (self.hi - self.lo)))
 
     # ------------------------------------------------------------------ routing
+    def _net_hit(self, lid: str, r: dict[str, Any]) -> bool:
+        """The safety net: a critical leaf is active on its own match, whatever its branch did, read
+        by both encoders whatever the language guess:
+
+        - the English model at ``critical_threshold``, the multilingual encoder at
+          ``critical_threshold_multilingual`` (cross-language matches run weaker), on a prompt in
+          English; so a few words of Spanish misread as English still reach their leaf through the
+          multilingual encoder ("Quiero morir.": relevance 1.0 there, 0.06 in MiniLM);
+        - a short prompt (:data:`SHORT_WORDS`) in another language: both at
+          ``critical_threshold_short``: its crisis may match its leaf across languages only weakly
+          ("Ich habe 20 Schlaftabletten genommen.": 0.43 on the overdose leaf), and an extra
+          critical leaf costs one applicability question per prompt where a miss costs the worst
+          failure a reply can have;
+        - a longer prompt: its language's encoder at that language's net, the other one at
+          ``critical_threshold_other`` (a strong match survives a wrong guess without the other
+          encoder's weak matches flooding every long prompt: at 0.9 the English HealthBench-Hard
+          rows routed a median of 26 leaves, at 1.0 25)."""
+        other = r["other"]
+        if r["short"] and self.critical_threshold_short is not None:
+            en, ml = (other, r["main"]) if r["multilingual"] else (r["main"], other)
+            en_net = self.critical_threshold_short if r["multilingual"] else self.critical_threshold
+            ml_net = self.critical_threshold_short if r["multilingual"] else self.critical_threshold_multilingual
+            if en is not None and en_net is not None and self.relevance(en[lid]) >= en_net:
+                return True
+            return ml is not None and ml_net is not None and self.relevance(ml[lid]) >= ml_net
+        main_net = self.critical_threshold_multilingual if r["multilingual"] else self.critical_threshold
+        if main_net is not None and self.relevance(r["main"][lid]) >= main_net:
+            return True
+        return (other is not None and self.critical_threshold_other is not None
+                and self.relevance(other[lid]) >= self.critical_threshold_other)
+
     def gates(self, rel: dict[str, float], eligible: frozenset[str]) -> dict[str, float]:
         """Each node's gate: the best relevance in its eligible subtree, itself included."""
         gate: dict[str, float] = {}
@@ -441,7 +542,10 @@ class EmbeddingRouter(Router):
     async def route(self, conversation: Conversation, context: str | None = None,
                     tool_calls: ToolCalls = None) -> Routing:
         # The encoder is CPU work: keep the event loop free for the judge's requests.
-        cos, urgency = await asyncio.to_thread(self.similarities, conversation, context)
+        r = await asyncio.to_thread(self.readings, conversation, context)
+        cos, urgency = r["main"], r["urgency"]
+        if r["other"] is not None and r["short"]:  # a few words: both encoders' urgency
+            urgency = _combine_urgency(urgency, r["urgency_other"])
         tree = self.tree
         eligible = self.eligible_ids(tool_calls)
         rel = {nid: self.relevance(c) for nid, c in cos.items()}
@@ -461,14 +565,10 @@ class EmbeddingRouter(Router):
         expanded.pop(tree.root)
         if not urgent:  # the urgency rule: a routine prompt's reply-side guards
             routed += [g for g in ROUTINE_GUARDS if g in eligible and g not in routed]
-        net = self.critical_threshold
-        if net is not None and self.critical_threshold_multilingual is not None and self.reads_multilingual(
-                as_conversation(conversation)):
-            net = self.critical_threshold_multilingual
-        if net is not None:  # the safety net: critical leaves on their own match
+        if self.critical_threshold is not None:  # the safety net: critical leaves on their own match
             routed_set = set(routed)
             routed += [lid for lid in self.critical_leaves if lid in eligible and lid not in routed_set
-                       and rel[lid] >= net]
+                       and self._net_hit(lid, r)]
         standing = self.standing(self.always_on, context, eligible, self.universal,
                                  as_conversation(conversation))
         expanded.update(self.cue_paths(standing, expanded, gate))

@@ -25,6 +25,7 @@ EMERGENCY_DESCRIPTIONS = (
     "Infection with fever, confusion, fast breathing and mottled skin: possible sepsis.",
     "Pregnant and bleeding with severe tummy pain, or the baby is moving less.",
     "Vomiting blood or passing black stools.",
+    "Suddenly sweaty, shaking and confused right now, not making sense.",
 )
 ROUTINE_DESCRIPTIONS = (
     "A mild cold, sore throat, cough or runny nose.",
@@ -33,6 +34,8 @@ ROUTINE_DESCRIPTIONS = (
     "A question about a medicine's usual dose, timing or side effects.",
     "Minor aches, pains, rashes or skin problems that have lasted a while.",
     "Wanting to understand a diagnosis, condition or how the body works.",
+    "A routine question in pregnancy or while breastfeeding: diet, vitamins, exercise, what is safe to take.",
+    "A mild fever with a cold in someone who is otherwise well, eating and playing normally.",
 )
 URGENCY_TEMPERATURE = 0.05
 # Urgency from which the safety branches get the emergency threshold (the contrast's midpoint).

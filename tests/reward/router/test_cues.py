@@ -16,10 +16,24 @@ PHRASINGS_FILE = Path(__file__).resolve().parents[3] / "reward" / "data" / "inst
 PHRASINGS = [json.loads(line) for line in PHRASINGS_FILE.read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
+# The phrasings written in a language other than English, read by us (not by the detector). The
+# language leaf applies to every one of them ("If the user writes in a language other than
+# English ..."), though the set labels the cue on some only (ph-020..024, 041..045, 084..086, 099 and
+# 100 ask for a format, a length, an exclusion or an audience, in Spanish, French, German,
+# Portuguese or Chinese): firing on them is right.
+NOT_ENGLISH = {"ph-020", "ph-021", "ph-022", "ph-023", "ph-024", "ph-041", "ph-042", "ph-043", "ph-044", "ph-045",
+               "ph-049", *(f"ph-0{i}" for i in range(60, 72)), "ph-084", "ph-085", "ph-086", "ph-099", "ph-100",
+               "ph-144", "ph-145", "ph-146", "ph-147", "ph-148", "ph-157"}
+
+
+def _expected(p: dict, kind: str) -> bool:
+    return kind in p["cues"] or (kind == "language" and p["id"] in NOT_ENGLISH)
+
+
 def _prf(kind: str) -> tuple[float, float]:
-    tp = sum(kind in detect(p["text"]) and kind in p["cues"] for p in PHRASINGS)
-    fp = sum(kind in detect(p["text"]) and kind not in p["cues"] for p in PHRASINGS)
-    fn = sum(kind not in detect(p["text"]) and kind in p["cues"] for p in PHRASINGS)
+    tp = sum(kind in detect(p["text"]) and _expected(p, kind) for p in PHRASINGS)
+    fp = sum(kind in detect(p["text"]) and not _expected(p, kind) for p in PHRASINGS)
+    fn = sum(kind not in detect(p["text"]) and _expected(p, kind) for p in PHRASINGS)
     return tp / (tp + fp), tp / (tp + fn)
 
 
@@ -35,9 +49,7 @@ def test_each_kind_is_heard_in_most_phrasings(kind):
     precision, recall = _prf(kind)
     print(f"\n{kind}: precision {precision:.3f} recall {recall:.3f}")
     assert recall >= 0.9
-    # language fires on any text not in English (the leaf applies to it), which the set labels
-    # only where the language itself is the request: its precision is lower by design
-    assert precision >= (0.7 if kind == "language" else 0.85)
+    assert precision >= 0.85
 
 
 @pytest.mark.parametrize("text", [

@@ -118,7 +118,9 @@ def test_urgency_reads_the_users_words_not_the_records(router):
                "Medicines: aspirin, atorvastatin, bisoprolol.")
     plain = _route(router, "What should I eat for breakfast?")
     with_history = _route(router, "What should I eat for breakfast?", history)
-    assert with_history.urgency == pytest.approx(plain.urgency) and with_history.urgency < 0.5
+    # the same user words, embedded in another batch beside the records: equal up to float noise
+    # (7.7e-8 apart measured; 1e-4 is far below any urgency that changes a decision)
+    assert with_history.urgency == pytest.approx(plain.urgency, abs=1e-4) and with_history.urgency < 0.5
     assert "sf_over_escalation" in with_history.leaf_ids
     # the user's own words still make it urgent, with the same records
     assert _route(router, CHEST, history).urgency > 0.9

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import statistics
 from collections import Counter
 from pathlib import Path
 
@@ -298,8 +299,8 @@ def test_oracle_with_the_embedding_router_default_meets_the_target(tree, cases):
     safe non-answer, where the paper's structural form fails. The mean penalty is not compared with
     the paper's: severity prices a major omission at 0.2 wherever it sits, so a structurally heavy
     branch can cost more under the paper's form without that being better. Under judge noise 0.1
-    with failure confirmation (the reward's default), seed 0, the clean replies keep a mean >= 0.85
-    and detection stays >= 0.90 (the issue's noise target; docs/scoring.md gives seeds 0-2)."""
+    with failure confirmation (the reward's default), over seeds 0-2 (one seed's 1,200 draws move
+    detection by about 0.01), the clean replies keep a mean >= 0.85 and detection stays >= 0.90."""
     routings = _embedding_routings(tree, cases)
     table = oracle_variant_table(tree, cases, routings, 0.02)
     ours, paper = table[DEFAULT_SCORING_VARIANT], table["paper"]
@@ -314,7 +315,7 @@ def test_oracle_with_the_embedding_router_default_meets_the_target(tree, cases):
         assert cell["mean_penalty"] >= 0.20, p
     from reward.stress.noise import noise_summary
 
-    noisy = noise_summary(tree, cases, routings, DEFAULT_SCORING_VARIANT, judge_noise=0.1, seed=0,
-                          confirm_failures=True)
-    assert noisy["clean_mean"] >= 0.85 and noisy["detection_rate"] >= 0.90, (noisy["clean_mean"],
-                                                                            noisy["detection_rate"])
+    runs = [noise_summary(tree, cases, routings, DEFAULT_SCORING_VARIANT, judge_noise=0.1, seed=s,
+                          confirm_failures=True) for s in (0, 1, 2)]
+    clean, detection = (statistics.fmean(r[k] for r in runs) for k in ("clean_mean", "detection_rate"))
+    assert clean >= 0.85 and detection >= 0.90, (clean, detection)
