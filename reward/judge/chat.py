@@ -4,9 +4,9 @@ as gpt-4.1, and any chat server (vLLM's included).
 The token-id backend (``http.py``) cannot talk to a hosted grader: those take messages, not ids.
 Here the same template pieces, ``[instructions][conversation][response][criterion]``, are sent as
 TEXT: the template's system text as a system message (when it has one) and its user body, values
-substituted in one pass, as the user message. The server applies its own chat template, so
-special-token strings inside graded text are the server's to neutralise (hosted APIs treat
-message content as text).
+substituted in one pass, as the user message. The server applies its own chat template and, on
+vLLM, tokenises message content with special tokens parsed, so special-token strings inside the
+graded values are escaped before they are sent (:mod:`reward.judge.special_tokens`).
 
 choice mode: ``max_tokens=1, logprobs=true, top_logprobs=20``; p_yes is read from the two answer
 words in the top list, case and leading-space variants summed (``yes``, `` Yes``, ...), and
@@ -32,9 +32,13 @@ backoff and jitter on timeouts, connection errors and 5xx; HTTP 429 waits what `
 variable (``RUBRICSTREE_JUDGE_API_KEY`` by default; ``OPENAI_API_KEY`` as a fallback for
 api.openai.com) and is never logged: ``repr`` leaves it out and error texts are redacted.
 
-Cache: verdicts share the durable cache under a model identity ``chat:<host>:<model>`` (plus the
-served weights' ``root`` where the server reports one), so chat verdicts never mix with the
-token-id backend's or another provider's.
+Cache: verdicts share the durable cache under a model identity ``chat:<host>:<model>``, so chat
+verdicts never mix with the token-id backend's or another provider's. From a vLLM server (one that
+reports a ``root``) the identity adds the root, its content fingerprint, how the server runs the
+model, and the prompt ids its own tokenizer and chat template build for a probe conversation; every
+endpoint of the pool must agree (:mod:`reward.judge.startup`), and a root whose content cannot be
+fingerprinted here may only cache under a revision. A hosted API (no ``root``) is named by its
+listed model id.
 """
 
 from __future__ import annotations
@@ -53,8 +57,11 @@ from reward.judge.chat_choice import NO_WORDS, YES_WORDS, choice_verdict, p_yes_
 from reward.judge.endpoints import EndpointPool
 from reward.judge.identity import chat_model_id, require_identity
 from reward.judge.parsing import explain_parser, parse_json_object
-from reward.judge.server_facts import server_facts
+from reward.judge.signature import check_history
+from reward.judge.special_tokens import DEFAULT_GUARD, SpecialTokenGuard, added_tokens
+from reward.judge.startup import establish
 from reward.judge.templates import Template
+from reward.judge.tokenizer_check import server_template_ids
 from reward.judge.transport import RequestFailed as _Failed
 from reward.judge.transport import ServedTransport
 from reward.judge.types import JSONResult, JudgeConfig, JudgeItem, Verdict
@@ -77,10 +84,12 @@ EXPLAIN_SCHEMA = {
 EXPLAIN_REGEX = r'\{"explanation": "[^"\\\n]{0,400}", "criteria_met": (true|false)\}'
 
 
-def template_messages(template: Template, item: JudgeItem) -> list[dict[str, str]]:
+def template_messages(template: Template, item: JudgeItem, guard: SpecialTokenGuard = DEFAULT_GUARD
+                      ) -> list[dict[str, str]]:
     """The template as chat messages: its system text (if any), then the user body with every
-    placeholder substituted in one pass (the same pieces the token-id renderer tokenises)."""
-    user = "".join(text for text, _trusted in template.pieces(item))
+    placeholder substituted in one pass (the same pieces the token-id renderer tokenises), the
+    substituted values with their special-token strings escaped (``guard``)."""
+    user = "".join(text if trusted else guard(text) for text, trusted in template.pieces(item))
     msgs = [{"role": "system", "content": template.system}] if template.system else []
     return [*msgs, {"role": "user", "content": user}]
 
@@ -127,14 +136,27 @@ class ChatJudge(ServedTransport, Judge):
         self._transport = transport
         self._init_client_state()
         self.use_response_format = response_format
-        self._listed = False  # whether /v1/models lists this model (set by _discover_root)
-        self.served_root = self._discover_root() if discover and transport is None else None
-        if cache is not None and discover and transport is None:  # who grades must be known to cache
-            require_identity(model, {"id": model} if self._listed else None, revision,
-                             [ep.name for ep in self.pool.endpoints], need_root=False)
-        url = self.pool.endpoints[0].url  # vLLM: how it runs the model too (dtype, quantization where it says)
-        model_id = chat_model_id(url, model, self.served_root,
-                                 server_facts(url, self._headers) if self.served_root else None, revision)
+        # Who grades (reward.judge.startup, once, bounded by the deadline): every endpoint's entry for
+        # this model, all agreeing; from vLLM also the root's content fingerprint, how it runs the
+        # model, its answers to a fixed probe, and the ids its own template builds for a probe.
+        known = establish([ep.url for ep in self.pool.endpoints], model, self._headers, deadline_s=deadline_s) \
+            if discover and transport is None else None
+        if known is not None and known.urls != [ep.url for ep in self.pool.endpoints]:
+            self.pool = EndpointPool(known.urls, cooldown_s=cooldown_s)  # endpoints silent at start-up left out
+        self.served_root = known.root if known else None
+        self._listed = bool(known and known.entry)
+        template = None
+        if self.served_root:
+            template = server_template_ids(known.urls, model, self._headers, known.clock)
+        if cache is not None and known is not None:  # who grades must be known to cache
+            require_identity(model, known.entry, revision, [ep.name for ep in self.pool.endpoints],
+                             need_root=False, weights=known.weights)
+        self.guard = SpecialTokenGuard(added_tokens(self.served_root)) if self.served_root else DEFAULT_GUARD
+        url = self.pool.endpoints[0].url
+        model_id = chat_model_id(url, model, self.served_root, known.facts if self.served_root else None, revision,
+                                 weights=known.weights if known else None, template=template)
+        if known is not None:
+            check_history(cache, model_id, known.signature, ", ".join(ep.name for ep in self.pool.endpoints))
         super().__init__(None, model_id=model_id, config=config, cache=cache, concurrency=concurrency)
         self.deadline_s = deadline_s  # bound of one grade call outside a run (reward.judge.budget)
 
@@ -144,20 +166,6 @@ class ChatJudge(ServedTransport, Judge):
     def _redact(self, text: str) -> str:
         text = super()._redact(text)
         return text.replace(self._key, "***") if self._key else text
-
-    def _discover_root(self) -> str | None:
-        """vLLM reports the served weights as ``root``; hosted APIs do not (None)."""
-        for ep in self.pool.endpoints:
-            try:
-                data = httpx.get(f"{ep.url}/models", headers=self._headers, timeout=10).json()
-                for m in data.get("data", []):
-                    if m.get("id") == self.model:
-                        self._listed = True
-                        if m.get("root"):
-                            return str(m["root"])
-            except (httpx.HTTPError, ValueError, AttributeError):
-                continue
-        return None
 
     # ------------------------------------------------------------------ transport
     async def _post(self, body: dict, read: Callable[[dict], object] | None = None):
@@ -219,17 +227,18 @@ class ChatJudge(ServedTransport, Judge):
         return [v if v is not None else Verdict.failed("not graded") for v in out]
 
     async def _grade_one(self, template: Template, item: JudgeItem, ids: list[int]) -> Verdict:
-        messages = template_messages(template, item)
+        messages = template_messages(template, item, self.guard)
         if template.mode == "choice":
             return await self._grade_choice(messages)
         return await self._grade_explain(messages)
 
     async def _grade_choice(self, messages: list[dict]) -> Verdict:
-        try:
-            data = await self._post(self.choice_body(messages))
+        prefixes = bool(self.served_root)
+        try:  # read inside the transport: a reply with NaN/inf/masked answer logprobs is retried
+            return await self._post(self.choice_body(messages),
+                                    lambda data: choice_verdict(data, requested=TOP_LOGPROBS, prefixes=prefixes))
         except _Failed as exc:
             return Verdict.failed(str(exc))
-        return choice_verdict(data, requested=TOP_LOGPROBS, prefixes=bool(self.served_root))
 
     async def _grade_explain(self, messages: list[dict]) -> Verdict:
         cfg = self.config
@@ -257,7 +266,7 @@ class ChatJudge(ServedTransport, Judge):
                                       required: tuple[str, ...], max_tokens: int, attempts: int,
                                       on_done: Callable[[int, JSONResult], None] | None = None) -> list[JSONResult]:
         async def one(i: int) -> JSONResult:
-            r = await self._generate_json_chat(template_messages(template, items[i]), constraint=constraint,
+            r = await self._generate_json_chat(template_messages(template, items[i], self.guard), constraint=constraint,
                                                required=required, max_tokens=max_tokens, attempts=attempts)
             if on_done is not None:
                 on_done(i, r)
