@@ -18,7 +18,7 @@ their word; ``"Yesterday"`` counts for none). Then:
 
 Logprobs that are not probabilities: a listed token at -inf or at vLLM's -9999.0 stand-in for it
 was masked (by the choice grammar): it is left out, counts for nothing and bounds nothing. When
-only such entries spell an answer word, or a logprob is NaN or +inf, the reply is a bad reply
+only such entries spell one of the answer words, or a logprob is NaN or +inf, the reply is a bad reply
 (:class:`~reward.judge.replies.BadReply`): the transport retries it, and then the item fails. Such
 values are never read as a verdict (an exp(NaN) compared as "not <= 0" read as a certain "yes").
 """
@@ -74,7 +74,7 @@ def usable_top(top: list[dict], *, prefixes: bool = False) -> list[dict]:
         out.append(entry)
     words = {answer_word(str(e.get("token", "")), prefixes=prefixes) for e in out}
     hidden = sorted({w for w in masked if w} - words)
-    if hidden and not words & {"yes", "no"}:
+    if hidden:  # an answer the constraint allows cannot be masked: another tokenizer or a broken server
         raise BadReply(f"the answer word(s) {hidden} are listed only at a masked logprob (-inf or vLLM's "
                        f"{CLAMPED_LOGPROB:g}): no probability to read")
     return out
