@@ -65,7 +65,7 @@ from reward.judge.tokenizer_check import server_template_ids
 from reward.judge.transport import RequestFailed as _Failed
 from reward.judge.transport import ServedTransport
 from reward.judge.types import JSONResult, JudgeConfig, JudgeItem, Verdict
-from reward.serving import RetryPolicy
+from reward.serving import RetryPolicy, split_urls
 
 log = logging.getLogger(__name__)
 
@@ -125,7 +125,7 @@ class ChatJudge(ServedTransport, Judge):
                  response_format: bool = True, transport: httpx.AsyncBaseTransport | None = None,
                  discover: bool = True, deadline_s: float | None = D.DEADLINE_S,
                  circuit_breaker: int = D.CIRCUIT_BREAKER, revision: str | None = None) -> None:
-        urls = [urls] if isinstance(urls, str) else list(urls)
+        urls = split_urls(urls)
         self.pool = EndpointPool(urls, cooldown_s=cooldown_s)
         self.model = model
         self.timeout_s, self.max_retries = timeout_s, max_retries

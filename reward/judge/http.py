@@ -99,7 +99,7 @@ class HTTPJudge(ServedTransport, Judge):
         # ids, checked against each server's /tokenize; the user's revision. It goes into the
         # verdict cache key. A judge whose weights cannot be named by content may only use the
         # cache under a revision the user names (two judges would otherwise share verdicts).
-        tokenizer_name = repr(tokenizer) if isinstance(tokenizer, str) else "given"
+        tokenizer_name = repr(tokenizer) if isinstance(tokenizer, str) else f"{type(tokenizer).__name__} (an object)"
         known = establish([ep.url for ep in self.pool.endpoints], model, self._headers, deadline_s=deadline_s) \
             if transport is None else None
         if known is not None and known.urls != [ep.url for ep in self.pool.endpoints]:
