@@ -80,3 +80,24 @@ def test_without_a_run_deadline_a_request_still_ends_at_its_own_timeout():
         assert not done["k"].ok and "timeout" in done["k"].error.lower()
     finally:
         server.shutdown()
+
+
+@pytest.mark.server
+def test_eval_against_a_hung_policy_server_exits_at_its_deadline(judge_url, tmp_path):
+    """The command line, as the red team ran it: ``eval healthbench`` with a real judge and a hung
+    policy server was still waiting at 200 s; with ``--deadline 5`` it now stops with exit 4."""
+    from rt_paths import REPO_ROOT
+    from typer.testing import CliRunner
+
+    from rubricstree import app
+
+    server = _hung_server("hang")
+    try:
+        res = CliRunner().invoke(app, [
+            "eval", "healthbench", "--model", "policy", "--generate-url", f"http://127.0.0.1:{server.server_address[1]}",
+            "--judge-url", judge_url, "--data", str(REPO_ROOT / "tests/fixtures/eval_hb_own.jsonl"), "--limit", "2",
+            "--out", str(tmp_path / "out"), "--no-cache", "--deadline", "5", "--no-thinking"])
+    finally:
+        server.shutdown()
+    assert res.exit_code == 4, res.output
+    assert "waiting on the policy server" in res.output
