@@ -23,6 +23,7 @@ import hashlib
 import re
 import unicodedata
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 
 from reward.errors import InputError
@@ -132,6 +133,12 @@ def visible_form(text: str) -> tuple[str, list[int]]:
     return "".join(out), origin
 
 
+# Every character that reads as "<" once folded (see _LOOKALIKE): a text with none of them holds no
+# closing delimiter, whatever else it holds, and is returned as it is without folding it.
+_OPENERS = re.compile("[<\ufe3f\ufe64\uff1c\u2039\u2329\u27e8\u3008]")
+
+
+@lru_cache(maxsize=256)  # one response is fenced once per criterion: fold it once
 def fence_response(text: str) -> str:
     """Neutralise anything like our closing delimiter inside the graded text so it cannot end
     the fence: ``</RESPONSE>``, ``< /response >``, and what reads as it once Unicode is normalised
@@ -141,6 +148,8 @@ def fence_response(text: str) -> str:
     text is kept as it was."""
     if text.isascii():  # the common case: nothing to normalise
         return _CLOSE_LIKE.sub(lambda m: "&lt;" + m.group(0)[1:-1] + "&gt;", text)
+    if not _OPENERS.search(text):
+        return text
     seen, origin = visible_form(text)
     out, pos = [], 0
     for m in _CLOSE_LIKE.finditer(seen):
