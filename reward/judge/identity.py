@@ -37,6 +37,7 @@ model served under the same name, would be served the old judge's verdicts. So:
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
 import re
 import sqlite3
@@ -48,6 +49,8 @@ from pathlib import Path
 from typing import Any
 
 from reward.errors import InputError
+
+log = logging.getLogger(__name__)
 
 WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth", ".gguf")
 # Trainer state that sits in checkpoint folders but never decides a judge's outputs.
@@ -224,9 +227,20 @@ def model_fingerprint(path: str | Path, *, progress: bool | None = None, clock=N
         if snap is None:
             return None
         p = snap
-    p = p.resolve()
+    try:
+        p = p.resolve()
+    except (OSError, RuntimeError):  # a link loop: nothing to read
+        return None
     if not is_model_path(p):
         return None
+    try:
+        return _content_fingerprint(p, progress, clock)
+    except OSError as exc:  # a file that cannot be read (permissions, removed meanwhile): not named by content
+        log.warning("cannot fingerprint the model at %s: %s", p, exc)
+        return None
+
+
+def _content_fingerprint(p: Path, progress: bool | None, clock) -> str:
     tick = (lambda n: clock.check()) if clock is not None else None
     memo = _Memo()
     try:
