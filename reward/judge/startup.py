@@ -155,6 +155,16 @@ def _view(url: str, model: str, headers: Mapping[str, str], clock: StartupClock,
     return view
 
 
+def _each(fn, items: list) -> list:
+    """``[fn(x) for x in items]``, on up to 8 threads (each call waits on the network)."""
+    if len(items) <= 1:
+        return [fn(x) for x in items]
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=min(8, len(items))) as pool:
+        return list(pool.map(fn, items))
+
+
 def _groups(views: list[EndpointView]) -> list[list[EndpointView]]:
     """Endpoints grouped by what they report, the largest group first (ties: list order)."""
     groups: dict[tuple, list[EndpointView]] = {}
@@ -191,7 +201,8 @@ def establish(urls: list[str], model: str, headers: Mapping[str, str], *, deadli
     from reward.judge.signature import compare, probe_signature
 
     clock = StartupClock(deadline_s)
-    views = [_view(u, model, headers, clock, facts) for u in urls]
+    # endpoints are asked side by side: a silent one costs one request's bound, not one per endpoint
+    views = _each(lambda u: _view(u, model, headers, clock, facts), urls)
     listed = [v for v in views if v.entry is not None]
     if not listed:
         return Established(urls=list(urls), entry=None, facts=None, weights=None, clock=clock, views=views)
@@ -212,7 +223,7 @@ def establish(urls: list[str], model: str, headers: Mapping[str, str], *, deadli
     out = Established(urls=kept, entry=ref.entry, facts=ref.facts or None, weights=weights, clock=clock,
                       views=views)
     if probe and root:  # vLLM: the numbers each endpoint computes
-        sigs = [(v, probe_signature(v.url, model, headers, clock)) for v in listed]
+        sigs = list(zip(listed, _each(lambda v: probe_signature(v.url, model, headers, clock), listed)))
         have = [(v, s) for v, s in sigs if s is not None]
         if have:
             first, sig = have[0]
