@@ -44,6 +44,7 @@ listed model id.
 from __future__ import annotations
 
 import logging
+import math
 import os
 from collections.abc import Callable
 from urllib.parse import urlparse
@@ -53,14 +54,14 @@ import httpx
 from reward.judge import defaults as D
 from reward.judge.base import Judge, run_staged
 from reward.judge.cache import VerdictCache
-from reward.judge.chat_choice import NO_WORDS, YES_WORDS, choice_verdict, p_yes_from_top  # noqa: F401
+from reward.judge.chat_choice import NO_WORDS, YES_WORDS, choice_verdict, p_yes_from_top, sums_from_top  # noqa: F401
 from reward.judge.endpoints import EndpointPool
 from reward.judge.identity import chat_model_id, require_identity
 from reward.judge.parsing import explain_parser, parse_json_object
-from reward.judge.signature import check_history
+from reward.judge.signature import PROBE_ITEMS, PROBE_TIMEOUT_S, check_numbers
 from reward.judge.special_tokens import DEFAULT_GUARD, SpecialTokenGuard, added_tokens
-from reward.judge.startup import establish
-from reward.judge.templates import Template
+from reward.judge.startup import establish, post_json
+from reward.judge.templates import CHOICE, Template
 from reward.judge.tokenizer_check import server_template_ids
 from reward.judge.transport import RequestFailed as _Failed
 from reward.judge.transport import ServedTransport
@@ -155,13 +156,29 @@ class ChatJudge(ServedTransport, Judge):
         url = self.pool.endpoints[0].url
         model_id = chat_model_id(url, model, self.served_root, known.facts if self.served_root else None, revision,
                                  weights=known.weights if known else None, template=template)
-        if known is not None:
-            check_history(cache, model_id, known.signature, ", ".join(ep.name for ep in self.pool.endpoints))
         super().__init__(None, model_id=model_id, config=config, cache=cache, concurrency=concurrency)
+        # vLLM: the numbers each endpoint computes, against each other and against this identity's history
+        check_numbers(known, model, self._headers, self._probe_answers, cache, model_id)
         self.deadline_s = deadline_s  # bound of one grade call outside a run (reward.judge.budget)
 
     def __repr__(self) -> str:  # never show the key
         return f"ChatJudge(urls={[e.url for e in self.pool.endpoints]}, model={self.model!r})"
+
+    def _probe_answers(self, url: str, clock) -> list[float] | None:
+        """The log-probabilities of yes and no (each summed over its spellings) for
+        :data:`~reward.judge.signature.PROBE_ITEMS` at ``url``, asked as grading asks."""
+        out: list[float] = []
+        for item in PROBE_ITEMS:
+            body = self.choice_body(template_messages(CHOICE, item, self.guard))
+            status, data = post_json(f"{url}/chat/completions", body, self._headers, clock.seconds(PROBE_TIMEOUT_S))
+            if status != 200:
+                return None
+            top = data["choices"][0]["logprobs"]["content"][0]["top_logprobs"]
+            py, pn, _ = sums_from_top(top, prefixes=bool(self.served_root))
+            if py <= 0.0 or pn <= 0.0:
+                return None
+            out += [math.log(py), math.log(pn)]
+        return out
 
     def _redact(self, text: str) -> str:
         text = super()._redact(text)

@@ -30,12 +30,12 @@ from reward.judge.base import Judge
 from reward.judge.cache import VerdictCache
 from reward.judge.endpoints import EndpointPool
 from reward.judge.identity import require_identity, served_model_id
-from reward.judge.parsing import explain_parser, parse_json_object
+from reward.judge.parsing import explain_parser, logprobs_by_token_id, parse_json_object
 from reward.judge.render import PromptRenderer, load_tokenizer
 from reward.judge.replies import choice_p_yes, completion_text, usage_counts
-from reward.judge.signature import check_history
-from reward.judge.startup import establish
-from reward.judge.templates import Template
+from reward.judge.signature import PROBE_ITEMS, PROBE_TIMEOUT_S, check_numbers
+from reward.judge.startup import establish, post_json
+from reward.judge.templates import CHOICE, Template
 from reward.judge.tokenizer_check import check_against_servers, tokenizer_fingerprint
 from reward.judge.transport import RequestFailed, ServedTransport
 from reward.judge.types import JSONResult, JudgeConfig, JudgeItem, Verdict
@@ -121,12 +121,26 @@ class HTTPJudge(ServedTransport, Judge):
         model_id = served_model_id(model, entry, revision, known.facts if known else None,
                                    weights=known.weights if known else None,
                                    tokenizer=tokenizer_fingerprint(renderer))
-        if known is not None:
-            check_history(cache, model_id, known.signature, ", ".join(ep.name for ep in self.pool.endpoints))
         super().__init__(renderer, model_id=model_id, config=config, cache=cache, concurrency=concurrency)
+        # the numbers each endpoint computes, against each other and against this identity's history
+        check_numbers(known, model, self._headers, self._probe_answers, cache, model_id)
 
     def __repr__(self) -> str:  # never show the key
         return f"HTTPJudge(urls={[e.name for e in self.pool.endpoints]}, model={self.model!r})"
+
+    def _probe_answers(self, url: str, clock) -> list[float] | None:
+        """The answer logprobs of :data:`~reward.judge.signature.PROBE_ITEMS` at ``url``, asked as
+        grading asks (start-up only; see :mod:`reward.judge.signature`)."""
+        out: list[float] = []
+        for item in PROBE_ITEMS:
+            body = self.choice_body(self.renderer.render_ids(CHOICE, item))
+            status, data = post_json(f"{url}/completions", body, self._headers, clock.seconds(PROBE_TIMEOUT_S))
+            by_id = logprobs_by_token_id(data["choices"][0]["logprobs"]["top_logprobs"][0]) if status == 200 else {}
+            pair = [by_id.get(self.renderer.yes_id), by_id.get(self.renderer.no_id)]
+            if None in pair:
+                return None
+            out += pair
+        return out
 
     # ------------------------------------------------------------------ transport
     async def _post(self, body: dict, read=None):

@@ -11,9 +11,10 @@ A verdict may only be served by the judge that made it, so before the first grad
    cannot be checked, so it grades nothing in this run;
 3. the weights the agreed ``root`` names are fingerprinted by content, once
    (:func:`reward.judge.identity.model_fingerprint`);
-4. vLLM endpoints answer a fixed probe (:mod:`reward.judge.signature`): the logprobs of a fixed
-   text, which follow the weights, dtype and quantization actually served, whatever the server
-   reports. Endpoints whose answers differ stop the run, naming the one that differs.
+4. vLLM endpoints answer fixed probes (:func:`reward.judge.signature.check_numbers`, called by
+   the backend once its prompts can be built): the logprobs of a fixed text and the answers to a
+   few fixed judge items, which follow the weights, dtype and quantization actually served,
+   whatever the server reports. Endpoints whose answers differ stop the run, naming the one.
 
 The token-id backend then checks its tokenizer and chat template against the servers
 (:mod:`reward.judge.tokenizer_check`); the chat backend asks the servers for the prompt ids
@@ -109,7 +110,6 @@ class Established:
     weights: str | None
     clock: StartupClock
     views: list[EndpointView]
-    signature: list[float] | None = None
 
     @property
     def root(self) -> str | None:
@@ -155,7 +155,7 @@ def _view(url: str, model: str, headers: Mapping[str, str], clock: StartupClock,
     return view
 
 
-def _each(fn, items: list) -> list:
+def each_endpoint(fn, items: list) -> list:
     """``[fn(x) for x in items]``, on up to 8 threads (each call waits on the network)."""
     if len(items) <= 1:
         return [fn(x) for x in items]
@@ -173,7 +173,7 @@ def _groups(views: list[EndpointView]) -> list[list[EndpointView]]:
     return sorted(groups.values(), key=lambda g: -len(g))
 
 
-def _refuse(model: str, odd: EndpointView, ref: EndpointView, what: str) -> InputError:
+def refuse_pool(model: str, odd: EndpointView, ref: EndpointView, what: str) -> InputError:
     return InputError(
         f"the judge pool does not agree on who grades: {odd.name} {what}, while {ref.name} serves '{model}' with "
         f"{ref.describe()}. Every endpoint of --judge-url must serve the same judge (same weights, tokenizer, "
@@ -182,7 +182,7 @@ def _refuse(model: str, odd: EndpointView, ref: EndpointView, what: str) -> Inpu
 
 
 def establish(urls: list[str], model: str, headers: Mapping[str, str], *, deadline_s: float | None,
-              facts: bool = True, probe: bool = True) -> Established:
+              facts: bool = True) -> Established:
     """Ask every endpoint who it is, check that they agree, and fingerprint the weights.
 
     Args:
@@ -191,28 +191,29 @@ def establish(urls: list[str], model: str, headers: Mapping[str, str], *, deadli
         headers: request headers (the API key).
         deadline_s: the judge's own bound on start-up (the run's deadline applies as well).
         facts: also read how each server runs the model (:mod:`reward.judge.server_facts`).
-        probe: also compare the endpoints' answers to a fixed probe (vLLM endpoints).
+
+    The endpoints' answers to the fixed probes are compared afterwards, by the backend that knows
+    how to ask (:func:`reward.judge.signature.check_numbers`).
 
     Raises:
         InputError: an endpoint disagrees with the others (named, with what differs).
         JudgeDeadlineError: start-up ran past the deadline.
     """
     from reward.judge.identity import model_fingerprint
-    from reward.judge.signature import compare, probe_signature
 
     clock = StartupClock(deadline_s)
     # endpoints are asked side by side: a silent one costs one request's bound, not one per endpoint
-    views = _each(lambda u: _view(u, model, headers, clock, facts), urls)
+    views = each_endpoint(lambda u: _view(u, model, headers, clock, facts), urls)
     listed = [v for v in views if v.entry is not None]
     if not listed:
         return Established(urls=list(urls), entry=None, facts=None, weights=None, clock=clock, views=views)
     for v in views:
         if v.answered and v.entry is None:
-            raise _refuse(model, v, listed[0], f"does not serve '{model}' (it answers, but lists other models)")
+            raise refuse_pool(model, v, listed[0], f"does not serve '{model}' (it answers, but lists other models)")
     groups = _groups(listed)
     ref = groups[0][0]
     for group in groups[1:]:
-        raise _refuse(model, group[0], ref, f"serves '{model}' with {group[0].describe()}")
+        raise refuse_pool(model, group[0], ref, f"serves '{model}' with {group[0].describe()}")
     silent = [v for v in views if not v.answered]
     for v in silent:
         log.warning("judge endpoint %s did not answer at start-up (%s): left out of the pool, since who grades "
@@ -220,17 +221,5 @@ def establish(urls: list[str], model: str, headers: Mapping[str, str], *, deadli
     kept = [v.url for v in views if v.answered]
     root = ref.entry.get("root") if ref.entry else None
     weights = model_fingerprint(str(root), clock=clock) if root else None
-    out = Established(urls=kept, entry=ref.entry, facts=ref.facts or None, weights=weights, clock=clock,
-                      views=views)
-    if probe and root:  # vLLM: the numbers each endpoint computes
-        sigs = list(zip(listed, _each(lambda v: probe_signature(v.url, model, headers, clock), listed)))
-        have = [(v, s) for v, s in sigs if s is not None]
-        if have:
-            first, sig = have[0]
-            out.signature = sig
-            for v, other in have[1:]:
-                diff = compare(sig, other)
-                if diff is not None:
-                    raise _refuse(model, v, first, f"answers a fixed probe differently ({diff}): other weights, "
-                                  "dtype or quantization behind the same name and root")
-    return out
+    return Established(urls=kept, entry=ref.entry, facts=ref.facts or None, weights=weights, clock=clock,
+                       views=views)

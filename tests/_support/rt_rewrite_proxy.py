@@ -98,3 +98,22 @@ def shifted_probe(offset: float) -> Callable[[str, Any], Any]:
             return data
         return None
     return rewrite
+
+
+def shifted_answers(offset: float) -> Callable[[str, Any], Any]:
+    """A rewrite of choice answers only (the prompt logprobs pass unchanged): the first listed answer
+    of every top list gets ``offset`` added, as a judge with other weights would answer the same items."""
+    def rewrite(path: str, data: Any) -> Any:
+        if not path.endswith("completions") or not isinstance(data, dict):
+            return None
+        for choice in data.get("choices") or []:
+            lp = choice.get("logprobs") or {}
+            for top in lp.get("top_logprobs") or []:  # completions: {"token_id:N": logprob}
+                if isinstance(top, dict) and top:
+                    top[sorted(top)[0]] += offset
+            for pos in lp.get("content") or []:  # chat: [{"token", "logprob"}]
+                entries = [e for e in pos.get("top_logprobs") or [] if e.get("logprob", -9999.0) > -9999.0]
+                if entries:
+                    entries[0]["logprob"] += offset
+        return data
+    return rewrite

@@ -13,7 +13,8 @@ vLLM server, with every part of its identity settable and changeable between run
   (``top_logprobs``). Both answer from the "weights" (``weights``: a seed deciding every logprob)
   and the "numerics" (``numerics``: an offset standing in for another dtype or quantization).
   The choice grammar allows only the server tokenizer's answer ids: any other requested id gets
-  vLLM's -9999.0, as vLLM does.
+  vLLM's -9999.0, as vLLM does. ``prompt_logprobs=False`` refuses the text probe (HTTP 400), as
+  a server without that option would.
 
 Faults: ``answer_override = (lp_yes, lp_no)`` replaces the answer logprobs (NaN, infinities, the
 clamp), on both APIs. Every request is counted by path in ``hits``.
@@ -72,11 +73,12 @@ class VLLMStub:
     def __init__(self, *, model: str = "judge", root: str | None = "/models/judge", max_model_len: int = 4096,
                  version: str = "0.32.0", cache: dict | None = None, server_info: dict | None = None,
                  tokenizer: HashTokenizer | None = None, weights: str = "w1", numerics: float = 0.0,
-                 tokenize: bool = True) -> None:
+                 tokenize: bool = True, prompt_logprobs: bool = True) -> None:
         self.model, self.root, self.max_model_len, self.version = model, root, max_model_len, version
         self.cache = {"cache_dtype": "auto"} if cache is None else cache
         self.server_info, self.tokenizer = server_info, tokenizer or HashTokenizer()
         self.weights, self.numerics, self.tokenize = weights, numerics, tokenize
+        self.prompt_logprobs = prompt_logprobs
         self.answer_override: tuple[float, float] | None = None
         self.hits: dict[str, int] = {}
         self._lock = threading.Lock()
@@ -124,6 +126,8 @@ class VLLMStub:
                     ids = tok.encode(text)
                     return self._send(200, {"count": len(ids), "max_model_len": stub.max_model_len, "tokens": ids})
                 if path == "/v1/completions":
+                    if body.get("prompt_logprobs") is not None and not stub.prompt_logprobs:
+                        return self._send(400, {"error": {"message": "prompt_logprobs is not supported"}})
                     return self._send(200, stub._completion(body))
                 if path == "/v1/chat/completions":
                     return self._send(200, stub._chat(body))

@@ -137,6 +137,19 @@ def test_a_replica_that_serves_another_judge_is_refused_and_named(tmp_path, back
         assert alone.model_id == agreed.model_id and _stale(alone.grade_sync(ITEMS)) == len(ITEMS)
 
 
+@pytest.mark.parametrize("backend", ["http", "chat"])
+def test_a_replica_with_other_weights_is_seen_by_its_answers_alone(tmp_path, backend):
+    """A server that does not take the text probe (prompt_logprobs) is still compared by its
+    answers to fixed judge items, asked as grading asks."""
+    root = str(_model(tmp_path / "judge"))
+    make = _http if backend == "http" else _chat
+    with VLLMStub(root=root, prompt_logprobs=False) as a, \
+            VLLMStub(root=root, prompt_logprobs=False, weights="w2") as b:
+        with pytest.raises(InputError, match="fixed judge items") as exc:
+            make(f"{a.url},{b.url},{a.url}", None)
+        assert f"{b.url}/v1 answers fixed probes differently" in str(exc.value)
+
+
 def test_a_replica_that_does_not_answer_at_start_up_grades_nothing(tmp_path, caplog):
     import socket
 
@@ -158,7 +171,7 @@ def test_weights_not_readable_here_cache_only_under_a_revision_and_a_swap_behind
         first = _http(srv.url, cache, revision="judge-2026-12")
         assert all(v.ok for v in first.grade_sync(ITEMS)) and len(cache) == len(ITEMS)
         srv.weights = "w2"  # swapped on the remote machine; nothing it reports changes
-        with pytest.raises(InputError, match="answers a fixed probe differently"):
+        with pytest.raises(InputError, match="answers fixed probes differently"):
             _http(srv.url, cache, revision="judge-2026-12")
         fresh = _http(srv.url, cache, revision="judge-2027-01")  # named anew: graded anew
         assert _stale(fresh.grade_sync(ITEMS)) == 0
@@ -183,7 +196,7 @@ def test_a_quantization_the_server_does_not_report_is_seen_by_the_probe(tmp_path
     with VLLMStub(root=str(_model(tmp_path / "judge"))) as srv:  # no /server_info: dtype and quantization unsaid
         _http(srv.url, cache).grade_sync(ITEMS)
         srv.numerics = 0.2  # --quantization fp8 at load: other numbers, nothing reported
-        with pytest.raises(InputError, match="answers a fixed probe differently"):
+        with pytest.raises(InputError, match="answers fixed probes differently"):
             _http(srv.url, cache)
         srv.cache = {"cache_dtype": "auto", "kv_cache_memory_bytes": "2147483648", "kv_cache_size_tokens": "4194304"}
         half = _http(srv.url, cache)  # the KV bytes per token follow the dtype: reported, so another identity

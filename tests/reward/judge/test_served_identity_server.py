@@ -20,7 +20,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from rt_rewrite_proxy import RewriteProxy, shifted_probe, with_root
+from rt_rewrite_proxy import RewriteProxy, shifted_answers, shifted_probe, with_root
 
 from reward.errors import InputError
 from reward.judge import JudgeConfig, JudgeItem, Message, VerdictCache, make_judge
@@ -174,7 +174,8 @@ def test_a_pool_replica_serving_another_judge_is_refused_naming_it(judge_url, mo
     make = _http if backend == "http" else _chat
     cache = VerdictCache(tmp_path / "v.sqlite")
     _flip_a_weight(model_copy)
-    for rewrite in (with_root(str(model_copy)), shifted_probe(0.3)):  # other weights; other numbers, same root
+    # other weights at another root; other numbers behind the same root (a fixed text, the answers to fixed items)
+    for rewrite in (with_root(str(model_copy)), shifted_probe(0.3), shifted_answers(-0.7)):
         with RewriteProxy(judge_url, rewrite) as replica:
             with pytest.raises(InputError, match="pool does not agree") as exc:
                 make(f"{judge_url},{replica.url}", cache)
@@ -195,7 +196,7 @@ def test_a_root_not_readable_here_caches_only_under_a_revision_and_its_swap_is_s
         assert all(v.ok for v in first.grade_sync(items))
     with RewriteProxy(judge_url, lambda p, d: with_root("/models/on-the-gpu-node/judge")(p, d)
                       or shifted_probe(0.3)(p, d)) as swapped:  # new weights there, nothing else said
-        with pytest.raises(InputError, match="answers a fixed probe differently"):
+        with pytest.raises(InputError, match="answers fixed probes differently"):
             _http(swapped.url, cache, revision="judge-v1", tokenizer=str(_tiny()))
     assert len(cache) == len(items)
 
