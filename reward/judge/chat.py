@@ -158,7 +158,7 @@ class ChatJudge(ServedTransport, Judge):
                                  weights=known.weights if known else None, template=template)
         super().__init__(None, model_id=model_id, config=config, cache=cache, concurrency=concurrency)
         # vLLM: the numbers each endpoint computes, against each other and against this identity's history
-        check_numbers(known, model, self._headers, self._probe_answers, cache, model_id)
+        check_numbers(known, model, self._headers, self._probe_answers, cache, self.model_id)
         self.deadline_s = deadline_s  # bound of one grade call outside a run (reward.judge.budget)
 
     def __repr__(self) -> str:  # never show the key

@@ -123,7 +123,7 @@ class HTTPJudge(ServedTransport, Judge):
                                    tokenizer=tokenizer_fingerprint(renderer))
         super().__init__(renderer, model_id=model_id, config=config, cache=cache, concurrency=concurrency)
         # the numbers each endpoint computes, against each other and against this identity's history
-        check_numbers(known, model, self._headers, self._probe_answers, cache, model_id)
+        check_numbers(known, model, self._headers, self._probe_answers, cache, self.model_id)
 
     def __repr__(self) -> str:  # never show the key
         return f"HTTPJudge(urls={[e.name for e in self.pool.endpoints]}, model={self.model!r})"

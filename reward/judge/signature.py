@@ -142,6 +142,8 @@ def check_numbers(known, model: str, headers: Mapping[str, str],
     identity ``key`` in ``cache`` (:func:`check_history`).
 
     ``answers(url, clock)``: the backend's answer logprobs for :data:`PROBE_ITEMS` at ``url``.
+    ``key``: the judge's full identity (its prompt ids' settings included: the answers depend on
+    them); the history is kept per key and per :func:`probe_version`.
 
     Raises:
         InputError: an endpoint answers differently from the others, or from the stored answers.
@@ -169,7 +171,18 @@ def check_numbers(known, model: str, headers: Mapping[str, str],
         odd_view, odd = group[0]
         raise refuse_pool(model, odd_view, ref_view, f"answers fixed probes differently ({differ(ref, odd)}): "
                           "other weights, dtype or quantization behind the same name and root")
-    check_history(cache, key, ref, ", ".join(v.name for v, _ in have))
+    check_history(cache, f"{key}|probe-{probe_version()}", ref, ", ".join(v.name for v, _ in have))
+
+
+def probe_version() -> str:
+    """What the probes ask (the text, the items and the template they are rendered with): stored
+    answers are compared only with answers to the same questions."""
+    import hashlib
+
+    from reward.judge.templates import CHOICE
+
+    parts = [PROBE_TEXT, CHOICE.version, *(it.model_dump_json() for it in PROBE_ITEMS)]
+    return hashlib.sha256("\0".join(parts).encode()).hexdigest()[:12]
 
 
 def _or_none(answers, url: str, clock) -> list[float] | None:
