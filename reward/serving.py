@@ -32,6 +32,7 @@ __all__ = [
     "RetryPolicy",
     "api_key",
     "auth_headers",
+    "bounded_request",
     "first_served_model",
     "list_models",
     "normalise_url",
@@ -94,6 +95,38 @@ def auth_headers(env: str) -> dict[str, str]:
     return {"Authorization": f"Bearer {key}"} if key else {}
 
 
+MAX_META_BYTES = 16 << 20  # a server's /v1/models, /metrics or /tokenize answer: never more than this
+
+
+def bounded_request(client, method: str, url: str, *, seconds: float, max_bytes: int = MAX_META_BYTES,
+                    **kw: Any) -> tuple[int, bytes]:
+    """``(status, body)`` of one request that takes at most about ``seconds`` in all.
+
+    httpx's timeout bounds each read, so a server that trickles bytes (or a proxy that keeps the
+    connection alive) could hold an ordinary request for ever; here the body is read in chunks
+    and the clock is checked after each one. A body over ``max_bytes`` is refused.
+
+    Raises:
+        httpx.TimeoutException: the request took longer than ``seconds``.
+        ValueError: the body is larger than ``max_bytes``.
+        httpx.HTTPError: any other transport error.
+    """
+    import time
+
+    import httpx
+
+    until = time.monotonic() + seconds
+    with client.stream(method, url, timeout=seconds, **kw) as resp:
+        body = bytearray()
+        for chunk in resp.iter_bytes():
+            body += chunk
+            if len(body) > max_bytes:
+                raise ValueError(f"the answer of {redact_url(url)} is larger than {max_bytes} bytes")
+            if time.monotonic() > until:
+                raise httpx.ReadTimeout(f"the answer of {redact_url(url)} took more than {seconds:.3g}s")
+        return resp.status_code, bytes(body)
+
+
 class UnreachableServerError(ValueError):
     """No endpoint answered at all (connection refused, DNS, timeout): the URL is wrong or nothing
     runs there. A ``ValueError``, as every bad judge setting is."""
@@ -107,6 +140,8 @@ def list_models(urls: str | Iterable[str], *, api_key_env: str = JUDGE_API_KEY_E
     Raises:
         ValueError: no endpoint answered; the message names each endpoint and its error.
     """
+    import json
+
     import httpx
 
     errors, unreachable = [], 0
@@ -114,7 +149,10 @@ def list_models(urls: str | Iterable[str], *, api_key_env: str = JUDGE_API_KEY_E
     with httpx.Client(timeout=timeout_s, headers=headers, transport=transport) as client:
         for base in split_urls(urls):
             try:
-                data = client.get(f"{base}/models").raise_for_status().json()["data"]
+                status, body = bounded_request(client, "GET", f"{base}/models", seconds=timeout_s)
+                if status != 200:
+                    raise ValueError(f"HTTP {status}: {body[:200].decode('utf-8', 'replace')}")
+                data = json.loads(body)["data"]
                 if not isinstance(data, list) or not data:
                     raise ValueError("the server lists no model")
                 return [m for m in data if isinstance(m, dict)]

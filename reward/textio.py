@@ -54,6 +54,36 @@ def clean_surrogates(obj: Any) -> Any:
     return obj
 
 
+# The longest text one value of a YAML input may hold: a path, a name, a prompt or a rubric's text
+# are far shorter. A 10 MB value reached the command line as an OS error quoting it ("File name too
+# long: xxxx...") that named neither the file nor the field; it is refused at load, named.
+MAX_VALUE_CHARS = 100_000
+
+
+def check_value_sizes(obj: Any, where: str, field: str = "") -> None:
+    """Refuse a string (key or value) longer than :data:`MAX_VALUE_CHARS` anywhere in ``obj``.
+
+    Raises:
+        InputError: naming ``where`` (the file) and the dotted field path of the value.
+    """
+    stack = [(obj, field)]
+    while stack:
+        node, at = stack.pop()
+        if isinstance(node, str):
+            if len(node) > MAX_VALUE_CHARS:
+                raise InputError(f"a value of {len(node):,} characters (at most {MAX_VALUE_CHARS:,} are accepted; "
+                                 f"it starts {node[:40]!r})", file=where, field=at or None)
+        elif isinstance(node, dict):
+            for k, v in node.items():
+                name = f"{at}.{k}" if at else str(k)
+                if isinstance(k, str) and len(k) > MAX_VALUE_CHARS:
+                    raise InputError(f"a key of {len(k):,} characters (at most {MAX_VALUE_CHARS:,} are accepted)",
+                                     file=where, field=(at + "." if at else "") + k[:40] + "…")
+                stack.append((v, name))
+        elif isinstance(node, list):
+            stack.extend((v, f"{at}[{i}]") for i, v in enumerate(node))
+
+
 def load_yaml(path: str | Path) -> Any:
     """A YAML file (safe loader) read through :func:`read_text`; a mapping that repeats a key is
     refused with its line (YAML would silently keep the last value). Every YAML input of the
@@ -62,7 +92,8 @@ def load_yaml(path: str | Path) -> Any:
 
 
 def parse_yaml(text: str, *, where: str = "<text>") -> Any:
-    """YAML text with the safe loader, refusing a repeated key (``where`` names the source)."""
+    """YAML text with the safe loader, refusing a repeated key and an oversized value
+    (:func:`check_value_sizes`); ``where`` names the source in errors."""
     import yaml
 
     class _UniqueKeys(yaml.SafeLoader):
@@ -79,4 +110,6 @@ def parse_yaml(text: str, *, where: str = "<text>") -> Any:
         return loader.construct_mapping(node, deep=True)
 
     _UniqueKeys.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, mapping)
-    return yaml.load(text, Loader=_UniqueKeys)
+    data = yaml.load(text, Loader=_UniqueKeys)
+    check_value_sizes(data, where)
+    return data

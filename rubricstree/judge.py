@@ -33,7 +33,7 @@ def check(
     # pydantic's ValidationError is a ValueError; OSError: a judge model/tokenizer not found
     except (RubricsTreeError, ValueError, OSError) as exc:
         typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(2) from exc
+        raise typer.Exit(getattr(exc, "exit_code", 2)) from exc  # a start-up past --deadline: 4
     item = JudgeItem(conversation=(Message(role="user", content=prompt),), response=response, criterion=criterion)
 
     async def run():

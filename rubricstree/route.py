@@ -45,7 +45,7 @@ def eval_command(
         report = asyncio.run(evaluate(rt, data, progress=not as_json))
     except (RubricsTreeError, ValueError, OSError) as exc:
         typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(2) from exc
+        raise typer.Exit(getattr(exc, "exit_code", 2)) from exc  # a start-up past --deadline: 4
     if not cases:
         report.pop("cases")
     if as_json:

@@ -293,7 +293,7 @@ def score_command(
                               confirm_failures=confirm_failures)
     except (RubricsTreeError, ValueError, OSError) as exc:  # OSError: a judge model/tokenizer not found
         typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(2) from exc
+        raise typer.Exit(getattr(exc, "exit_code", 2)) from exc  # a start-up past --deadline: 4
     meta = {"rollouts": str(rollouts), "taxonomy": f"{tree.name} ({len(tree.leaves)} leaves, {tree.source})",
             "router": router, "judge": judge.model_id, "scoring": scoring, "combine": combine, "scoring_variant": scoring_variant,
             "grade": grade}

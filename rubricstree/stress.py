@@ -128,7 +128,7 @@ def stress_command(
             rt = CachedRouter(build_router(router, tree, judge), judge.cache if judge is not None else None)
     except (RubricsTreeError, ValueError, OSError) as exc:
         typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(2) from exc
+        raise typer.Exit(getattr(exc, "exit_code", 2)) from exc  # a start-up past --deadline: 4
     if baseline and judge is None:
         typer.echo("baseline skipped: the holistic baseline needs a judge (--judge-url URL or --judge-model PATH)",
                    err=True)

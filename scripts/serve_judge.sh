@@ -128,11 +128,15 @@ echo "$PID" >"$PID_FILE"
 # Stop the server and everything it started, and forget its pid file.
 give_up() { stop_group "$PID"; rm -f "$PID_FILE"; }
 trap 'give_up; echo "serve_judge.sh: interrupted; the server was stopped" >&2; exit 130' INT TERM
-for _ in $(seq 1 "$WAIT_S"); do
+# The wait is bounded in seconds, not in tries: each check may take at most JUDGE_PROBE_S (a server
+# that accepts the connection but never answers would otherwise hold curl forever).
+READY_BY=$((SECONDS + WAIT_S))
+while [ "$SECONDS" -lt "$READY_BY" ]; do
   if ! kill -0 "$PID" 2>/dev/null; then
     echo "serve_judge.sh: the server exited; last lines of $LOG:" >&2; tail -n 30 "$LOG" >&2; give_up; exit 1
   fi
-  if MODELS=$(curl -sf "$URL/v1/models" 2>/dev/null); then
+  LEFT=$((READY_BY - SECONDS)); PROBE_S=${JUDGE_PROBE_S:-10}; [ "$LEFT" -lt "$PROBE_S" ] && PROBE_S=$((LEFT + 1))
+  if MODELS=$(curl -sf -m "$PROBE_S" "$URL/v1/models" 2>/dev/null); then
     # ours must still be alive and serve the name we asked for: else the answer is someone else's
     if ! kill -0 "$PID" 2>/dev/null; then
       echo "serve_judge.sh: the server exited; $URL answers for another process" >&2; give_up; exit 1

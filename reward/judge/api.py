@@ -30,13 +30,17 @@ def list_models(url: str, api_key: str = "", timeout: float = 10.0, strict: bool
         UnreachableServerError: with ``strict``, when nothing accepts a connection at ``url``
             (without it, None: a judge built anyway reports each failed call).
     """
+    import json
+
     import httpx
 
-    from reward.serving import UnreachableServerError, normalise_url, redact_url
+    from reward.serving import UnreachableServerError, bounded_request, normalise_url, redact_url
 
     headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
     try:
-        data = httpx.get(f"{normalise_url(url)}/models", headers=headers, timeout=timeout).json()
+        with httpx.Client(headers=headers) as client:  # bounded in total time: a trickling server cannot hold it
+            status, raw = bounded_request(client, "GET", f"{normalise_url(url)}/models", seconds=timeout)
+        data = json.loads(raw) if status == 200 else None
     except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
         if not strict:
             return None

@@ -4,9 +4,9 @@ as gpt-4.1, and any chat server (vLLM's included).
 The token-id backend (``http.py``) cannot talk to a hosted grader: those take messages, not ids.
 Here the same template pieces, ``[instructions][conversation][response][criterion]``, are sent as
 TEXT: the template's system text as a system message (when it has one) and its user body, values
-substituted in one pass, as the user message. The server applies its own chat template, so
-special-token strings inside graded text are the server's to neutralise (hosted APIs treat
-message content as text).
+substituted in one pass, as the user message. The server applies its own chat template and, on
+vLLM, tokenises message content with special tokens parsed, so special-token strings inside the
+graded values are escaped before they are sent (:mod:`reward.judge.special_tokens`).
 
 choice mode: ``max_tokens=1, logprobs=true, top_logprobs=20``; p_yes is read from the two answer
 words in the top list, case and leading-space variants summed (``yes``, `` Yes``, ...), and
@@ -32,14 +32,19 @@ backoff and jitter on timeouts, connection errors and 5xx; HTTP 429 waits what `
 variable (``RUBRICSTREE_JUDGE_API_KEY`` by default; ``OPENAI_API_KEY`` as a fallback for
 api.openai.com) and is never logged: ``repr`` leaves it out and error texts are redacted.
 
-Cache: verdicts share the durable cache under a model identity ``chat:<host>:<model>`` (plus the
-served weights' ``root`` where the server reports one), so chat verdicts never mix with the
-token-id backend's or another provider's.
+Cache: verdicts share the durable cache under a model identity ``chat:<host>:<model>``, so chat
+verdicts never mix with the token-id backend's or another provider's. From a vLLM server (one that
+reports a ``root``) the identity adds the root, its content fingerprint, how the server runs the
+model, and the prompt ids its own tokenizer and chat template build for a probe conversation; every
+endpoint of the pool must agree (:mod:`reward.judge.startup`), and a root whose content cannot be
+fingerprinted here may only cache under a revision. A hosted API (no ``root``) is named by its
+listed model id.
 """
 
 from __future__ import annotations
 
 import logging
+import math
 import os
 from collections.abc import Callable
 from urllib.parse import urlparse
@@ -49,16 +54,19 @@ import httpx
 from reward.judge import defaults as D
 from reward.judge.base import Judge, run_staged
 from reward.judge.cache import VerdictCache
-from reward.judge.chat_choice import NO_WORDS, YES_WORDS, choice_verdict, p_yes_from_top  # noqa: F401
+from reward.judge.chat_choice import NO_WORDS, YES_WORDS, choice_verdict, p_yes_from_top, sums_from_top  # noqa: F401
 from reward.judge.endpoints import EndpointPool
 from reward.judge.identity import chat_model_id, require_identity
 from reward.judge.parsing import explain_parser, parse_json_object
-from reward.judge.server_facts import server_facts
-from reward.judge.templates import Template
+from reward.judge.signature import PROBE_ITEMS, PROBE_TIMEOUT_S, check_numbers
+from reward.judge.special_tokens import DEFAULT_GUARD, SpecialTokenGuard, added_tokens
+from reward.judge.startup import establish, post_json
+from reward.judge.templates import CHOICE, Template
+from reward.judge.tokenizer_check import server_template_ids
 from reward.judge.transport import RequestFailed as _Failed
 from reward.judge.transport import ServedTransport
 from reward.judge.types import JSONResult, JudgeConfig, JudgeItem, Verdict
-from reward.serving import RetryPolicy
+from reward.serving import RetryPolicy, split_urls
 
 log = logging.getLogger(__name__)
 
@@ -77,10 +85,12 @@ EXPLAIN_SCHEMA = {
 EXPLAIN_REGEX = r'\{"explanation": "[^"\\\n]{0,400}", "criteria_met": (true|false)\}'
 
 
-def template_messages(template: Template, item: JudgeItem) -> list[dict[str, str]]:
+def template_messages(template: Template, item: JudgeItem, guard: SpecialTokenGuard = DEFAULT_GUARD
+                      ) -> list[dict[str, str]]:
     """The template as chat messages: its system text (if any), then the user body with every
-    placeholder substituted in one pass (the same pieces the token-id renderer tokenises)."""
-    user = "".join(text for text, _trusted in template.pieces(item))
+    placeholder substituted in one pass (the same pieces the token-id renderer tokenises), the
+    substituted values with their special-token strings escaped (``guard``)."""
+    user = "".join(text if trusted else guard(text) for text, trusted in template.pieces(item))
     msgs = [{"role": "system", "content": template.system}] if template.system else []
     return [*msgs, {"role": "user", "content": user}]
 
@@ -116,7 +126,7 @@ class ChatJudge(ServedTransport, Judge):
                  response_format: bool = True, transport: httpx.AsyncBaseTransport | None = None,
                  discover: bool = True, deadline_s: float | None = D.DEADLINE_S,
                  circuit_breaker: int = D.CIRCUIT_BREAKER, revision: str | None = None) -> None:
-        urls = [urls] if isinstance(urls, str) else list(urls)
+        urls = split_urls(urls)
         self.pool = EndpointPool(urls, cooldown_s=cooldown_s)
         self.model = model
         self.timeout_s, self.max_retries = timeout_s, max_retries
@@ -127,37 +137,52 @@ class ChatJudge(ServedTransport, Judge):
         self._transport = transport
         self._init_client_state()
         self.use_response_format = response_format
-        self._listed = False  # whether /v1/models lists this model (set by _discover_root)
-        self.served_root = self._discover_root() if discover and transport is None else None
-        if cache is not None and discover and transport is None:  # who grades must be known to cache
-            require_identity(model, {"id": model} if self._listed else None, revision,
-                             [ep.name for ep in self.pool.endpoints], need_root=False)
-        url = self.pool.endpoints[0].url  # vLLM: how it runs the model too (dtype, quantization where it says)
-        model_id = chat_model_id(url, model, self.served_root,
-                                 server_facts(url, self._headers) if self.served_root else None, revision)
+        # Who grades (reward.judge.startup, once, bounded by the deadline): every endpoint's entry for
+        # this model, all agreeing; from vLLM also the root's content fingerprint, how it runs the
+        # model, its answers to a fixed probe, and the ids its own template builds for a probe.
+        known = establish([ep.url for ep in self.pool.endpoints], model, self._headers, deadline_s=deadline_s) \
+            if discover and transport is None else None
+        if known is not None and known.urls != [ep.url for ep in self.pool.endpoints]:
+            self.pool = EndpointPool(known.urls, cooldown_s=cooldown_s)  # endpoints silent at start-up left out
+        self.served_root = known.root if known else None
+        self._listed = bool(known and known.entry)
+        template = None
+        if self.served_root:
+            template = server_template_ids(known.urls, model, self._headers, known.clock)
+        if cache is not None and known is not None:  # who grades must be known to cache
+            require_identity(model, known.entry, revision, [ep.name for ep in self.pool.endpoints],
+                             need_root=False, weights=known.weights)
+        self.guard = SpecialTokenGuard(added_tokens(self.served_root)) if self.served_root else DEFAULT_GUARD
+        url = self.pool.endpoints[0].url
+        model_id = chat_model_id(url, model, self.served_root, known.facts if self.served_root else None, revision,
+                                 weights=known.weights if known else None, template=template)
         super().__init__(None, model_id=model_id, config=config, cache=cache, concurrency=concurrency)
+        # vLLM: the numbers each endpoint computes, against each other and against this identity's history
+        check_numbers(known, model, self._headers, self._probe_answers, cache, self.model_id)
         self.deadline_s = deadline_s  # bound of one grade call outside a run (reward.judge.budget)
 
     def __repr__(self) -> str:  # never show the key
         return f"ChatJudge(urls={[e.url for e in self.pool.endpoints]}, model={self.model!r})"
 
+    def _probe_answers(self, url: str, clock) -> list[float] | None:
+        """The log-probabilities of yes and no (each summed over its spellings) for
+        :data:`~reward.judge.signature.PROBE_ITEMS` at ``url``, asked as grading asks."""
+        out: list[float] = []
+        for item in PROBE_ITEMS:
+            body = self.choice_body(template_messages(CHOICE, item, self.guard))
+            status, data = post_json(f"{url}/chat/completions", body, self._headers, clock.seconds(PROBE_TIMEOUT_S))
+            if status != 200:
+                return None
+            top = data["choices"][0]["logprobs"]["content"][0]["top_logprobs"]
+            py, pn, _ = sums_from_top(top, prefixes=bool(self.served_root))
+            if py <= 0.0 or pn <= 0.0:
+                return None
+            out += [math.log(py), math.log(pn)]
+        return out
+
     def _redact(self, text: str) -> str:
         text = super()._redact(text)
         return text.replace(self._key, "***") if self._key else text
-
-    def _discover_root(self) -> str | None:
-        """vLLM reports the served weights as ``root``; hosted APIs do not (None)."""
-        for ep in self.pool.endpoints:
-            try:
-                data = httpx.get(f"{ep.url}/models", headers=self._headers, timeout=10).json()
-                for m in data.get("data", []):
-                    if m.get("id") == self.model:
-                        self._listed = True
-                        if m.get("root"):
-                            return str(m["root"])
-            except (httpx.HTTPError, ValueError, AttributeError):
-                continue
-        return None
 
     # ------------------------------------------------------------------ transport
     async def _post(self, body: dict, read: Callable[[dict], object] | None = None):
@@ -219,17 +244,18 @@ class ChatJudge(ServedTransport, Judge):
         return [v if v is not None else Verdict.failed("not graded") for v in out]
 
     async def _grade_one(self, template: Template, item: JudgeItem, ids: list[int]) -> Verdict:
-        messages = template_messages(template, item)
+        messages = template_messages(template, item, self.guard)
         if template.mode == "choice":
             return await self._grade_choice(messages)
         return await self._grade_explain(messages)
 
     async def _grade_choice(self, messages: list[dict]) -> Verdict:
-        try:
-            data = await self._post(self.choice_body(messages))
+        prefixes = bool(self.served_root)
+        try:  # read inside the transport: a reply with NaN/inf/masked answer logprobs is retried
+            return await self._post(self.choice_body(messages),
+                                    lambda data: choice_verdict(data, requested=TOP_LOGPROBS, prefixes=prefixes))
         except _Failed as exc:
             return Verdict.failed(str(exc))
-        return choice_verdict(data, requested=TOP_LOGPROBS, prefixes=bool(self.served_root))
 
     async def _grade_explain(self, messages: list[dict]) -> Verdict:
         cfg = self.config
@@ -257,7 +283,7 @@ class ChatJudge(ServedTransport, Judge):
                                       required: tuple[str, ...], max_tokens: int, attempts: int,
                                       on_done: Callable[[int, JSONResult], None] | None = None) -> list[JSONResult]:
         async def one(i: int) -> JSONResult:
-            r = await self._generate_json_chat(template_messages(template, items[i]), constraint=constraint,
+            r = await self._generate_json_chat(template_messages(template, items[i], self.guard), constraint=constraint,
                                                required=required, max_tokens=max_tokens, attempts=attempts)
             if on_done is not None:
                 on_done(i, r)

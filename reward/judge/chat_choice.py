@@ -15,6 +15,12 @@ their word; ``"Yesterday"`` counts for none). Then:
 - no logprobs at all (a server that ignores the field): the reply's first word decides
   (``"Yes, but..."`` is yes, ``"No."`` is no) with p_yes exactly 1.0 or 0.0, and the
   ``explanation`` says that it is read from the text, not a probability. Any other text fails.
+
+Logprobs that are not probabilities: a listed token at -inf or at vLLM's -9999.0 stand-in for it
+was masked (by the choice grammar): it is left out, counts for nothing and bounds nothing. When
+only such entries spell one of the answer words, or a logprob is NaN or +inf, the reply is a bad reply
+(:class:`~reward.judge.replies.BadReply`): the transport retries it, and then the item fails. Such
+values are never read as a verdict (an exp(NaN) compared as "not <= 0" read as a certain "yes").
 """
 
 from __future__ import annotations
@@ -22,6 +28,8 @@ from __future__ import annotations
 import math
 import re
 
+from reward.judge.parsing import CLAMPED_LOGPROB
+from reward.judge.replies import BadReply
 from reward.judge.types import Verdict
 
 YES_WORDS, NO_WORDS = ("yes",), ("no",)
@@ -44,13 +52,40 @@ def answer_word(token: str, *, prefixes: bool = False) -> str | None:
     return "yes" if yes else "no"
 
 
-def sums_from_top(top: list[dict], *, prefixes: bool = False) -> tuple[float, float, list[float]]:
-    """(p of yes spellings, p of no spellings, the probabilities of every other listed token)."""
-    py = pn = 0.0
-    others: list[float] = []
+def usable_top(top: list[dict], *, prefixes: bool = False) -> list[dict]:
+    """The listed tokens that carry a probability: masked ones (-inf, or vLLM's -9999.0) left out.
+
+    Raises:
+        BadReply: a logprob is NaN, +inf or not a number, or an answer word is listed only masked.
+    """
+    out, masked = [], []
     for entry in top or []:
         if not isinstance(entry, dict) or entry.get("logprob") is None:
             continue
+        try:
+            lp = float(entry["logprob"])
+        except (TypeError, ValueError) as exc:
+            raise BadReply(f"a logprob in the reply is not a number: {entry!r:.120}") from exc
+        if math.isnan(lp) or lp == math.inf:
+            raise BadReply(f"logprob {lp} for {str(entry.get('token'))!r:.40} in the reply (a broken server)")
+        if lp <= CLAMPED_LOGPROB:  # -inf or its stand-in: masked by the grammar, probability 0
+            masked.append(answer_word(str(entry.get("token", "")), prefixes=prefixes))
+            continue
+        out.append(entry)
+    words = {answer_word(str(e.get("token", "")), prefixes=prefixes) for e in out}
+    hidden = sorted({w for w in masked if w} - words)
+    if hidden:  # an answer the constraint allows cannot be masked: another tokenizer or a broken server
+        raise BadReply(f"the answer word(s) {hidden} are listed only at a masked logprob (-inf or vLLM's "
+                       f"{CLAMPED_LOGPROB:g}): no probability to read")
+    return out
+
+
+def sums_from_top(top: list[dict], *, prefixes: bool = False) -> tuple[float, float, list[float]]:
+    """(p of yes spellings, p of no spellings, the probabilities of every other listed token);
+    the list is read through :func:`usable_top` (which may raise BadReply)."""
+    py = pn = 0.0
+    others: list[float] = []
+    for entry in usable_top(top, prefixes=prefixes):
         p = math.exp(float(entry["logprob"]))
         word = answer_word(str(entry.get("token", "")), prefixes=prefixes)
         if word == "yes":
@@ -71,7 +106,11 @@ def p_yes_from_top(top: list[dict], *, prefixes: bool = False) -> float | None:
 
 
 def choice_verdict(data: dict, *, requested: int, prefixes: bool = False) -> Verdict:
-    """The verdict of one chat choice reply (see the module docstring for every case)."""
+    """The verdict of one chat choice reply (see the module docstring for every case).
+
+    Raises:
+        BadReply: a logprob that is no probability (NaN, +inf, an answer only masked): the
+            transport retries such a reply (``ChatJudge`` reads replies through this)."""
     try:
         choice = data["choices"][0]
     except (KeyError, IndexError, TypeError):
@@ -103,7 +142,7 @@ def choice_verdict(data: dict, *, requested: int, prefixes: bool = False) -> Ver
         p = py / (py + pn)
         return Verdict(met=p >= 0.5, p_yes=p, mode="choice")
     have, missing = ("yes", "no") if py > 0.0 else ("no", "yes")
-    n = sum(1 for e in top if isinstance(e, dict) and e.get("logprob") is not None)
+    n = len(usable_top(top, prefixes=prefixes))  # masked entries are not listed probabilities
     if n < requested or not others:
         return Verdict.failed(f"only '{have}' is in the judge's top logprobs ({n} of the {requested} tokens asked "
                               f"for: {listed}); nothing bounds the probability of '{missing}'")

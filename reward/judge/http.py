@@ -30,18 +30,19 @@ from reward.judge.base import Judge
 from reward.judge.cache import VerdictCache
 from reward.judge.endpoints import EndpointPool
 from reward.judge.identity import require_identity, served_model_id
-from reward.judge.parsing import explain_parser, parse_json_object
+from reward.judge.parsing import explain_parser, logprobs_by_token_id, parse_json_object
 from reward.judge.render import PromptRenderer, load_tokenizer
 from reward.judge.replies import choice_p_yes, completion_text, usage_counts
-from reward.judge.server_facts import server_facts
-from reward.judge.templates import Template
+from reward.judge.signature import PROBE_ITEMS, PROBE_TIMEOUT_S, check_numbers
+from reward.judge.startup import establish, post_json
+from reward.judge.templates import CHOICE, Template
+from reward.judge.tokenizer_check import check_against_servers, tokenizer_fingerprint
 from reward.judge.transport import RequestFailed, ServedTransport
 from reward.judge.types import JSONResult, JudgeConfig, JudgeItem, Verdict
 from reward.serving import (
     JUDGE_API_KEY_ENV,
     RetryPolicy,
     auth_headers,
-    list_models,
     split_urls,
 )
 
@@ -92,32 +93,54 @@ class HTTPJudge(ServedTransport, Judge):
         self._transport = transport
         self._init_client_state()
         self._legacy_logprobs = False
-        # Who the judge is, by content (reward.judge.identity): what the server reports for this
-        # name (root, max_model_len, the root's fingerprint when readable here) and the user's
-        # revision; it goes into the verdict cache key. A server that does not report its weights
-        # may only use the cache under a revision the user names (two judges served under one
-        # name would otherwise share verdicts).
-        entry = self._discover_entry() if transport is None else None
-        self.served_root = str(entry["root"]) if entry and entry.get("root") else None
+        # Who the judge is, by content (reward.judge.startup, once, bounded by the deadline): what
+        # every endpoint reports for this name (root, max_model_len, how it runs the model), all
+        # agreeing; the root's content fingerprint; the tokenizer and chat template that build the
+        # ids, checked against each server's /tokenize; the user's revision. It goes into the
+        # verdict cache key. A judge whose weights cannot be named by content may only use the
+        # cache under a revision the user names (two judges would otherwise share verdicts).
+        tokenizer_name = repr(tokenizer) if isinstance(tokenizer, str) else f"{type(tokenizer).__name__} (an object)"
+        known = establish([ep.url for ep in self.pool.endpoints], model, self._headers, deadline_s=deadline_s) \
+            if transport is None else None
+        if known is not None and known.urls != [ep.url for ep in self.pool.endpoints]:
+            self.pool = EndpointPool(known.urls, cooldown_s=cooldown_s)  # endpoints silent at start-up left out
+        entry = known.entry if known else None
+        self.served_root = known.root if known else None
         if tokenizer is None or isinstance(tokenizer, str):
+            tokenizer_name = repr(tokenizer or self.served_root or self.model)
             tokenizer = load_tokenizer(tokenizer or self.served_root or self.model)
-        if cache is not None and transport is None:
-            require_identity(model, entry, revision, [ep.name for ep in self.pool.endpoints])
-        facts = server_facts(self.pool.endpoints[0].url, self._headers) if entry and transport is None else None
-        model_id = served_model_id(model, entry, revision, facts)
         block = (config or JudgeConfig()).prefix_block
-        super().__init__(PromptRenderer(tokenizer, block_size=block), model_id=model_id, config=config,
-                         cache=cache, concurrency=concurrency)
+        renderer = PromptRenderer(tokenizer, block_size=block)
+        self.tokenizer_status: dict[str, str] = {}
+        if known is not None and entry is not None:
+            self.tokenizer_status = check_against_servers(renderer, known.urls, model, self._headers, known.clock,
+                                                          tokenizer_name=tokenizer_name)
+        if cache is not None and transport is None:
+            require_identity(model, entry, revision, [ep.name for ep in self.pool.endpoints],
+                             weights=known.weights if known else None)
+        model_id = served_model_id(model, entry, revision, known.facts if known else None,
+                                   weights=known.weights if known else None,
+                                   tokenizer=tokenizer_fingerprint(renderer))
+        super().__init__(renderer, model_id=model_id, config=config, cache=cache, concurrency=concurrency)
+        # the numbers each endpoint computes, against each other and against this identity's history
+        check_numbers(known, model, self._headers, self._probe_answers, cache, self.model_id)
 
     def __repr__(self) -> str:  # never show the key
         return f"HTTPJudge(urls={[e.name for e in self.pool.endpoints]}, model={self.model!r})"
 
-    def _discover_entry(self) -> dict | None:
-        try:
-            models = list_models([ep.url for ep in self.pool.endpoints], api_key_env=self._api_key_env)
-        except ValueError:
-            return None
-        return next((m for m in models if m.get("id") == self.model), None)
+    def _probe_answers(self, url: str, clock) -> list[float] | None:
+        """The answer logprobs of :data:`~reward.judge.signature.PROBE_ITEMS` at ``url``, asked as
+        grading asks (start-up only; see :mod:`reward.judge.signature`)."""
+        out: list[float] = []
+        for item in PROBE_ITEMS:
+            body = self.choice_body(self.renderer.render_ids(CHOICE, item))
+            status, data = post_json(f"{url}/completions", body, self._headers, clock.seconds(PROBE_TIMEOUT_S))
+            by_id = logprobs_by_token_id(data["choices"][0]["logprobs"]["top_logprobs"][0]) if status == 200 else {}
+            pair = [by_id.get(self.renderer.yes_id), by_id.get(self.renderer.no_id)]
+            if None in pair:
+                return None
+            out += pair
+        return out
 
     # ------------------------------------------------------------------ transport
     async def _post(self, body: dict, read=None):

@@ -13,25 +13,35 @@ model served under the same name, would be served the old judge's verdicts. So:
   can set back), so later runs only ``stat`` the files. The value does not depend on where the
   folder lives (a copy has the same fingerprint) and is stable across runs and machines.
 - a Hugging Face hub snapshot (``.../models--org--name/snapshots/<commit>``) whose files are
-  still the hub's (links into its ``blobs``) is named by its commit, ``rev-<commit>``, with
-  nothing to hash; a hub id that is not a local folder resolves to its snapshot in the local hub
-  cache when there is one. A file written over a snapshot's link makes the folder an ordinary
-  one, hashed in full.
+  still the hub's is named by its commit, ``rev-<commit>``: every file must be a link into the
+  repository's ``blobs`` and every blob's content must match its name (the hub names a blob by
+  its SHA-256, or by its git SHA-1 for small files), checked with the same remembered digests;
+  a hub id that is not a local folder resolves to its snapshot in the local hub cache when there
+  is one. A file written over a snapshot's link, or copied INTO a blob through its link, makes
+  the folder an ordinary one, hashed in full.
+- only a model folder (a folder with ``config.json`` or ``params.json``, or a weights file) is
+  hashed: a root such as ``/dev/zero``, a pipe or ``/`` has no fingerprint (reading it would
+  never end), and hashing stops at the run's deadline (``clock``).
 - a server is named by what it reports in ``/v1/models`` (``root``, ``max_model_len``), the
-  fingerprint of ``root`` when it is readable here, what else it reports about how it runs the
-  model (vLLM version, KV-cache dtype, and dtype and quantization when it answers
-  ``/server_info``: :mod:`reward.judge.server_facts`), and a user-settable ``revision``
-  (``JudgeSettings.revision``) for what a server cannot tell us. A server whose entry cannot be
-  read (no answer at start-up, or no ``root``) has no established identity: such a judge may
-  only use the verdict cache with a ``revision`` (:func:`require_identity`).
+  fingerprint of ``root`` when it is a model folder readable here, what else it reports about
+  how it runs the model (vLLM version, KV-cache dtype and bytes per token, and dtype and
+  quantization when it answers ``/server_info``: :mod:`reward.judge.server_facts`), the
+  tokenizer and chat template that build the prompt ids (checked against the server at start-up,
+  :mod:`reward.judge.startup`), and a user-settable ``revision`` (``JudgeSettings.revision``) for
+  what a server cannot tell us. Every endpoint of a pool must agree on all of it. A server whose
+  weights cannot be named by content (no answer at start-up, no ``root``, a ``root`` that is not
+  a model folder readable here) may only use the verdict cache with a ``revision``
+  (:func:`require_identity`).
 """
 
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
 import re
 import sqlite3
+import stat
 import sys
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
@@ -40,6 +50,8 @@ from typing import Any
 
 from reward.errors import InputError
 
+log = logging.getLogger(__name__)
+
 WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth", ".gguf")
 # Trainer state that sits in checkpoint folders but never decides a judge's outputs.
 NOT_MODEL = re.compile(r"^(optimizer|scheduler|rng_state)[^/]*\.(pt|pth|bin)$")
@@ -47,6 +59,7 @@ READ_BYTES = 8 << 20
 MEMO_FILE = "file-hashes.sqlite"
 PROGRESS_BYTES = 512 << 20  # a progress bar when more than this must be hashed
 _COMMIT = re.compile(r"[0-9a-f]{40}")
+_SHA256 = re.compile(r"[0-9a-f]{64}")
 _memo_local: dict[tuple, str] = {}
 
 
@@ -125,19 +138,59 @@ def _digest(f: Path, memo: _Memo, progress=None) -> str:
     return digest
 
 
-def hub_snapshot_revision(p: Path) -> str | None:
-    """The commit of a hub snapshot folder whose files are all still links into its ``blobs``;
-    None for anything else (an ordinary folder, a snapshot with a file written over a link)."""
+def _blob_matches(blob: Path, memo: _Memo, progress=None) -> bool:
+    """Whether a hub blob's content is what its name says: its SHA-256 (64 hex digits, large
+    files), or its git blob SHA-1 (40 hex digits, small files)."""
+    name = blob.name
+    if _SHA256.fullmatch(name):
+        return _digest(blob, memo, progress) == name
+    if _COMMIT.fullmatch(name):
+        h = hashlib.sha1(f"blob {blob.stat().st_size}\0".encode())  # noqa: S324 - git's own naming
+        with blob.open("rb") as fh:
+            while chunk := fh.read(READ_BYTES):
+                h.update(chunk)
+                if progress is not None:
+                    progress(len(chunk))
+        return h.hexdigest() == name
+    return False
+
+
+def hub_snapshot_revision(p: Path, memo: _Memo | None = None, progress=None) -> str | None:
+    """The commit of a hub snapshot folder whose files are all still links into its ``blobs``
+    with the content their names say; None for anything else (an ordinary folder, a file written
+    over a link, a blob written through its link)."""
     if not (p.parent.name == "snapshots" and p.parent.parent.name.startswith("models--")
             and _COMMIT.fullmatch(p.name) and p.is_dir()):
         return None
     blobs = (p.parent.parent / "blobs").resolve()
+    links = []
     for f in p.rglob("*"):
         if f.is_dir() and not f.is_symlink():
             continue
-        if not f.is_symlink() or blobs not in f.resolve().parents:
+        if not f.is_symlink() or blobs not in f.resolve().parents or not f.resolve().is_file():
             return None
+        links.append(f.resolve())
+    own = memo is None
+    memo = memo or _Memo()
+    try:
+        if not all(_blob_matches(b, memo, progress) for b in links):
+            return None
+    finally:
+        if own:
+            memo.close()
     return p.name
+
+
+def is_model_path(p: Path) -> bool:
+    """Whether ``p`` looks like a model a server loads: a folder with ``config.json`` or
+    ``params.json`` (or a ``.gguf``), or a regular weights file. Anything else (``/dev/zero``, a
+    pipe, ``/``, a stray file) is not hashed: reading it could take for ever."""
+    try:
+        if p.is_dir():
+            return any((p / f).is_file() for f in ("config.json", "params.json")) or any(p.glob("*.gguf"))
+        return stat.S_ISREG(p.stat().st_mode) and p.suffix in WEIGHT_SUFFIXES
+    except OSError:
+        return False
 
 
 def local_snapshot(model: str) -> Path | None:
@@ -160,22 +213,46 @@ def model_files(p: Path) -> list[Path]:
                   and not NOT_MODEL.match(f.name))
 
 
-def model_fingerprint(path: str | Path, *, progress: bool | None = None) -> str | None:
+def model_fingerprint(path: str | Path, *, progress: bool | None = None, clock=None) -> str | None:
     """A content fingerprint of a local model folder or file (16 hex chars), ``rev-<commit>``
-    for an untouched hub snapshot, or None when ``path`` is neither local nor in the hub cache."""
+    for an untouched hub snapshot, or None when ``path`` is neither a model here (see
+    :func:`is_model_path`) nor in the hub cache.
+
+    ``clock``: an object whose ``check()`` raises when the time for start-up is spent
+    (:class:`reward.judge.startup.StartupClock`); it is called between blocks of every file read.
+    """
     p = Path(path)
     if not p.exists():
         snap = local_snapshot(str(path))
         if snap is None:
             return None
         p = snap
-    p = p.resolve()
-    rev = hub_snapshot_revision(p)
+    try:
+        p = p.resolve()
+    except (OSError, RuntimeError):  # a link loop: nothing to read
+        return None
+    if not is_model_path(p):
+        return None
+    try:
+        return _content_fingerprint(p, progress, clock)
+    except OSError as exc:  # a file that cannot be read (permissions, removed meanwhile): not named by content
+        log.warning("cannot fingerprint the model at %s: %s", p, exc)
+        return None
+
+
+def _content_fingerprint(p: Path, progress: bool | None, clock) -> str:
+    tick = (lambda n: clock.check()) if clock is not None else None
+    memo = _Memo()
+    try:
+        rev = hub_snapshot_revision(p, memo, tick)
+    except BaseException:
+        memo.close()
+        raise
     if rev:
+        memo.close()
         return f"rev-{rev}"
     files = model_files(p)
     todo = sum(f.stat().st_size for f in files)
-    memo = _Memo()
     bar = None
     try:
         if progress is not False and todo > PROGRESS_BYTES:
@@ -188,6 +265,9 @@ def model_fingerprint(path: str | Path, *, progress: bool | None = None) -> str 
                 bar = tqdm(total=left, unit="B", unit_scale=True, desc=f"hashing judge {p.name}",
                            file=sys.stderr, disable=progress is None and not sys.stderr.isatty())
         update = bar.update if bar is not None else None
+        if tick is not None:
+            shown = update
+            update = (lambda n: (tick(n), shown(n))) if shown is not None else tick
         with ThreadPoolExecutor(max_workers=max(1, min(4, os.cpu_count() or 1, len(files)))) as pool:
             digests = list(pool.map(lambda f: _digest(f, memo, update), files))
     finally:
@@ -207,11 +287,18 @@ def local_model_id(model: str, dtype: str) -> str:
     return f"hf:{model}:{dtype}" + (f":{fp}" if fp else "")
 
 
+_COMPUTE = object()  # served_model_id's default: fingerprint the root here
+
+
 def served_model_id(model: str, entry: Mapping[str, Any] | None, revision: str | None = None,
-                    facts: Mapping[str, str] | None = None) -> str:
-    """A served judge's identity from its ``/v1/models`` entry (None: the server did not say) and
+                    facts: Mapping[str, str] | None = None, *, weights: Any = _COMPUTE,
+                    tokenizer: str | None = None) -> str:
+    """A served judge's identity from its ``/v1/models`` entry (None: the server did not say),
     what else it reports about how it runs the model (``facts``: vLLM version, cache dtype, and
-    dtype and quantization where it tells them; :mod:`reward.judge.server_facts`)."""
+    dtype and quantization where it tells them; :mod:`reward.judge.server_facts`), the content
+    fingerprint of its weights (``weights``; by default computed from the entry's ``root``), the
+    fingerprint of the tokenizer and chat template that build the prompt ids (``tokenizer``) and
+    the user's ``revision``."""
     from reward.judge.server_facts import facts_suffix
 
     out = f"http:{model}"
@@ -219,37 +306,52 @@ def served_model_id(model: str, entry: Mapping[str, Any] | None, revision: str |
         root = entry.get("root")
         if root:
             out += f"@{root}"
-            fp = model_fingerprint(str(root))
+            fp = model_fingerprint(str(root)) if weights is _COMPUTE else weights
             if fp:
                 out += f"#{fp}"
         if entry.get("max_model_len"):
             out += f"~{entry['max_model_len']}"
     out += facts_suffix(facts)
+    if tokenizer:
+        out += f"+tok-{tokenizer}"
     if revision:
         out += f"!{revision}"
     return out
 
 
-def identity_established(entry: Mapping[str, Any] | None) -> bool:
-    """Whether a server's ``/v1/models`` entry names the served weights (vLLM's ``root``)."""
-    return bool(entry and entry.get("root"))
+def identity_established(entry: Mapping[str, Any] | None, weights: str | None = None) -> bool:
+    """Whether a server's ``/v1/models`` entry names the served weights (vLLM's ``root``) and
+    their content is known here (``weights``, the root's fingerprint)."""
+    return bool(entry and entry.get("root") and weights)
 
 
 def require_identity(model: str, entry: Mapping[str, Any] | None, revision: str | None, urls: list[str], *,
-                     need_root: bool = True) -> None:
+                     need_root: bool = True, weights: str | None = None) -> None:
     """Refuse a verdict cache for a served judge whose identity cannot be established.
 
     ``need_root``: the token-id backend (vLLM) needs the ``root`` naming the weights; the chat
-    backend (hosted graders name their models by dated ids) needs the model listed at all.
+    backend (hosted graders name their models by dated ids) needs the model listed at all, and,
+    where the server reports a ``root`` (vLLM), its content too. ``weights``: the root's content
+    fingerprint (None when it is not a model folder readable here).
 
     Raises:
-        InputError: ``/v1/models`` gave no entry (with a ``root``) for ``model`` and no revision
-            was named (two judges served under one name would share verdicts).
+        InputError: no revision was named and ``/v1/models`` gave no entry for ``model``, or no
+            ``root``, or a ``root`` whose content cannot be fingerprinted here (weights replaced
+            at the same path, or a remote server's swap, would be served the old verdicts).
     """
-    if revision or (identity_established(entry) if need_root else bool(entry)):
+    if revision:
         return
-    why = ("gave no /v1/models entry for it (no answer at start-up, or another name)" if entry is None
-           else "lists it without the 'root' that names its weights")
+    if entry and entry.get("root") and weights:
+        return
+    if entry and not need_root and not entry.get("root"):
+        return
+    if entry is None:
+        why = "gave no /v1/models entry for it (no answer at start-up, or another name)"
+    elif not entry.get("root"):
+        why = "lists it without the 'root' that names its weights"
+    else:
+        why = (f"reports its weights at '{str(entry['root'])[:200]}', which is not a model folder readable here "
+               "(a remote server, or a path that is not a model), so their content cannot be fingerprinted")
     raise InputError(
         f"the judge served as '{model}' at {', '.join(urls)} {why}, so who grades cannot be established "
         "and cached verdicts of another judge could be served: name the weights with a revision "
@@ -259,10 +361,13 @@ def require_identity(model: str, entry: Mapping[str, Any] | None, revision: str 
 
 
 def chat_model_id(url: str, model: str, root: str | None = None, facts: Mapping[str, str] | None = None,
-                  revision: str | None = None) -> str:
+                  revision: str | None = None, *, weights: Any = _COMPUTE, template: str | None = None) -> str:
     """A chat-API judge's identity: the endpoint's host and the model name (all a hosted API
-    reports), plus, from a vLLM server, the weights it reports (``root``) and how it runs them
-    (``facts``), and the user's ``revision``. The judge and an evaluation's record both use it."""
+    reports), plus, from a vLLM server, the weights it reports (``root``) and their content
+    fingerprint (``weights``; by default computed from ``root``), how it runs them (``facts``),
+    the fingerprint of the prompt ids its own tokenizer and chat template build for a fixed probe
+    conversation (``template``), and the user's ``revision``. The judge and an evaluation's
+    record both use it."""
     from urllib.parse import urlparse
 
     from reward.judge.server_facts import facts_suffix
@@ -270,6 +375,8 @@ def chat_model_id(url: str, model: str, root: str | None = None, facts: Mapping[
     host = urlparse(url).netloc.rsplit("@", 1)[-1]  # never credentials
     out = f"chat:{host}:{model}"
     if root:
-        out += f"@{root}" + facts_suffix(facts)
+        fp = model_fingerprint(str(root)) if weights is _COMPUTE else weights
+        out += f"@{root}" + (f"#{fp}" if fp else "") + facts_suffix(facts)
+    if template:
+        out += f"+tpl-{template}"
     return out + (f"!{revision}" if revision else "")
-

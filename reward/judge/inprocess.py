@@ -206,10 +206,12 @@ class TransformersJudge(Judge):
                                 logits_to_keep=1).logits[:, -1, :].float()
         pair = logits[:, [self.renderer.yes_id, self.renderer.no_id]]
         p_yes = torch.softmax(pair, dim=-1)[:, 0].tolist()
+        finite = torch.isfinite(pair).all(dim=-1).tolist()  # an infinite logit would read as a certain answer
         self.stats.requests += len(batch)
         self.stats.prompt_tokens += sum(len(x) for x in batch)
         self.stats.completion_tokens += len(batch)
-        return [_choice_verdict(p) for p in p_yes]
+        return [_choice_verdict(p) if ok else Verdict.failed(f"non-finite yes/no logits {pair[r].tolist()}")
+                for r, (p, ok) in enumerate(zip(p_yes, finite))]
 
     def _generate_parsed(self, batch: list[list[int]], *, parse, attempts: int, max_tokens: int,
                          temperature: float, retry_temperature: float | None = 0.7) -> list[tuple[object | None, str]]:

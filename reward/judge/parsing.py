@@ -11,6 +11,22 @@ _OBJ = re.compile(r"\{.*?\}", re.DOTALL)
 _FENCE = re.compile(r"^```json\s*|\s*```$")
 
 
+# vLLM writes a logprob of -inf (a token its grammar masked) as -9999.0, since JSON has no infinity.
+CLAMPED_LOGPROB = -9999.0
+
+
+def unusable_logprob(lp: float) -> str | None:
+    """Why ``lp`` cannot be read as the judge's belief (None when it can): NaN, an infinity, or
+    vLLM's -9999.0 stand-in for -inf (at or below it: a masked token, not a probability)."""
+    if math.isnan(lp):
+        return "NaN"
+    if math.isinf(lp):
+        return "+inf" if lp > 0 else "-inf"
+    if lp <= CLAMPED_LOGPROB:
+        return f"{lp:g} (vLLM's stand-in for -inf: the token was masked)"
+    return None
+
+
 def p_yes_from_logprobs(lp_yes: float | None, lp_no: float | None) -> float | None:
     """Normalise over the two answers: p_yes = e^lp_yes / (e^lp_yes + e^lp_no).
 

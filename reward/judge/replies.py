@@ -18,7 +18,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from reward.judge.parsing import logprobs_by_token_id, p_yes_from_logprobs
+from reward.judge.parsing import logprobs_by_token_id, p_yes_from_logprobs, unusable_logprob
 
 
 class BadReply(Exception):
@@ -49,7 +49,8 @@ def finite_p_yes(p: Any) -> float:
 def choice_p_yes(data: Any, yes_id: int, no_id: int) -> float:
     """p_yes from a choice-mode reply with top logprobs keyed ``token_id:N``.
 
-    BadReply when logprobs are missing, a logprob is NaN or +inf, or either answer token is
+    BadReply when logprobs are missing, an answer's logprob is NaN, an infinity or vLLM's -9999.0
+    stand-in for -inf (:func:`~reward.judge.parsing.unusable_logprob`), or either answer token is
     absent: each of these would otherwise turn into a silent "no" (or "yes"). Both ids were asked
     for (``logprob_token_ids``, or the choice constraint that leaves only the two answers), so a
     reply with one of them comes from a server or gateway that ignored the request: p_yes read
@@ -64,9 +65,13 @@ def choice_p_yes(data: Any, yes_id: int, no_id: int) -> float:
         raise BadReply(f"top logprobs is not an object: {str(top)[:120]!r}")
     by_id = logprobs_by_token_id(top)
     lp_yes, lp_no = by_id.get(yes_id), by_id.get(no_id)
-    for lp in (lp_yes, lp_no):
-        if lp is not None and (math.isnan(lp) or lp == math.inf):
-            raise BadReply(f"non-finite logprob in the reply: yes={lp_yes!r} no={lp_no!r}")
+    for word, lp in (("yes", lp_yes), ("no", lp_no)):
+        why = None if lp is None else unusable_logprob(lp)
+        if why:  # both answers are allowed by the constraint: neither may be masked or broken
+            raise BadReply(f"non-finite or clamped logprob of '{word}' in the reply: {why}; yes={lp_yes!r} "
+                           f"no={lp_no!r} (a judge "
+                           "tokenizer other than the server's, whose answer ids the choice grammar masks, or a "
+                           "broken server)")
     if lp_yes is None or lp_no is None:
         which = "neither answer token is" if lp_yes is None and lp_no is None else \
             f"only one of the two answer tokens (yes={yes_id}, no={no_id}) is"

@@ -7,7 +7,10 @@ What vLLM 0.32 reports without special settings (checked on the test server):
 
 - ``/version``: the vLLM version;
 - ``/metrics``, the ``vllm:cache_config_info`` labels: the KV-cache dtype (``cache_dtype``,
-  ``auto`` = the model's dtype) and the Mamba state dtypes;
+  ``auto`` = the model's dtype), the Mamba state dtypes, and, where the cache's size is given in
+  bytes (the CPU backend always gives it), its bytes per token (``kv_bytes_per_token``), which
+  follows the model's dtype when the cache dtype is ``auto`` (1024 at float32 and 512 at
+  bfloat16 for our test model);
 - NOT the model's dtype (``--dtype``) nor a quantization applied at load time
   (``--quantization fp8`` on unquantized weights). A quantization stored in the checkpoint
   (``quantization_config`` in its ``config.json``) is covered by the content fingerprint of the
@@ -21,6 +24,7 @@ that answers none of these (a hosted API) contributes nothing.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -30,12 +34,30 @@ CACHE_LABELS = ("cache_dtype", "mamba_cache_dtype", "mamba_ssm_cache_dtype")
 _LABEL = re.compile(r'(\w+)="([^"]*)"')
 
 
-def _get(client, url: str):
+class _Reply:
+    def __init__(self, body: bytes) -> None:
+        self.text = body.decode("utf-8", "replace")
+
+    def json(self):
+        return json.loads(self.text)
+
+
+def _get(client, url: str, seconds: float):
+    from reward.serving import bounded_request
+
     try:
-        resp = client.get(url)
+        status, body = bounded_request(client, "GET", url, seconds=seconds)
     except Exception:  # noqa: BLE001 - any transport trouble: the fact is simply not known
         return None
-    return resp if resp.status_code == 200 else None
+    return _Reply(body) if status == 200 else None
+
+
+def _kv_bytes_per_token(labels: Mapping[str, str]) -> str | None:
+    try:
+        size, tokens = int(labels["kv_cache_memory_bytes"]), int(labels["kv_cache_size_tokens"])
+    except (KeyError, ValueError):
+        return None
+    return str(round(size / tokens)) if size > 0 and tokens > 0 else None  # a whole number: the blocks divide it
 
 
 def _model_config(info: Any) -> Mapping[str, Any]:
@@ -45,17 +67,23 @@ def _model_config(info: Any) -> Mapping[str, Any]:
 
 
 def server_facts(url: str, headers: Mapping[str, str] | None = None, timeout: float = 5.0,
-                 transport=None) -> dict[str, str]:
+                 transport=None, clock=None) -> dict[str, str]:
     """``{"vllm": version, "cache_dtype": ..., "dtype": ..., "quantization": ...}``, each only
-    when the server reports it (see the module docstring); ``{}`` for a server that says nothing."""
+    when the server reports it (see the module docstring); ``{}`` for a server that says nothing.
+
+    Each request takes at most ``timeout`` seconds in all, and no more than ``clock`` leaves
+    (:class:`reward.judge.startup.StartupClock`, which raises when start-up has run out of time)."""
     import httpx
 
     from reward.serving import server_root
 
+    def seconds() -> float:
+        return clock.seconds(timeout) if clock is not None else timeout
+
     base = server_root(url)
     facts: dict[str, str] = {}
     with httpx.Client(headers=dict(headers or {}), timeout=timeout, transport=transport) as client:
-        resp = _get(client, f"{base}/version")
+        resp = _get(client, f"{base}/version", seconds())
         if resp is not None:
             try:
                 version = resp.json().get("version")
@@ -65,14 +93,16 @@ def server_facts(url: str, headers: Mapping[str, str] | None = None, timeout: fl
                 facts["vllm"] = str(version)
         if not facts:  # not vLLM: no more to ask
             return facts
-        resp = _get(client, f"{base}/metrics")
+        resp = _get(client, f"{base}/metrics", seconds())
         if resp is not None:
             for line in resp.text.splitlines():
                 if line.startswith("vllm:cache_config_info{"):
                     labels = dict(_LABEL.findall(line))
                     facts.update({k: labels[k] for k in CACHE_LABELS if k in labels})
+                    if (per_token := _kv_bytes_per_token(labels)) is not None:
+                        facts["kv_bytes_per_token"] = per_token
                     break
-        resp = _get(client, f"{base}/server_info?config_format=json")
+        resp = _get(client, f"{base}/server_info?config_format=json", seconds())
         if resp is not None:
             try:
                 model_cfg = _model_config(resp.json())

@@ -78,9 +78,10 @@ class JudgeSettings(BaseModel):
     max_retries: int = Field(D.MAX_RETRIES, ge=0, description="retries of a failed judge request (served judge)",
                              json_schema_extra=_flag("--max-retries"))
     deadline_s: float | None = Field(
-        D.DEADLINE_S, gt=0, description="seconds a run may spend waiting on the judge, from its first request (a "
+        D.DEADLINE_S, gt=0, description="seconds a run may spend waiting on servers, from its first request: the "
+                                   "judge's start-up checks and requests, and the policy server's in eval (a "
                                    "command's whole run; in training, one reward call); then the run stops "
-                                   "keeping what was graded (served judge)", json_schema_extra=_flag("--deadline"))
+                                   "keeping what was done (served judge)", json_schema_extra=_flag("--deadline"))
     circuit_breaker: int = Field(
         D.CIRCUIT_BREAKER, ge=0, description="stop the run when this many requests in a row got no answer (timeout or refused "
                               "connection) from every endpoint; 0: never (served judge)",

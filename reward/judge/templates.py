@@ -21,7 +21,9 @@ from __future__ import annotations
 
 import hashlib
 import re
+import unicodedata
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 
 from reward.errors import InputError
@@ -31,14 +33,28 @@ PLACEHOLDER = re.compile(r"\{\{(\w+)\}\}|<<(\w+)>>")
 KNOWN = {"conversation", "response", "conversation_with_response", "criterion", "points", "rubric_item"}
 USER_MARKER = "---user---"
 RESPONSE_OPEN, RESPONSE_CLOSE = "<response>", "</response>"
-# Anything a reader could take for our closing delimiter: any case, blanks (newlines too) inside,
-# fullwidth brackets and slash.
-_CLOSE_LIKE = re.compile(r"[<\uff1c]\s*[/\uff0f]\s*response\s*[>\uff1e]", re.IGNORECASE)
+# Anything a reader could take for our closing delimiter: any case, blanks (newlines too) inside.
+# It is matched on the text as a reader sees it (:func:`visible_form`): fullwidth, mathematical and
+# other compatibility forms folded by NFKC, invisible characters dropped, look-alike letters mapped.
+_CLOSE_LIKE = re.compile(r"<\s*/\s*response\s*>", re.IGNORECASE)
+# Characters a reader does not see: Unicode format characters (category Cf: zero-width space and
+# joiners, word joiner, soft hyphen, bidirectional controls, BOM) and the other default-ignorable
+# code points (variation selectors, Hangul fillers, the combining grapheme joiner).
+_IGNORABLE = re.compile("[\u034f\u115f\u1160\u17b4\u17b5\u180b-\u180f\u3164\ufe00-\ufe0f\uffa0"
+                        "\U000e0100-\U000e01ef]")
+# Letters and marks that look like those of "</response>" but that NFKC keeps apart (Cyrillic,
+# Greek, small capitals, bracket and slash look-alikes): a small table, not a confusables database.
+_LOOKALIKE = str.maketrans({
+    "\u0435": "e", "\u0415": "E", "\u043e": "o", "\u041e": "O", "\u0440": "p", "\u0420": "P",
+    "\u0455": "s", "\u0405": "S", "\u03bf": "o", "\u039f": "O", "\u03c1": "p", "\u03a1": "P",
+    "\u0280": "r", "\u0274": "n", "\ua731": "s", "\u1d0f": "o", "\u1d18": "p", "\u1d07": "e",
+    "\u2039": "<", "\u203a": ">", "\u2329": "<", "\u232a": ">", "\u27e8": "<", "\u27e9": ">",
+    "\u3008": "<", "\u3009": ">", "\u2044": "/", "\u2215": "/", "\u29f8": "/"})
 # "(<points> points)" around an empty points value (a tree leaf has none): left out, not "( points)".
 _EMPTY_POINTS = re.compile(r" ?\((?:\{\{points\}\}|<<points>>) points?\)")
 # How values are rendered into a template (the fence, empty points): part of every template's
 # version, so verdicts cached under an older rendering are never served for the new prompts.
-RENDER_VERSION = "2"
+RENDER_VERSION = "3"
 
 
 @dataclass(frozen=True)
@@ -93,12 +109,58 @@ def format_conversation(item: JudgeItem) -> str:
     return "\n\n".join(f"{m.role}: {m.content}" for m in item.conversation)
 
 
+def _invisible(ch: str) -> bool:
+    return unicodedata.category(ch) == "Cf" or bool(_IGNORABLE.match(ch))
+
+
+def visible_form(text: str) -> tuple[str, list[int]]:
+    """``text`` as a reader sees it, with where each of its characters comes from: each character
+    in NFKC (fullwidth ``ｒ`` and mathematical ``𝐫`` become ``r``), look-alikes mapped, invisible
+    ones dropped. ``origin[i]`` is the index in ``text`` of the character that gave character ``i``
+    (per character, so the positions map back; a sequence that only composes as a whole is rare
+    inside a tag and is matched as its parts)."""
+    out: list[str] = []
+    origin: list[int] = []
+    for i, ch in enumerate(text):
+        if ch.isascii():
+            out.append(ch)
+            origin.append(i)
+            continue
+        if _invisible(ch):
+            continue
+        for c in unicodedata.normalize("NFKC", ch).translate(_LOOKALIKE):
+            if not _invisible(c):
+                out.append(c)
+                origin.append(i)
+    return "".join(out), origin
+
+
+# Every character that reads as "<" once folded (see _LOOKALIKE): a text with none of them holds no
+# closing delimiter, whatever else it holds, and is returned as it is without folding it.
+_OPENERS = re.compile("[<\ufe3f\ufe64\uff1c\u2039\u2329\u27e8\u3008]")
+
+
+@lru_cache(maxsize=256)  # one response is fenced once per criterion: fold it once
 def fence_response(text: str) -> str:
-    """Neutralise anything like our closing delimiter inside the graded text (``</RESPONSE>``,
-    ``< /response >``, fullwidth brackets) so it cannot end the fence: its brackets are written
-    as ``&lt;`` and ``&gt;`` (``</Response>`` -> ``&lt;/Response&gt;``), which no reader takes for
-    a tag."""
-    return _CLOSE_LIKE.sub(lambda m: "&lt;" + m.group(0)[1:-1] + "&gt;", text)
+    """Neutralise anything like our closing delimiter inside the graded text so it cannot end
+    the fence: ``</RESPONSE>``, ``< /response >``, and what reads as it once Unicode is normalised
+    (fullwidth or mathematical letters, zero-width characters inside, Cyrillic look-alikes; see
+    :func:`visible_form`). Its first and last characters are written as ``&lt;`` and ``&gt;``
+    (``</Response>`` -> ``&lt;/Response&gt;``), which no reader takes for a tag; the rest of the
+    text is kept as it was."""
+    if text.isascii():  # the common case: nothing to normalise
+        return _CLOSE_LIKE.sub(lambda m: "&lt;" + m.group(0)[1:-1] + "&gt;", text)
+    if not _OPENERS.search(text):
+        return text
+    seen, origin = visible_form(text)
+    out, pos = [], 0
+    for m in _CLOSE_LIKE.finditer(seen):
+        first, last = origin[m.start()], origin[m.end() - 1]
+        out.append(text[pos:first])
+        out.append("&lt;" + text[first + 1:last] + "&gt;")
+        pos = last + 1
+    out.append(text[pos:])
+    return "".join(out)
 
 
 def _points_text(points: float | None) -> str:

@@ -46,7 +46,6 @@ Five variants; ``severity`` is the default (docs/scoring.md has the measurements
 from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Mapping
-from itertools import pairwise
 from typing import Literal, get_args
 
 from reward.tree.graph import RubricTree
@@ -98,22 +97,86 @@ def is_penalty_leaf(tree: RubricTree, leaf_id: str) -> bool:
     return node.polarity == "negative" or node.always_on
 
 
-def _paths(tree: RubricTree, leaf_id: str) -> list[tuple[str, ...]]:
-    """Every root-to-leaf path as a tuple of node ids, root first."""
-    if leaf_id == tree.root:
-        return [(leaf_id,)]
-    out: list[tuple[str, ...]] = []
-    for parent in tree.parents[leaf_id]:
-        out.extend(p + (leaf_id,) for p in _paths(tree, parent))
-    return out
+Edge = tuple[str, str]
+
+
+# Path queries below never list paths: a diamond-shaped DAG (layers of two nodes, each linked to
+# both nodes of the next layer) has 2**40 root-to-leaf paths at 83 nodes. What the weights need is
+# the set of EDGES lying on the chosen paths, which one pass forward and one backward over the
+# leaf's ancestors give in time linear in the size of the tree.
+def _all_path_edges(tree: RubricTree, leaf_id: str) -> set[Edge]:
+    """The edges on any root-to-leaf path: every edge into the leaf or into one of its ancestors
+    (every node is reachable from the root, so each such edge lies on some path)."""
+    nodes = tree.ancestors(leaf_id) | {leaf_id}
+    return {(p, c) for c in nodes for p in tree.parents[c]}
+
+
+def _full_path_edges(tree: RubricTree, leaf_id: str, opened: Collection[str]) -> set[Edge]:
+    """The edges on the root-to-leaf paths whose internal nodes are all ``opened``."""
+    if tree.root not in opened:
+        return set()
+    back = {leaf_id}  # nodes that reach the leaf through opened nodes only
+    todo = [leaf_id]
+    while todo:
+        for p in tree.parents[todo.pop()]:
+            if p in opened and p not in back:
+                back.add(p)
+                todo.append(p)
+    if tree.root not in back:
+        return set()
+    forward, todo = {tree.root}, [tree.root]  # opened nodes the root reaches through opened nodes
+    while todo:
+        for c in tree[todo.pop()].children:
+            if c in back and c != leaf_id and c not in forward:
+                forward.add(c)
+                todo.append(c)
+    return {(p, c) for c in back for p in tree.parents[c] if p in forward}
+
+
+def best_path_edges(tree: RubricTree, leaf_id: str, opened: Collection[str]) -> set[Edge]:
+    """The edges on the leaf's root-to-leaf paths that run furthest through ``opened`` nodes (the
+    most opened internal nodes; every such path on a tie), by a longest-path pass over the DAG."""
+    anc = tree.ancestors(leaf_id)
+    best: dict[str, int] = {}  # most opened nodes on a root-to-node path, the node included
+    for nid in tree.topological_order:
+        if nid in anc:
+            before = max((best[p] for p in tree.parents[nid]), default=0)
+            best[nid] = before + (nid in opened)
+    top = max(best[p] for p in tree.parents[leaf_id])
+    edges: set[Edge] = set()
+    need = {leaf_id: top}  # node on a best path -> the score its root-side part must have
+    for nid in reversed(tree.topological_order):
+        if nid not in need:
+            continue
+        for p in tree.parents[nid]:
+            if best[p] == need[nid]:
+                edges.add((p, nid))
+                need[p] = best[p] - (p in opened)
+    return edges
+
+
+def best_path_nodes(tree: RubricTree, leaf_id: str, opened: Collection[str]) -> set[str]:
+    """The internal nodes on the leaf's best-covered paths (see :func:`best_path_edges`)."""
+    return {p for p, _ in best_path_edges(tree, leaf_id, opened)}
 
 
 def best_paths(tree: RubricTree, leaf_id: str, opened: Collection[str]) -> list[tuple[str, ...]]:
     """The leaf's root-to-leaf paths that run furthest through ``opened`` nodes (every path whose
-    internal nodes are all opened, if any; else those with the most opened nodes, ties kept)."""
-    paths = _paths(tree, leaf_id)
-    cover = [sum(n in opened for n in p[:-1]) for p in paths]
-    return [p for p, c in zip(paths, cover) if c == max(cover)]
+    internal nodes are all opened, if any; else those with the most opened nodes, ties kept), root
+    first. Listing them costs as much as there are such paths; :func:`best_path_nodes` and
+    :func:`best_path_edges` give what they cover in linear time."""
+    edges = best_path_edges(tree, leaf_id, opened)
+    into: dict[str, list[str]] = {}
+    for p, c in edges:
+        into.setdefault(c, []).append(p)
+
+    def paths(nid: str) -> list[tuple[str, ...]]:
+        if nid == tree.root:
+            return [(nid,)]
+        order = [p for p in tree.parents[nid] if p in into.get(nid, ())]  # file order, not set order
+        return [path + (nid,) for p in order for path in paths(p)]
+
+    return paths(leaf_id)
 
 
 def active_weights(tree: RubricTree, active: Iterable[str],
@@ -127,26 +190,26 @@ def active_weights(tree: RubricTree, active: Iterable[str],
             ancestor of an active leaf counts as activated.
     """
     active = list(dict.fromkeys(active))
-    paths = {lid: _paths(tree, lid) for lid in active}
-    edges: set[tuple[str, str]] = set()
+    edges: set[Edge] = set()
     if not activated:  # no routing information: every path of every active leaf
-        chosen = paths
+        for lid in active:
+            edges |= _all_path_edges(tree, lid)
     else:
         opened = set(activated) | {tree.root}
-        chosen, pending = {}, []
-        for lid, ps in paths.items():
-            full = [p for p in ps if all(n in opened for n in p[:-1])]
-            if full or len(ps) == 1:
-                chosen[lid] = full or ps
-            else:
+        pending, on_chosen = [], set()
+        for lid in active:
+            chosen = _full_path_edges(tree, lid, opened)
+            if not chosen and tree.path_counts[lid] == 1:  # its only path
+                chosen = _all_path_edges(tree, lid)
+            if not chosen:
                 pending.append(lid)
+                continue
+            edges |= chosen
+            on_chosen |= {p for p, _ in chosen}
         # nodes on the chosen paths are part of the activated sub-DAG for the leaves still open
-        opened |= {n for ps in chosen.values() for p in ps for n in p[:-1]}
+        opened |= on_chosen
         for lid in pending:
-            chosen[lid] = best_paths(tree, lid, opened)
-    for ps in chosen.values():
-        for p in ps:
-            edges.update(pairwise(p))
+            edges |= best_path_edges(tree, lid, opened)
     kids: dict[str, list[str]] = {}
     for parent, child in edges:
         kids.setdefault(parent, []).append(child)

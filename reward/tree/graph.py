@@ -178,6 +178,17 @@ class RubricTree:
         return order
 
     @cached_property
+    def path_counts(self) -> dict[str, int]:
+        """How many root-to-node paths reach each node, counted in one pass over the DAG (a
+        diamond-shaped taxonomy of 83 nodes has 2**40 paths to its leaves: never list them)."""
+        count = dict.fromkeys(self.nodes, 0)
+        count[self.root] = 1
+        for nid in self.topological_order:
+            for child in self.nodes[nid].children:
+                count[child] += count[nid]
+        return count
+
+    @cached_property
     def leaves(self) -> list[Node]:
         """Leaves in file order."""
         return [n for n in self.nodes.values() if n.is_leaf]

@@ -72,3 +72,33 @@ def test_giving_up_stops_the_whole_server_and_removes_the_pid_file(tmp_path):
                     os.kill(pid, signal.SIGKILL)
                 except ProcessLookupError:
                     pass
+
+
+SILENT_VLLM = """#!{py}
+import socket, sys, time
+port = int(sys.argv[sys.argv.index("--port") + 1])
+srv = socket.socket()
+srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+srv.bind(("127.0.0.1", port))
+srv.listen(16)
+held = []
+while True:  # accepts every connection and never answers a byte
+    conn, _ = srv.accept()
+    held.append(conn)
+"""
+
+
+def test_a_server_that_listens_but_never_answers_is_given_up_within_the_wait(tmp_path):
+    """Issue 39: the readiness check had no timeout, so a server that accepts the connection and
+    never answers held the script past JUDGE_WAIT_S (604 s at the red team's settings)."""
+    fake = tmp_path / "fake_python"
+    fake.write_text(SILENT_VLLM.format(py=sys.executable))
+    fake.chmod(0o755)
+    env = {**os.environ, "VLLM_PYTHON": str(fake), "JUDGE_WAIT_S": "3", "JUDGE_STOP_S": "2",
+           "PATH": "/usr/bin:/bin"}
+    res = subprocess.run(["bash", str(REPO_ROOT / "scripts/serve_judge.sh"), "--model", "/models/tiny",
+                          "--port", str(_free_port()), "--pid-file", str(tmp_path / "judge.pid"), "--log",
+                          str(tmp_path / "log")], check=False, env=env, capture_output=True, text=True,
+                         timeout=60)  # a guard against a hang, not a timing: the script must give up by itself
+    assert res.returncode != 0 and "not ready after 3s" in res.stderr, (res.stdout, res.stderr)
+    assert not (tmp_path / "judge.pid").exists()

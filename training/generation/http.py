@@ -6,6 +6,12 @@ retried with exponential backoff and jitter; a 4xx such as a too-long prompt is 
 request that still fails becomes a :class:`GenOutput` with ``error`` set. The base URL may be
 given with or without ``/v1``; the API key comes from an environment variable and is only ever
 sent as a header. ``model`` may be the served name or a path the server reports as ``root``.
+
+Time: each attempt is bounded as a whole (httpx's timeout is per read, so a server trickling
+bytes could hold it longer) by ``timeout_s`` and by what is left of the run's deadline when a
+command runs under one (``reward.judge.budget``, ``--deadline``): a hung policy server stops the
+run with :class:`~reward.errors.JudgeDeadlineError` (exit 4) at the deadline, keeping what was
+generated, instead of waiting ``timeout_s`` times every retry of every request.
 """
 
 from __future__ import annotations
@@ -17,12 +23,15 @@ from typing import Any
 import httpx
 
 from reward.aio import gather_or_cancel
+from reward.errors import JudgeDeadlineError
+from reward.judge.budget import current_budget
 from reward.serving import (
     GENERATE_API_KEY_ENV,
     RetryPolicy,
     auth_headers,
     list_models,
     normalise_url,
+    redact_url,
     resolve_served_model,
 )
 from training.generation.settings import (
@@ -105,16 +114,36 @@ class HTTPGenerator:
             body["chat_template_kwargs"] = template
         return body
 
+    def _time_left(self, budget, last: str) -> float:
+        """This attempt's timeout: ``timeout_s``, or less when the run's deadline is nearer.
+
+        Raises:
+            JudgeDeadlineError: the run's deadline has passed.
+        """
+        left = None if budget is None else budget.left()
+        if left is None:
+            return self.timeout_s
+        if left <= 0:
+            raise JudgeDeadlineError(
+                f"the run's deadline of {budget.seconds:g}s passed while waiting on the policy server at "
+                f"{redact_url(self.base)} (last failure: {last}); what was generated is kept: rerun to resume, "
+                "or raise --deadline")
+        return max(0.001, min(self.timeout_s, left))
+
     async def _one(self, client: httpx.AsyncClient, sem: asyncio.Semaphore, req: GenRequest) -> GenOutput:
         last = "no attempt"
+        budget = current_budget()
         for attempt in range(self.retry.attempts):
             if attempt:
-                await asyncio.sleep(self.retry.delay(attempt))
+                await asyncio.sleep(min(self.retry.delay(attempt), self._time_left(budget, last)))
             try:
                 async with sem:
-                    resp = await client.post(f"{self.base}/chat/completions", json=self._body(req))
-            except httpx.HTTPError as exc:
-                last = f"{type(exc).__name__}: {exc}"
+                    timeout = self._time_left(budget, last)  # once a slot is free: queued time counts too
+                    async with asyncio.timeout(timeout):
+                        resp = await client.post(f"{self.base}/chat/completions", json=self._body(req),
+                                                 timeout=timeout)
+            except (httpx.HTTPError, TimeoutError) as exc:
+                last = f"{type(exc).__name__}: {exc}" if str(exc) else f"timeout after {timeout:.3g}s"
                 continue
             if resp.status_code != 200:
                 last = f"HTTP {resp.status_code}: {resp.text[:300]}"
@@ -134,6 +163,8 @@ class HTTPGenerator:
             usage = data.get("usage") or {}
             return GenOutput(answer, first.get("finish_reason"), usage.get("completion_tokens"), reasoning,
                              samples=texts)
+        if budget is not None and budget.left() <= 0:  # the last attempt ran into the deadline: the run stops
+            self._time_left(budget, last)
         return GenOutput(None, error=last)
 
     async def agenerate(self, requests: Sequence[GenRequest], on_done: OnDone, desc: str = "generate") -> None:

@@ -77,11 +77,33 @@ async def test_dead_endpoint_is_routed_around(judge_url, tiny_model_dir):
     await judge.aclose()
     assert all(v.ok for v in out)
     assert judge.stats.by_endpoint == {normalise_url(judge_url): 6}
-    assert judge.stats.retries >= 1  # the dead one was tried once, then put aside
+    # who grades at the dead one cannot be checked at start-up (issue 39): it is left out of the
+    # pool at once, rather than tried and put aside
+    assert [ep.url for ep in judge.pool.endpoints] == [normalise_url(judge_url)] and judge.stats.retries == 0
 
 
 class _Slow(BaseHTTPRequestHandler):
+    """Answers what a server says about itself from the real server (so it passes the start-up
+    identity check as the same judge), and every completion 3 s late with an empty body."""
+
+    upstream = ""
+
+    def _forward(self, method: str) -> None:
+        size = int(self.headers.get("Content-Length") or 0)
+        body = self.rfile.read(size) if size else None
+        resp = httpx.request(method, self.upstream + self.path, content=body, timeout=30,
+                             headers={"Content-Type": "application/json"})
+        self.send_response(resp.status_code)
+        self.send_header("Content-Length", str(len(resp.content)))
+        self.end_headers()
+        self.wfile.write(resp.content)
+
+    def do_GET(self):
+        self._forward("GET")
+
     def do_POST(self):
+        if self.path == "/tokenize":
+            return self._forward("POST")
         time.sleep(3)
         self.send_response(200)
         self.end_headers()
@@ -92,6 +114,7 @@ class _Slow(BaseHTTPRequestHandler):
 
 
 async def test_slow_endpoint_times_out_and_is_retried(judge_url, tiny_model_dir):
+    _Slow.upstream = normalise_url(judge_url)[: -len("/v1")]
     server = ThreadingHTTPServer(("127.0.0.1", 0), _Slow)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     slow = f"http://127.0.0.1:{server.server_address[1]}"
@@ -126,8 +149,8 @@ async def test_cache_hit_sends_no_request(judge_url, tiny_model_dir, tmp_path):
     first = make_judge(judge_url=judge_url, tokenizer=str(tiny_model_dir), cache=cache)
     a = await first.grade(batch)
     await first.aclose()
-    served0 = metric(judge_url, "vllm:request_success_total")
     second = make_judge(judge_url=judge_url, tokenizer=str(tiny_model_dir), cache=VerdictCache(tmp_path / "v.sqlite"))
+    served0 = metric(judge_url, "vllm:request_success_total")  # after start-up, which probes the server once
     b = await second.grade(batch)
     await second.aclose()
     assert metric(judge_url, "vllm:request_success_total") == served0
@@ -219,14 +242,16 @@ def test_cache_identity_includes_what_the_server_serves(judge, judge_url):
     # version, cache dtype: issue 26 review), and a user revision when one is given
     from reward.judge.identity import model_fingerprint
     from reward.judge.server_facts import facts_suffix, server_facts
+    from reward.judge.tokenizer_check import tokenizer_fingerprint
 
     entry = next(m for m in models if m["id"] == judge.model)
     fp = model_fingerprint(root)
     block = f"+block{judge.renderer.block_size}"
     facts = server_facts(normalise_url(judge_url))
     assert facts.get("vllm")  # a vLLM server says its version
+    # and the tokenizer and chat template that build the ids (issue 39)
     content = (f"http:{judge.model}@{root}" + (f"#{fp}" if fp else "") + f"~{entry['max_model_len']}"
-               + facts_suffix(facts))
+               + facts_suffix(facts) + f"+tok-{tokenizer_fingerprint(judge.renderer)}")
     assert judge.model_id == content + block
     revised = make_judge(judge_url=judge_url, tokenizer=root, cache=False, revision="ckpt-2")
     assert revised.model_id == content + "!ckpt-2" + block
