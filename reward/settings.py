@@ -79,7 +79,7 @@ class ErrorRubricSettings(_Settings):
 class RewardSettings(_Settings):
     """The stage-3 reward's recipe (see the module docstring); the defaults are the stage-3 recipe."""
 
-    tree: str | None = Field(None, description="taxonomy YAML; null: the packaged one",
+    tree: str | None = Field(None, description="taxonomy YAML (not given or null: the packaged one)",
                              json_schema_extra=_flag("--taxonomy"))
     router: Literal["static", "llm", "embedding"] = Field(
         "embedding", description="embedding (offline, no judge call), llm (the judge walks the tree) or static "

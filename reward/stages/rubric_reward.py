@@ -265,6 +265,51 @@ class RubricReward:
             res.group = group_key(r.prompt_key)
         return out
 
+    async def readings(self, rollouts: Sequence[Rollout | dict], results: Sequence[RolloutScore]
+                       ) -> dict[str, dict[str, Any]]:
+        """Every reading failure confirmation could take, for each scored rollout of ``results``:
+        ``{id: {"leaves": {leaf id: [p1, p2, p3]}, "items": [[p1, p2, p3], ...]}}``, each ``p`` the
+        judge's p(criterion met) under the first prompt and the two confirmation prompts
+        (``reward.stages.confirm``; in the first reading's sense; None where the reading failed).
+        Stability re-sampling above temperature 0 draws the readings from these, as ``score``
+        would read them, instead of dropping confirmation."""
+        from reward.stages.confirm import readings as confirm_readings
+
+        rollouts = parse_rollouts(rollouts)
+        by_id = {s.id: s for s in results}
+        index: dict[JudgeItem, int] = {}
+        plan: dict[str, tuple[list[tuple[str, int]], list[int]]] = {}
+        for r in rollouts:
+            s = by_id.get(r.id)
+            if s is None or s.score is None or s.format_failure:
+                continue
+            shown = graded_text(r.completion, self.grade)
+            conv = with_context(r.conversation, r.context, r.tool_calls)
+
+            leaf_items = [JudgeItem(conversation=conv, response=shown.text, criterion=self.tree[lr.leaf_id].criterion)
+                          for lr in s.leaves]
+            row_items = [JudgeItem(conversation=conv, response=shown.text, criterion=it.criterion, points=it.points)
+                         for it in s.rubric_items]
+            plan[r.id] = ([(lr.leaf_id, index.setdefault(x, len(index))) for lr, x in zip(s.leaves, leaf_items)],
+                          [index.setdefault(x, len(index)) for x in row_items])
+        items = list(index)
+        if not items:
+            return {}
+        second, third = confirm_readings(self.judge.config.mode)
+        first = await self.judge.grade(items, on_failure="record")
+        got2 = await self.judge.grade(items, second.template, on_failure="record")
+        got3 = await self.judge.grade(items, third.template, on_failure="record")
+
+        def p(v: Verdict, reading=None) -> float | None:
+            if not v.ok:
+                return None
+            met, prob = (bool(v.met), v.p_yes) if reading is None else reading.met(v)
+            return float(prob) if prob is not None else float(met)
+
+        ps = [[p(a), p(b, second), p(c, third)] for a, b, c in zip(first, got2, got3)]
+        return {rid: {"leaves": {lid: ps[i] for lid, i in leaves}, "items": [ps[i] for i in its]}
+                for rid, (leaves, its) in plan.items()}
+
     def score_sync(self, rollouts: Sequence[Rollout | dict]) -> list[RolloutScore]:
         """Blocking wrapper for scripts; inside a running event loop use ``await score``."""
         return asyncio.run(self.score(rollouts))
