@@ -153,7 +153,7 @@ def stress_command(
         write_settings(report / "settings.json", settings, judge, mode=mode, cases=str(cases or "bundled"))
         if not as_json:
             typer.echo(f"report: {paths['md']} ({paths['html'].name}, {paths['png'].name})")
-    out = public_summary(summary)
+    out = {**public_summary(summary), "reward": settings.record(), "mode": mode}  # the settings it ran with
     if as_json:
         typer.echo(json.dumps(out))
     else:
