@@ -66,7 +66,8 @@ def build_reward_funcs(cfg: TrainConfig) -> list:
     if cfg.stage == "error_rubric":
         return [ErrorRubricReward(judge_spec(cfg), config=r.error_rubric(), name=r.name or "error_rubric",
                                   on_failure=r.on_failure)]
-    return [RubricRewardFunc.from_settings(judge_spec(cfg), r.rubric())]
+    records = Path(cfg.output_dir) / "rubric_records" if r.records else None  # `rubricstree inspect <output_dir>`
+    return [RubricRewardFunc.from_settings(judge_spec(cfg), r.rubric(), records_dir=records)]
 
 
 def filter_reward(cfg: TrainConfig, reward_funcs: list | None = None):

@@ -9,15 +9,18 @@ contributions of a rollout's leaves add up to ``a * (2 * tree score - 1)`` (``a`
 share of the score: 1, 1/2 under ``combine: mean`` with rubric items); under ``severity`` and the
 penalty variants they need not add up to anything, since a failure's cost depends on the others.
 
-**Part** of a leaf in a rollout's score: half its contribution (``0`` where it was not routed),
-the leaf's distance from the midpoint between its two verdicts. Under the linear variants the
-parts are exactly the linear decomposition (``score = constant + sum of parts``), so the group
-statistics below reduce to the usual ones; under the others they are the first-order effect of
-each verdict, and what is left over is shown as ``other``.
+**Part** of a leaf in a rollout's score, relative to a set of rollouts of the same prompt (its
+group; in a comparison, both runs' rollouts of the prompt): the score minus the score the reward
+gives the rollout with that leaf's verdict set to the set's mean verdict (rescored the same way).
+A leaf whose verdict is the same in every rollout of the set has part 0 in all of them, whatever
+the variant; under the linear variants the parts are exactly each leaf's linear deviation
+``a * w * (pass - mean pass)``, so the statistics below reduce to the usual linear ones; under
+the others they are each verdict's own effect, and what is left over (the interplay of failures,
+the rubric items) is shown as ``other``.
 
 **Advantage** of a rollout: its score minus its group's mean (GRPO's advantage before the division
-by the group's standard deviation). The leaves that drove it: those whose part moved most from the
-group's mean part, ``part_rl - mean_g part_l``; these plus ``other`` add up to the advantage.
+by the group's standard deviation). The leaves that drove it: the largest centred parts
+``part_rl - mean_g part_l``; all of them plus ``other`` add up to the advantage.
 
 **Share of the within-group variance** of leaf ``l``::
 
@@ -28,9 +31,10 @@ over the scored rollouts of groups with at least two of them; the shares of all 
 
 **Share of the mean change** (compare): with ``D = mean_B s - mean_A s`` over the prompts scored in
 both runs (each prompt's mean first), leaf ``l``'s share is ``(mean_B part_l - mean_A part_l) / D``
-(the same averaging); the shares plus ``other`` add up to 1. A leaf's **flipped** rollouts are the
-rollouts (paired by id) whose verdict on it changed; when the runs share no ids, the net change in
-the number of rollouts of a prompt that meet it.
+(parts relative to both runs' rollouts of the prompt, the same averaging); the shares plus
+``other`` add up to 1. A leaf's **flipped** rollouts are the rollouts (paired by id) whose verdict
+on it changed; when the runs share no ids, the net change in the number of rollouts of a prompt
+that meet it.
 """
 
 from __future__ import annotations
@@ -40,7 +44,8 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-__all__ = ["attach_contributions", "compare_groups", "group_view", "leaf_variance_shares", "pair_key"]
+__all__ = ["attach_contributions", "compare_groups", "group_view", "leaf_variance_shares", "pair_key",
+           "reference_parts"]
 
 TOLERANCE = 1e-6  # a record's score must be what its verdicts give (else it has no contributions)
 
@@ -73,6 +78,7 @@ def attach_contributions(rollouts: Sequence[Any], tree: Any, *, clip_below_zero:
                     raise ValueError("the record's score is not what its verdicts give")
                 memo[key] = rescorer.flip_contributions(s)
             r.contrib, r.item_contrib = memo[key]
+            r.ctx = (s, rescorer, leaves, items)
         except (ValidationError, RubricsTreeError, ValueError, KeyError):
             skipped += 1
     return skipped
@@ -85,9 +91,31 @@ def _groups(rollouts: Iterable[Any]) -> dict[str, list[Any]]:
     return out
 
 
-def parts(r: Any) -> dict[str, float]:
-    """Leaf id -> its part of the rollout's score (half its contribution)."""
-    return {lid: c / 2 for lid, c in (getattr(r, "contrib", None) or {}).items()}
+def reference_parts(members: Sequence[Any]) -> list[dict[str, float]]:
+    """Per rollout of ``members`` (scored, of one prompt), leaf id -> its part of the score relative
+    to ``members`` (see the module docstring); empty for a rollout that could not be rescored."""
+    ctxs = [getattr(r, "ctx", None) for r in members]
+    sums: dict[str, list[float]] = {}
+    for c in ctxs:
+        if c is not None:
+            for lid, v in c[2].items():
+                sums.setdefault(lid, []).append(float(v))
+    ref = {lid: sum(v) / len(v) for lid, v in sums.items()}
+    out = []
+    for r, c in zip(members, ctxs):
+        if c is None:
+            out.append({})
+            continue
+        s, rescorer, leaves, items = c
+        part = {}
+        for lid, v in leaves.items():
+            if abs(float(v) - ref[lid]) < 1e-12:
+                part[lid] = 0.0
+                continue
+            again = rescorer.rescore(s, {**leaves, lid: ref[lid]}, items)
+            part[lid] = r.score - again if again is not None else 0.0
+        out.append(part)
+    return out
 
 
 def group_view(rollouts: Sequence[Any], top: int = 3) -> dict[str, dict[str, Any]]:
@@ -101,7 +129,7 @@ def group_view(rollouts: Sequence[Any], top: int = 3) -> dict[str, dict[str, Any
             continue
         mean = sum(r.score for r in scored) / len(scored)
         std = math.sqrt(sum((r.score - mean) ** 2 for r in scored) / len(scored))
-        ps = [parts(r) for r in scored]
+        ps = reference_parts(scored)
         ids = {lid for p in ps for lid in p}
         mean_p = {lid: sum(p.get(lid, 0.0) for p in ps) / len(ps) for lid in ids}
         view = {}
@@ -125,7 +153,7 @@ def leaf_variance_shares(rollouts: Sequence[Any]) -> tuple[dict[str, float], flo
         if len(scored) < 2:
             continue
         mean_s = sum(r.score for r in scored) / len(scored)
-        ps = [parts(r) for r in scored]
+        ps = reference_parts(scored)
         ids = {lid for p in ps for lid in p}
         mean_p = {lid: sum(p.get(lid, 0.0) for p in ps) / len(ps) for lid in ids}
         for r, p in zip(scored, ps):
@@ -167,7 +195,8 @@ def compare_groups(a: Any, b: Any) -> dict[str, Any]:
             prompts.append({"group": key, "a": None, "b": None, "leaves": []})
             continue
         ma, mb = sum(r.score for r in sa) / len(sa), sum(r.score for r in sb) / len(sb)
-        pa, pb = [parts(r) for r in sa], [parts(r) for r in sb]
+        pooled = reference_parts(sa + sb)  # parts relative to both runs' rollouts of the prompt
+        pa, pb = pooled[:len(sa)], pooled[len(sa):]
         ids = {lid for p in pa + pb for lid in p} | {lid for r in sa + sb for lid in _met(r)}
         flips = _flips(ga[key], gb[key])
         leaves = {}

@@ -45,6 +45,7 @@ class Rollout:
     group_size: int = 1
     contrib: dict[str, float] = field(default_factory=dict)  # leaf id -> contribution (attribution module)
     item_contrib: list[float | None] = field(default_factory=list)
+    ctx: Any = None  # (RolloutScore, Rescorer, leaf verdicts, item verdicts): how to rescore it
 
     @property
     def leaves(self) -> list[dict[str, Any]]:
