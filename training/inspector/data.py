@@ -189,6 +189,7 @@ def load_run(scores: Path, rollouts: Path | None = None, name: str | None = None
     rows = read_rollout_rows(rollouts) if rollouts is not None else {}
     run = Run(name=name or scores.name, settings=read_settings(scores))
     seen: dict[str, str] = {}
+    ungrouped: list[str] = []
     for path, lineno, rec in ((f, n, r) for f in record_files(scores) for n, r in _records(f)):
         where = f"line {lineno}" if path == scores else f"{path.name} line {lineno}"
         if "id" not in rec and "input" in rec and "output" in rec:
@@ -213,10 +214,8 @@ def load_run(scores: Path, rollouts: Path | None = None, name: str | None = None
         elif prompt:
             group = _group_key(prompt, context, rid)
         else:
-            raise InputError("the record carries neither its prompt nor a group id, so rollouts cannot be grouped by "
-                             "prompt (ranks, advantages and variance shares need groups): give --rollouts FILE (the "
-                             "rollouts these scores came from), or score them again (rubricstree score writes a group "
-                             "id)", file=str(scores), record=f"{where} (id {rid})", field="group")
+            ungrouped.append(f"{where} (id {rid})")
+            group = f"rollout:{rid}"
         run.rollouts.append(Rollout(id=rid, group=group, prompt=prompt,
                                     completion=_completion(row.get("completion", rec.get("completion"))),
                                     rec=rec, score=None if score is None else float(score)))
@@ -225,6 +224,11 @@ def load_run(scores: Path, rollouts: Path | None = None, name: str | None = None
     if rows and not any(r.id in rows for r in run.rollouts):
         raise InputError(f"no score record's id is in the rollouts file {rollouts}: is it the file these "
                          "scores came from?", file=str(scores), field="id")
+    if ungrouped:
+        raise InputError(f"{len(ungrouped)} record(s) carry neither their prompt nor a group id, so rollouts cannot be "
+                         "grouped by prompt (ranks, advantages and variance shares need groups): give --rollouts FILE "
+                         "(the rollouts these scores came from), or score them again (rubricstree score writes a "
+                         "group id)", file=str(scores), record=ungrouped[0], field="group")
     _rank(run.rollouts)
     if tree is not None:
         from training.inspector.attribution import attach_contributions
