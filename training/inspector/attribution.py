@@ -66,7 +66,9 @@ def attach_contributions(rollouts: Sequence[Any], tree: Any, *, clip_below_zero:
         if r.score is None or not (r.rec.get("leaves") or r.rec.get("rubric_items")):
             continue
         try:
-            s = RolloutScore.model_validate({**r.rec, "id": r.id, "score": r.score})
+            # the shapes the viewer accepts beyond RolloutScore's own (not_applicable as dicts) do not score
+            s = RolloutScore.model_validate({**r.rec, "id": r.id, "score": r.score, "not_applicable": [],
+                                             "group": None})
             rescorer = Rescorer.of_record(tree, s, clip_below_zero=clip_below_zero)
             leaves, items = rescorer.verdicts(s)
             key = (s.scoring_variant, s.combine, tuple(sorted(s.routing.get("expanded") or ())),
@@ -94,6 +96,10 @@ def _groups(rollouts: Iterable[Any]) -> dict[str, list[Any]]:
 def reference_parts(members: Sequence[Any]) -> list[dict[str, float]]:
     """Per rollout of ``members`` (scored, of one prompt), leaf id -> its part of the score relative
     to ``members`` (see the module docstring); empty for a rollout that could not be rescored."""
+    key = tuple(r.id for r in members)
+    cache = getattr(members[0], "cache", None) if members else None
+    if cache is not None and key in cache:  # the group view and the variance shares ask for the same
+        return cache[key]
     ctxs = [getattr(r, "ctx", None) for r in members]
     sums: dict[str, list[float]] = {}
     for c in ctxs:
@@ -115,6 +121,8 @@ def reference_parts(members: Sequence[Any]) -> list[dict[str, float]]:
             again = rescorer.rescore(s, {**leaves, lid: ref[lid]}, items)
             part[lid] = r.score - again if again is not None else 0.0
         out.append(part)
+    if cache is not None:
+        cache[key] = out
     return out
 
 

@@ -46,6 +46,7 @@ class Rollout:
     contrib: dict[str, float] = field(default_factory=dict)  # leaf id -> contribution (attribution module)
     item_contrib: list[float | None] = field(default_factory=list)
     ctx: Any = None  # (RolloutScore, Rescorer, leaf verdicts, item verdicts): how to rescore it
+    cache: dict = field(default_factory=dict)  # attribution's parts of the groups this rollout leads
 
     @property
     def leaves(self) -> list[dict[str, Any]]:
