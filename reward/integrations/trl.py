@@ -8,10 +8,12 @@ column arrives as a keyword list; TRL adds ``trainer_state``, ``log_extra``, ``l
   ``answer`` (a letter, or the key's text) and ``options``.
 * :class:`ErrorRubricReward` (stage 2): correctness minus the judge's error-rubric penalty
   (``reward.stages.error_rubric``); reads ``answer``/``options`` for correctness.
-* :class:`RubricRewardFunc` (stage 3): ``reward.stages.rubric_reward.RubricReward`` (route each
-  prompt once, grade the active tree leaves and the row's ``rubrics`` column when present) or,
-  with ``rubric_source="rows"``, the row's rubric items alone
-  (``reward.stages.row_rubrics.grade_rubric_rows``: HealthBench points, the paper's reward).
+* :class:`RubricRewardFunc` (stage 3): the reward of a ``reward.settings.RewardSettings`` (its
+  defaults: the stage-3 recipe), built by ``RewardSettings.build``: route each prompt once, grade
+  the active tree leaves and the row's ``rubrics`` column when present, or with
+  ``rubric_source="rows"`` the row's rubric items alone (HealthBench points, the paper's reward).
+  With ``records_dir`` it writes each rollout's score record beside the run
+  (``reward.integrations.records``) for ``rubricstree inspect``.
 
 Data flow: TRL columns -> ``reward.stages.rollout_text`` (plain text, messages, key letters) ->
 the stage scorer -> scores (None for an unscored rollout) and metrics through ``log_metric``.
