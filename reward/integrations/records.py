@@ -34,9 +34,6 @@ class RecordWriter:
         self.n = 0
         self.calls = 0
 
-    def __getstate__(self) -> dict:  # picklable with the reward (TRL may copy reward functions)
-        return dict(self.__dict__)
-
     def _rank(self) -> str:
         return os.environ.get("RANK") or os.environ.get("LOCAL_RANK") or "0"
 

@@ -36,6 +36,7 @@ else imports logic from here.
 from __future__ import annotations
 
 import asyncio
+import os
 import weakref
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -272,6 +273,8 @@ class RubricRewardFunc(_JudgeReward):
                  name: str = "clinical_rubric", on_failure: str = "skip", records_dir: str | Path | None = None,
                  records_max_chars: int | None = 4000, **recipe: Any) -> None:
         super().__init__(judge, name, on_failure)
+        if isinstance(recipe.get("tree"), os.PathLike):
+            recipe["tree"] = os.fspath(recipe["tree"])
         self._tree_obj = recipe.pop("tree", None) if not isinstance(recipe.get("tree"), (str, type(None))) else None
         self._router_obj = recipe.pop("router", None) if not isinstance(recipe.get("router"), (str, type(None))) else None
         base = settings.model_dump() if isinstance(settings, BaseModel) else dict(settings or {})
