@@ -76,8 +76,8 @@ def synthetic(n_rollouts: int, *, per_group: int = 8, seed: int = 0, tree: Any =
             leaves, node_num, node_w = [], {}, {}
             for lid in active:
                 node = tree[lid]
-                p = 1 / (1 + pow(2.718281828, -(bias[lid] + rng.gauss(0, 1.5))))
-                passed = p if node.polarity == "positive" else 1 - p
+                p = round(1 / (1 + pow(2.718281828, -(bias[lid] + rng.gauss(0, 1.5)))), 4)
+                passed = round(p if node.polarity == "positive" else 1 - p, 4)  # the score is what these give
                 w = weights[lid]
                 leaves.append({"leaf_id": lid, "title": node.title, "polarity": node.polarity, "met": p >= 0.5,
                                "p_yes": round(p, 4), "passed": round(passed, 4), "relevance": round(rng.random(), 3),

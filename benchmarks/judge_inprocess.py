@@ -87,8 +87,8 @@ def demo_items(model_dir: Path) -> list:
     from reward.demo import demo_rollouts_path
     from reward.judge import Verdict
     from reward.judge.settings import JudgeSettings
-    from reward.router import make_router
-    from reward.stages.rubric_reward import RubricReward, load_rollouts
+    from reward.settings import RewardSettings
+    from reward.stages.rubric_reward import load_rollouts
     from reward.tree import load_tree
 
     tree = load_tree()
@@ -100,7 +100,7 @@ def demo_items(model_dir: Path) -> list:
         return [Verdict(met=False, p_yes=0.0)] * len(items)
 
     judge.grade = record  # collect the items; the benchmark grades them below
-    reward = RubricReward(tree, make_router("embedding", tree), judge, scoring="soft", combine="mean")
+    reward = RewardSettings(scoring="soft").build(judge, tree=tree)  # the recipe, soft verdicts
     asyncio.run(reward.score(load_rollouts(demo_rollouts_path())))
     return seen
 

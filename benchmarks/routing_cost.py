@@ -33,8 +33,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a check
 
 from reward.demo import demo_rollouts_path
 from reward.judge.settings import add_judge_arguments, settings_from_args
-from reward.router import LLMTreeRouter
-from reward.stages.rubric_reward import Rollout, RubricReward, load_rollouts
+from reward.settings import RewardSettings
+from reward.stages.rubric_reward import Rollout, load_rollouts
 from reward.tree import load_tree
 
 
@@ -53,7 +53,7 @@ async def measure(tree, judge, prompts, completions, sizes, *, grade: bool, rout
     n_leaves = len(tree.leaves)
     for n in sizes:
         batch = build_batch(prompts, completions, n)
-        reward = RubricReward(tree, LLMTreeRouter(tree, judge, **router_kw), judge)  # fresh routing memory
+        reward = RewardSettings(router="llm", router_options=router_kw).build(judge, tree=tree)  # fresh routing memory
         judge.stats.reset()
         if hasattr(judge, "reset"):
             judge.reset()
@@ -132,8 +132,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--taxonomy", help="taxonomy YAML (default: the packaged one)")
     ap.add_argument("--prompts", type=int, default=4, help="distinct prompts (from the bundled demo rows)")
     ap.add_argument("--sizes", default="1,2,4,8,16", help="rollouts per prompt, comma-separated")
-    ap.add_argument("--threshold", type=float, default=0.5)
-    ap.add_argument("--emergency-threshold", type=float, default=0.2)
+    ap.add_argument("--router-threshold", dest="threshold", type=float, default=0.5, help="router relevance threshold")
+    ap.add_argument("--router-emergency-threshold", dest="emergency_threshold", type=float, default=0.2,
+                    help="router threshold for urgent prompts")
     ap.add_argument("--grade", action="store_true", help="also grade the batch")
     ap.add_argument("--oracle", choices=["embedding"], default=None,
                     help="answer the routing questions from the embedding router's relevance (no judge model)")

@@ -42,9 +42,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a check
 from reward.demo import demo_rollouts_path
 from reward.judge import JudgeConfig, make_judge
 from reward.router import EmbeddingRouter, StaticRouter
+from reward.settings import RewardSettings
 from reward.stages.cost import judge_cost
 from reward.stages.row_rubrics import grade_rubric_rows
-from reward.stages.rubric_reward import RubricReward
 from reward.tree import load_tree
 
 MODES = ("tree_routed", "tree_recipe", "all_leaves", "rows_only")
@@ -96,9 +96,9 @@ async def run_mode(mode: str, batch: list[dict[str, Any]], args, tree, router) -
                     "rubric_items_per_rollout": sum(n_items) / len(batch)}
             scored = sum(g.score is not None for g in graded)
         else:
-            recipe = mode == "tree_recipe"  # configs/*/stage3_tree_and_rows.yaml
-            reward = RubricReward(tree, router, judge, combine="mean", cache_routing=False, applicability=recipe,
-                                  confirm_failures=recipe)
+            recipe = mode == "tree_recipe"  # the stage-3 recipe (configs/*/stage3_tree_and_rows.yaml)
+            settings = RewardSettings(applicability=recipe, confirm_failures=recipe)
+            reward = settings.build(judge, tree=tree, router=router, cache_routing=False)
             results = await reward.score(batch)
             cost = judge_cost(results, [json.dumps(r["prompt"]) for r in batch])
             cost["confirm_items"] = reward.stats["confirm_items"]

@@ -20,17 +20,18 @@ import typer
 
 from reward.errors import RubricsTreeError
 from reward.judge.settings import JudgeSettings
+from reward.settings import RewardSettings
+from rubricstree.common_options import apply_quiet, quiet_option
 from rubricstree.judge_options import judge_options
+from rubricstree.reward_options import reward_options
 
 EXIT_UNFIT = 3
 
 
 @judge_options()
+@reward_options(only=("router", "router_options", "tree"))
 def calibrate_command(
     cases: Path | None = typer.Option(None, "--cases", help="labelled stress cases YAML (default: the bundled ones)"),
-    taxonomy: Path | None = typer.Option(None, "--taxonomy", help="taxonomy YAML (default: the packaged one)"),
-    router: str = typer.Option("embedding", "--router", help="the router whose leaves are graded: embedding "
-                                                             "(default, the reward's) or static (every leaf)"),
     reread_share: float = typer.Option(0.25, "--reread-share", help="share of first-reading passes read twice more "
                                                                     "(every first-reading failure is)"),
     seed: int = typer.Option(0, "--seed", help="seed of the re-read sample"),
@@ -46,38 +47,42 @@ def calibrate_command(
     cache_dir: Path | None = typer.Option(None, "--cache-dir", help="verdict cache and calibration records folder"),
     no_cache: bool = typer.Option(False, "--no-cache", help="no durable verdict cache"),
     as_json: bool = typer.Option(False, "--json", help="print the record as one JSON line"),
-    quiet: bool = typer.Option(False, "--quiet", help="no progress on stderr"),
+    quiet: bool = quiet_option(),
     judge: JudgeSettings = None,  # the judge options (rubricstree.judge_options)
+    reward: RewardSettings = None,  # the router and tree of the reward options (rubricstree.reward_options)
 ) -> None:
     """Measure a judge against labelled items: error rates, correlation, systematic leaves, gate."""
     from reward.calibration.gate import JudgeGateSettings, check_judge
     from reward.calibration.record import record_path, save_calibration
     from reward.calibration.run import calibrate
     from reward.router.base import CachedRouter
+    from reward.stages.build import build_router
     from reward.stress import load_cases
     from reward.stress.runner import route_cases
     from reward.tree import load_tree
     from rubricstree.progress import step
-    from rubricstree.score import build_router
 
     settings = judge
+    quiet = not apply_quiet(quiet)
+    router = reward.router
     try:
-        if router not in ("embedding", "static"):
-            raise typer.BadParameter(f"--router must be embedding or static, got '{router}'")
+        if router == "llm":
+            raise typer.BadParameter("calibration grades the leaves a router without a judge picks: --router "
+                                     "embedding (the reward's default) or static (every leaf)")
         if not 0.0 <= reread_share <= 1.0:
             raise typer.BadParameter(f"--reread-share must be in [0, 1], got {reread_share}")
         if limit_cases is not None and limit_cases < 1:
             raise typer.BadParameter(f"--limit-cases must be >= 1, got {limit_cases}")
         if not (settings.url or settings.model):
             raise typer.BadParameter("calibration needs a judge: --judge-url URL or --judge-model PATH")
-        tree = load_tree(taxonomy)
+        tree = load_tree(reward.tree)
         rows = load_cases(cases, tree)[:limit_cases]
         from reward.judge import VerdictCache
 
         vcache = None if no_cache else VerdictCache(cache_dir / "verdicts.sqlite" if cache_dir else None)
         built = settings.build(cache=vcache if vcache is not None else False)
         with step(f"loading the {router} router", enabled=not quiet and router != "static"):
-            rt = CachedRouter(build_router(router, tree, None), vcache)
+            rt = CachedRouter(build_router(reward, tree, None), vcache)
     except (RubricsTreeError, ValueError, OSError) as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from exc

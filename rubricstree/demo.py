@@ -21,20 +21,29 @@ import typer
 
 from reward.demo import DEMO_ROLLOUTS, demo_rollouts_path
 from reward.errors import RubricsTreeError
+from reward.settings import RewardSettings
+from rubricstree.common_options import apply_quiet, quiet_option
+from rubricstree.reward_options import reward_options
 
 NOTE = ("The judge here is a tiny model with random weights, built on this machine: its verdicts, "
         "and so these scores, are meaningless. The pipeline is the real one (routing, judge prompts, "
         "caching, scoring, report); point --judge-url at a served judge model for real scores.")
 
 
-def run_demo(out: Path, *, router: str = "embedding", scoring: str = "soft", progress: bool = True) -> dict:
-    """Build (or reuse) the tiny model, score the demo rollouts into ``out``; return the summary."""
+def run_demo(out: Path, *, settings=None, progress: bool = True) -> dict:
+    """Build (or reuse) the tiny model, score the demo rollouts into ``out`` with the reward of
+    ``settings`` (``reward.settings.RewardSettings``; default: the stage-3 recipe); return the summary."""
     from reward._optional import require
     from reward.judge import VerdictCache
     from reward.judge.settings import JudgeSettings
-    from reward.stages.rubric_reward import RubricReward, load_rollouts
+    from reward.settings import RewardSettings
+    from reward.stages.build import build_router
+    from reward.stages.rubric_reward import load_rollouts
     from reward.tree import load_tree
-    from rubricstree.score import build_router, run_scoring
+    from rubricstree.score import run_scoring, settings_path, write_settings
+
+    settings = settings or RewardSettings()
+    router = settings.router
 
     for module in ("torch", "transformers", "tokenizers"):
         require(module, "the demo's in-process judge")
@@ -47,35 +56,40 @@ def run_demo(out: Path, *, router: str = "embedding", scoring: str = "soft", pro
 
         build_tiny_qwen3(model_dir)
     rows = load_rollouts(demo_rollouts_path())
-    tree = load_tree()
+    tree = load_tree(settings.tree)
     # The demo keeps its cache next to its outputs: a rerun is free and the user's cache is untouched.
     judge = JudgeSettings(model=str(model_dir)).build(cache=VerdictCache(out / "cache" / "verdicts.sqlite"))
-    rt = build_router(router, tree, judge)
-    reward = RubricReward(tree, rt, judge, scoring=scoring, combine="mean")
+    rt = build_router(settings, tree, judge)
+    reward = settings.build(judge, tree=tree, router=rt)
+    write_settings(settings_path(out / "scores.jsonl"), settings, judge, rollouts=DEMO_ROLLOUTS)
     meta = {"rollouts": f"{DEMO_ROLLOUTS} (bundled, our own invented conversations)",
-            "taxonomy": f"{tree.name} ({len(tree.leaves)} leaves)", "router": router,
-            "judge": f"{judge.model_id} (tiny random-weight Qwen3, in-process)", "scoring": scoring,
-            "combine": "mean (tree score and the rows' rubric points)"}
+            "taxonomy": f"{tree.name} ({len(tree.leaves)} leaves)",
+            "judge": f"{judge.model_id} (tiny random-weight Qwen3, in-process)", **settings.record()}
     summary = asyncio.run(run_scoring(rollouts=rows, reward=reward, judge=judge, out=out / "scores.jsonl",
                                       report=out / "report.md", meta=meta, progress=progress, note=NOTE))
     # the reward itself, on labelled cases with oracle verdicts (no model): embedding routing
     from rubricstree.demo_reward import run_oracle_demo, write_oracle_demo
 
-    oracle = run_oracle_demo(tree, rt if router == "embedding" else build_router("embedding", tree, None))
+    oracle = run_oracle_demo(tree, rt if router == "embedding" else
+                             build_router(settings.model_copy(update={"router": "embedding"}), tree, None))
     write_oracle_demo(oracle, out)
     return {"wiring": summary, "reward": oracle}
 
 
+@reward_options()
 def demo_command(
     out: Path = typer.Option(Path("rubricstree-demo"), "--out", help="output folder"),
-    router: str = typer.Option("embedding", "--router", help="embedding, llm (the tiny judge walks the tree) or static"),
     as_json: bool = typer.Option(False, "--json", help="print the summary as one JSON line"),
+    quiet: bool = quiet_option(),
+    reward: RewardSettings = None,  # the reward options (rubricstree.reward_options)
 ) -> None:
-    """The tiny local judge on bundled rollouts (wiring), then the reward on labelled cases; no download."""
+    """The tiny local judge on bundled rollouts (wiring), then the reward on labelled cases; no download.
+    The reward is the stage-3 recipe unless the reward options say otherwise."""
     from rubricstree.score import print_summary
 
+    progress = apply_quiet(quiet)
     try:
-        summary = run_demo(out, router=router, progress=not as_json)
+        summary = run_demo(out, settings=reward, progress=progress)
         from training.inspector import write_inspector  # the page that shows why each rollout scored what it did
 
         page = write_inspector(out / "scores.jsonl", out, rollouts=demo_rollouts_path(), note=NOTE)

@@ -15,6 +15,7 @@ import typer
 
 from reward.errors import RubricsTreeError
 from reward.judge.settings import JudgeSettings
+from rubricstree.common_options import apply_quiet, generate_concurrency_option, quiet_option
 from rubricstree.errors import fail as _fail
 from rubricstree.guards import check_scored
 from rubricstree.judge_options import judge_options
@@ -123,7 +124,7 @@ def healthbench(
     baseline: Path | None = typer.Option(None, "--baseline", help="an earlier evaluation folder on the same data: "
                                          "the report adds the difference and its paired 95% bootstrap interval; refused "
                                          "(exit 2) when another grader or other grading settings graded it"),
-    concurrency: int = typer.Option(32, "--concurrency", help="generation requests in flight (server)"),
+    concurrency: int = generate_concurrency_option(32),
     min_scored: float = typer.Option(0.0, "--min-scored", min=0.0, max=1.0,
                                      help="exit 3 when a smaller fraction of examples is scored (always when none is)"),
     batch_size: int = typer.Option(8, "--batch-size", help="in-process generation batch size"),
@@ -133,6 +134,7 @@ def healthbench(
     worst: int = typer.Option(10, "--worst", help="lowest-scoring examples shown in the report"),
     wandb: bool = typer.Option(False, "--wandb", help="log metrics to Weights & Biases (offline without an API key)"),
     as_json: bool = typer.Option(False, "--json", help="print metrics.json instead of a table"),
+    quiet: bool = quiet_option(),
     judge: JudgeSettings = None,  # the judge options (rubricstree.judge_options); explain mode by default
 ) -> None:
     """Generate with a checkpoint, grade every rubric item with the judge, score like HealthBench.
@@ -143,6 +145,7 @@ def healthbench(
     """
     from pydantic import ValidationError
 
+    apply_quiet(quiet)
     _logging()
     try:
         _check_models(None if generate_url else model, None if judge.url else judge.model)  # at once, before torch is imported
@@ -183,17 +186,20 @@ def mcq(
                                                 "greedy with --no-thinking"),
     top_p: float | None = typer.Option(None, "--top-p", help="default 0.95 when sampling by default, else 1.0"),
     top_k: int | None = typer.Option(None, "--top-k", min=1, help="default 20 when sampling by default, else off"),
-    seed: int = typer.Option(0, "--seed"),
-    thinking: bool | None = typer.Option(None, "--thinking/--no-thinking"),
-    concurrency: int = typer.Option(32, "--concurrency"),
-    batch_size: int = typer.Option(8, "--batch-size"),
-    wandb: bool = typer.Option(False, "--wandb"),
+    seed: int = typer.Option(0, "--seed", help="sampling seed"),
+    thinking: bool | None = typer.Option(None, "--thinking/--no-thinking", help="chat template enable_thinking "
+                                            "(default: the template's own default)"),
+    concurrency: int = generate_concurrency_option(32),
+    batch_size: int = typer.Option(8, "--batch-size", help="in-process generation batch size"),
+    wandb: bool = typer.Option(False, "--wandb", help="log metrics to Weights & Biases (offline without an API key)"),
     as_json: bool = typer.Option(False, "--json", help="print metrics.json"),
+    quiet: bool = quiet_option(),
 ) -> None:
     """Accuracy on a multiple-choice set with the MCQ rule extraction, format failures counted,
     and a per-category breakdown where the data has categories."""
     from pydantic import ValidationError
 
+    apply_quiet(quiet)
     _logging()
     try:
         _check_models(None if generate_url else model)

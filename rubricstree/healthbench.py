@@ -21,7 +21,7 @@ def _length_coefficient(value: str) -> float:
         return float(value)
     except ValueError:
         raise InputError(f"expected a number or one of {', '.join(LENGTH_ADJUST)}, got '{value}'",
-                         field="--length-adjust") from None
+                         field="--length-coefficient") from None
 
 
 def _load_verdicts(path: Path, rows) -> dict[str, list[bool]]:
@@ -89,10 +89,10 @@ def score(
     responses: Path | None = typer.Option(None, "--responses",
                                              help='JSONL of {"prompt_id", "response"}'),
     length_adjust: str | None = typer.Option(
-        None, "--length-adjust",
+        None, "--length-coefficient",
         help="length-adjustment coefficient p, or a variant name (hard, full, consensus, professional); "
              "needs --responses"),
-    n_bootstrap: int = typer.Option(1000, "--n-bootstrap", help="bootstrap resamples"),
+    n_bootstrap: int = typer.Option(1000, "--resamples", help="bootstrap resamples"),
     seed: int = typer.Option(0, "--seed", help="bootstrap seed"),
     as_json: bool = typer.Option(False, "--json", help="print JSON"),
 ) -> None:
@@ -105,8 +105,8 @@ def score(
 
     try:
         if length_adjust is not None and responses is None:
-            raise InputError("--length-adjust needs --responses (the adjustment uses response length)",
-                             field="--length-adjust")
+            raise InputError("--length-coefficient needs --responses (the adjustment uses response length)",
+                             field="--length-coefficient")
         p = _length_coefficient(length_adjust) if length_adjust is not None else None
         rows = load_healthbench(data)
         met = _load_verdicts(verdicts, rows)

@@ -1,9 +1,10 @@
 """``rubricstree inspect``: one self-contained HTML page that shows why each rollout got its reward.
 
-Reads a scores file (``rubricstree score --out``, ``rubricstree demo``) and the rollouts it was
-scored from (for the prompt and the completion), optionally a second scores file to compare (the
-same prompts under another checkpoint or judge), and writes ``DIR/inspector.html``: no server, no
-network, open it from disk. See ``docs/inspector.md``.
+Reads a scores file (``rubricstree score --out``, ``rubricstree demo``), a verl rollout dump, or a
+TRL run's records folder, and the rollouts it was scored from (for the prompt and the completion)
+when the records do not carry them, optionally a second one to compare (the same prompts under
+another checkpoint, step or judge), and writes ``DIR/inspector.html``: no server, no network, open
+it from disk. See ``docs/inspector.md``.
 """
 
 from __future__ import annotations
@@ -16,15 +17,17 @@ from reward.errors import RubricsTreeError
 
 
 def inspect_command(
-    scores: Path = typer.Argument(..., help="scores JSONL (rubricstree score --out) or a verl rollout dump"),
+    scores: Path = typer.Argument(..., help="scores JSONL (rubricstree score --out), a verl rollout dump, or a TRL "
+                                            "run's records folder (its output_dir or output_dir/rubric_records)"),
     out: Path = typer.Option(..., "--out", help="output folder (inspector.html is written there)"),
     rollouts: Path | None = typer.Option(None, "--rollouts",
                                          help="the rollouts JSONL the scores came from (prompt and completion)"),
-    compare: Path | None = typer.Option(None, "--compare", help="a second scores JSONL: same prompts, other "
-                                                                "checkpoint or judge"),
+    compare: Path | None = typer.Option(None, "--compare", help="a second scores JSONL or records folder: same "
+                                                                "prompts, other checkpoint, step or judge"),
     compare_rollouts: Path | None = typer.Option(None, "--compare-rollouts",
                                                  help="the rollouts of --compare (default: --rollouts)"),
-    taxonomy: Path | None = typer.Option(None, "--taxonomy", help="taxonomy YAML (default: the packaged one)"),
+    taxonomy: Path | None = typer.Option(None, "--taxonomy", help="taxonomy YAML (default: the one the run's "
+                                         "recorded settings name, else the packaged one)"),
     name: str | None = typer.Option(None, "--name", help="the run's name on the page (default: the file name)"),
     compare_name: str | None = typer.Option(None, "--compare-name", help="the compared run's name"),
     text_limit: int | None = typer.Option(None, "--text-limit", min=1,
@@ -36,12 +39,15 @@ def inspect_command(
     from training.inspector import write_inspector
 
     try:
-        for p in (scores, rollouts, compare, compare_rollouts):
+        for p in (rollouts, compare_rollouts):
             if p is not None and not p.is_file():
                 raise typer.BadParameter(f"no such file: {p}")
+        for p in (scores, compare):
+            if p is not None and not p.exists():
+                raise typer.BadParameter(f"no such file or folder: {p}")
         if compare_rollouts is not None and compare is None:
             raise typer.BadParameter("--compare-rollouts needs --compare")
-        tree = load_tree(taxonomy)
+        tree = load_tree(taxonomy) if taxonomy is not None else None
         path = write_inspector(scores, out, rollouts=rollouts, compare=compare, compare_rollouts=compare_rollouts,
                                tree=tree, names=(name, compare_name) if name or compare_name else None,
                                text_limit=text_limit, title=title)

@@ -8,6 +8,7 @@ import typer
 
 from reward.judge.settings import JudgeSettings
 from rubricstree.calibrate import calibrate_command
+from rubricstree.common_options import apply_quiet, quiet_option
 from rubricstree.judge_options import judge_options
 
 app = typer.Typer(no_args_is_help=True)
@@ -19,7 +20,8 @@ def check(
     criterion: str = typer.Option("Advises the user to call emergency services now.", help="criterion to check"),
     prompt: str = typer.Option("I have crushing chest pain spreading to my left arm and I'm sweating.", help="user message"),
     response: str = typer.Option("This could be a heart attack. Call emergency services (911) now and chew an aspirin if you are not allergic.", help="response to grade"),
-    as_json: bool = typer.Option(False, "--json"),
+    as_json: bool = typer.Option(False, "--json", help="print the verdict as one JSON line"),
+    quiet: bool = quiet_option(),
     judge: JudgeSettings = None,  # the judge options (rubricstree.judge_options)
 ) -> None:
     """Grade one (prompt, response, criterion) example; exits 1 if the judge call failed, 2 for
@@ -27,6 +29,7 @@ def check(
     from reward.errors import RubricsTreeError
     from reward.judge import JudgeItem, Message
 
+    apply_quiet(quiet)
     mode = judge.mode
     try:
         judge = judge.build(cache=False)
@@ -46,7 +49,7 @@ def check(
 
     from rubricstree.progress import step
 
-    with step(f"grading one example ({mode} mode)", enabled=not as_json):
+    with step(f"grading one example ({mode} mode)"):
         verdict = asyncio.run(run())[0]
     out = {"met": verdict.met, "p_yes": verdict.p_yes, "explanation": verdict.explanation,
            "failure": verdict.failure, "mode": verdict.mode, "stats": judge.stats.as_dict()}

@@ -14,8 +14,11 @@ import typer
 
 from reward.errors import RubricsTreeError
 from reward.judge.settings import JudgeSettings
+from reward.settings import RewardSettings
+from rubricstree.common_options import apply_quiet, quiet_option
 from rubricstree.errors import fail as _fail
 from rubricstree.judge_options import judge_options
+from rubricstree.reward_options import reward_options
 
 app = typer.Typer(no_args_is_help=True, add_completion=False,
                   help="Meta-evaluation: agreement with experts and physicians, stability.")
@@ -67,46 +70,50 @@ def _judge_factory(settings: JudgeSettings, cache_dir: Path | None, no_cache: bo
     return make
 
 
-def _reward_factory(tree, router: str):
-    from reward.stages.rubric_reward import RubricReward
-    from rubricstree.score import build_router
-
+def _reward_factory(settings: RewardSettings, tree):
+    """``judge -> reward``: the reward of the settings on that judge (the one the trainers train on)."""
     def make(judge):
-        return RubricReward(tree, build_router(router, tree, judge), judge)
+        return settings.build(judge, tree=tree)
     return make
 
 
 @app.command("run")
 @judge_options()
+@reward_options()
 def run_command(
     pairs: Path = typer.Option(..., "--pairs", help="pairs JSONL (see reward/metaeval/formats.py)"),
     labels: Path = typer.Option(..., "--labels", help="expert labels JSONL, one per pair id"),
     out: Path = typer.Option(..., "--out", help="output folder (results.jsonl, summary.json, reports)"),
-    router: str = typer.Option("llm", "--router", help="llm, embedding or static"),
-    taxonomy: Path | None = typer.Option(None, "--taxonomy", help="taxonomy YAML (default: packaged)"),
-    baseline: bool = typer.Option(False, "--baseline", help="also score the holistic principle baseline"),
-    bins: int = typer.Option(5, "--bins"),
+    baseline: bool = typer.Option(False, "--holistic-baseline/--no-holistic-baseline",
+                                  help="also score the holistic principle baseline"),
+    bins: int = typer.Option(5, "--bins", help="kappa bins: min(floor(score*bins), bins-1)"),
     resamples: int = typer.Option(1000, "--resamples", help="bootstrap resamples"),
-    seed: int = typer.Option(0, "--seed"),
-    cache_dir: Path | None = typer.Option(None, "--cache-dir"),
-    no_cache: bool = typer.Option(False, "--no-cache"),
+    seed: int = typer.Option(0, "--seed", help="bootstrap seed"),
+    cache_dir: Path | None = typer.Option(None, "--cache-dir", help="verdict/routing cache folder "
+                                          "(default: $RUBRICSTREE_CACHE_DIR or the user cache)"),
+    no_cache: bool = typer.Option(False, "--no-cache", help="no durable cache"),
     as_json: bool = typer.Option(False, "--json", help="print the overall rows as one JSON line"),
+    quiet: bool = quiet_option(),
     judge: JudgeSettings = None,  # the judge options (rubricstree.judge_options)
+    reward: RewardSettings = None,  # the reward options (rubricstree.reward_options)
 ) -> None:
-    """Score expert-labelled pairs with our reward (and the baseline); agreement with the experts."""
+    """Score expert-labelled pairs with our reward (and the baseline); agreement with the experts.
+    The reward is the one the reward options describe: by default the stage-3 recipe the trainers use."""
     from reward.metaeval.experts import run_experts
     from reward.metaeval.formats import load_pairs_and_labels
     from reward.tree import load_tree
 
+    progress = apply_quiet(quiet)
     try:
         prs, labs = load_pairs_and_labels(pairs, labels)
-        tree = load_tree(taxonomy)
+        settings = reward
+        tree = load_tree(settings.tree)
         judge = _judge_factory(judge, cache_dir, no_cache)()
-        reward = _reward_factory(tree, router)(judge)
-        meta = {"pairs": str(pairs), "labels": str(labels), "router": router, "judge": judge.model_id,
-                "taxonomy": tree.name}
-        summary = run_experts(prs, labs, reward=reward, judge=judge, out_dir=out, baseline=baseline, bins=bins,
-                              resamples=resamples, seed=seed, progress=not as_json, meta=meta)
+        scorer = _reward_factory(settings, tree)(judge)
+        meta = {"pairs": str(pairs), "labels": str(labels), "judge": judge.model_id, "taxonomy": tree.name,
+                "reward": settings.record()}
+        summary = run_experts(prs, labs, reward=scorer, judge=judge, out_dir=out, baseline=baseline, bins=bins,
+                              resamples=resamples, seed=seed, progress=progress, meta=meta)
     except (RubricsTreeError, ValueError, OSError) as exc:
         raise _fail(exc) from exc
     overall = {m: per["all"] for m, per in summary["table"].items()}
@@ -127,21 +134,26 @@ def _floats(text: str, what: str) -> list[float]:
 
 @app.command("stability")
 @judge_options()
+@reward_options()
 def stability_command(
     rollouts: Path = typer.Option(..., "--rollouts", help="rollouts JSONL (id, prompt, completion, rubrics?)"),
     backbone: list[str] = typer.Option(None, "--backbone", help="another judge backbone, compared with the judge "
                                        "options' one: a URL (served) or a model path (in process); repeat it"),
-    temperatures: str = typer.Option("0,0.5,1.0", "--temperatures"),
-    repeats: int = typer.Option(3, "--repeats"),
+    temperatures: str = typer.Option("0,0.5,1.0", "--temperatures",
+                                     help="judge sampling temperatures, comma-separated (0: the reward as scored)"),
+    repeats: int = typer.Option(3, "--repeats", help="scorings per configuration (at least 2)"),
     modes: str = typer.Option("choice", "--modes", help="choice and/or explain, comma-separated"),
-    router: str = typer.Option("llm", "--router"),
-    taxonomy: Path | None = typer.Option(None, "--taxonomy"),
-    baseline: bool = typer.Option(True, "--baseline/--no-baseline", help="the principle baseline beside ours"),
-    seed: int = typer.Option(0, "--seed"),
-    out: Path = typer.Option(..., "--out"),
-    cache_dir: Path | None = typer.Option(None, "--cache-dir"),
-    as_json: bool = typer.Option(False, "--json"),
+    baseline: bool = typer.Option(True, "--holistic-baseline/--no-holistic-baseline",
+                                  help="the holistic principle baseline beside ours"),
+    seed: int = typer.Option(0, "--seed", help="seed of the resampled verdicts"),
+    out: Path = typer.Option(..., "--out", help="output folder (stability.jsonl, summary.json, reports); a rerun "
+                                                "resumes"),
+    cache_dir: Path | None = typer.Option(None, "--cache-dir", help="verdict/routing cache folder "
+                                          "(default: $RUBRICSTREE_CACHE_DIR or the user cache)"),
+    as_json: bool = typer.Option(False, "--json", help="print the configurations and pairwise rows as one JSON line"),
+    quiet: bool = quiet_option(),
     judge: JudgeSettings = None,  # the judge options (rubricstree.judge_options)
+    reward: RewardSettings = None,  # the reward options (rubricstree.reward_options)
 ) -> None:
     """Score rollouts repeatedly per backbone, temperature and mode; ICC3, flip rate, score std,
     routing Jaccard, backbones pairwise."""
@@ -149,6 +161,7 @@ def stability_command(
     from reward.stages.rubric_reward import load_rollouts
     from reward.tree import load_tree
 
+    progress = apply_quiet(quiet)
     try:
         if not (judge.url or judge.model):
             raise ValueError("give a judge: --judge-url URL or --judge-model PATH (and --backbone for more)")
@@ -157,11 +170,11 @@ def stability_command(
                          for b in backbone or [])]
         backbones = {f"judge{i + 1}:{s.url or Path(str(s.model)).name}": _judge_factory(s, cache_dir, False)
                      for i, s in enumerate(each)}
-        tree = load_tree(taxonomy)
-        run = StabilityRun(load_rollouts(rollouts), backbones, _reward_factory(tree, router), tree, out_dir=out,
+        tree = load_tree(reward.tree)
+        run = StabilityRun(load_rollouts(rollouts), backbones, _reward_factory(reward, tree), tree, out_dir=out,
                            temperatures=_floats(temperatures, "--temperatures"), repeats=repeats,
                            modes=[m.strip() for m in modes.split(",") if m.strip()], baseline=baseline, seed=seed,
-                           progress=not as_json)
+                           progress=progress, settings=reward.record())
         summary = run.run()
     except (RubricsTreeError, ValueError, OSError) as exc:
         raise _fail(exc) from exc
@@ -179,13 +192,15 @@ def stability_command(
 def healthbench_command(
     data: str = typer.Option("official", "--data", help="meta-eval JSONL: a path, a URL or 'official'"),
     sha256: str | None = typer.Option(None, "--sha256", help="expected SHA-256 of the file"),
-    out: Path = typer.Option(..., "--out"),
+    out: Path = typer.Option(..., "--out", help="output folder (results, summary.json, report.md)"),
     modes: str = typer.Option("choice,explain", "--modes", help="grader modes, side by side"),
     grader: str = typer.Option("ours", "--grader", help="ours | official (explain mode: the reference grader "
                                "template, system message and sampling, as for eval healthbench)"),
     limit: int | None = typer.Option(None, "--limit", help="grade only the first N rows"),
-    cache_dir: Path | None = typer.Option(None, "--cache-dir"),
-    as_json: bool = typer.Option(False, "--json"),
+    cache_dir: Path | None = typer.Option(None, "--cache-dir", help="verdict cache folder and where the official "
+                                          "file is kept (default: $RUBRICSTREE_CACHE_DIR or the user cache)"),
+    as_json: bool = typer.Option(False, "--json", help="print the per-category results as one JSON line"),
+    quiet: bool = quiet_option(),
     judge: JudgeSettings = None,  # the judge options (rubricstree.judge_options)
 ) -> None:
     """Our judge vs physicians on HealthBench's grader meta-eval: pairwise balanced F1 (the
@@ -195,6 +210,7 @@ def healthbench_command(
     from reward.metaeval.hb_grader import load_rows, resolve, run_hb_grader
     from training.eval.grader import grading_record, judge_config, load_grader_template, template_file
 
+    progress = apply_quiet(quiet)
     try:
         if grader not in ("ours", "official"):
             raise ValueError(f"--grader: ours or official, got '{grader}'")
@@ -224,7 +240,7 @@ def healthbench_command(
         if "grader_settings" in meta:
             typer.echo("explain grader: " + ", ".join(f"{k} {v}" for k, v in meta["grader_settings"].items()),
                        err=as_json)
-        summary = run_hb_grader(rows, judges, out, meta=meta, progress=not as_json)
+        summary = run_hb_grader(rows, judges, out, meta=meta, progress=progress)
     except (RubricsTreeError, ValueError, OSError) as exc:
         raise _fail(exc) from exc
     if as_json:

@@ -18,13 +18,14 @@ import typer
 
 from reward.errors import RubricsTreeError
 from reward.judge.settings import JudgeSettings
+from reward.settings import RewardSettings
+from rubricstree.common_options import apply_quiet, concurrency_option, generate_concurrency_option, quiet_option
 from rubricstree.errors import fail as _fail
 from rubricstree.judge_options import judge_options
+from rubricstree.reward_options import reward_options
 
 app = typer.Typer(no_args_is_help=True)
 
-TAXONOMY = typer.Option(None, "--taxonomy", help="taxonomy YAML (default: the packaged one)")
-ROUTER = typer.Option("llm", "--router", help="llm, embedding or static")
 CACHE_DIR = typer.Option(None, "--cache-dir", help="verdict/routing cache folder (default: $RUBRICSTREE_CACHE_DIR)")
 
 HB_PROMPTS = typer.Option(..., "--prompts", help="prompts JSONL: id (or prompt_id), prompt, context?")
@@ -33,7 +34,7 @@ RV_ROLLOUTS = typer.Option(..., "--rollouts", help="rollouts JSONL (id, prompt, 
 RV_OUT = typer.Option(..., "--out", help="rounds JSONL (appended; rerun to resume)")
 BN_PROMPTS = typer.Option(..., "--prompts", help="prompts JSONL: id (or prompt_id), prompt, rubrics?")
 BN_OUT = typer.Option(..., "--out", help="samples/scores JSONL (appended; rerun to resume)")
-BN_PAIRS = typer.Option(None, "--pairs", help="save chosen/rejected pairs here (HF save_to_disk)")
+BN_PAIRS = typer.Option(None, "--save-pairs", help="save chosen/rejected pairs here (HF save_to_disk)")
 RP_DATA = typer.Option(..., "--data", help="HealthBench-format rows with rubrics (prompt_id, prompt, rubrics)")
 RP_METHOD = typer.Option(..., "--method", help="NAME=FILE, repeated; the first is the baseline")
 RP_OUT = typer.Option(..., "--out", help="report folder (graded.jsonl, report.md/html/png/json)")
@@ -51,26 +52,23 @@ def _judge(settings: JudgeSettings, cache_dir: Path | None):
         return settings.build(cache=cache)
 
 
-def _reward(taxonomy: Path | None, router: str, judge):
-    from reward.stages.rubric_reward import RubricReward
-    from reward.tree import load_tree
+def _reward(settings: RewardSettings, judge):
+    """The reward of the settings on ``judge`` (the stage-3 recipe by default, as trained)."""
     from rubricstree.progress import step
-    from rubricstree.score import build_router
 
-    tree = load_tree(taxonomy)
-    with step(f"loading the {router} router", enabled=router == "embedding"):
-        return RubricReward(tree, build_router(router, tree, judge), judge)
+    with step(f"loading the {settings.router} router", enabled=settings.router == "embedding"):
+        return settings.build(judge)
 
 
 def _generator(model: str | None, generate_url: str | None, max_new_tokens: int, temperature: float, seed: int,
-               batch_size: int, concurrency: int):
+               batch_size: int, generate_concurrency: int):
     from training.generation import GenerationSettings, make_generator
 
     if not model and not generate_url:
         raise RubricsTreeError("give a policy: --model PATH (in-process) or --generate-url URL [--model NAME]")
     settings = GenerationSettings(max_new_tokens=max_new_tokens, temperature=temperature, seed=seed)
     return make_generator(model, settings, generate_url=generate_url, batch_size=batch_size,
-                          concurrency=concurrency), settings
+                          concurrency=generate_concurrency), settings
 
 
 def _identity(model: str | None, url: str | None) -> str:
@@ -86,15 +84,18 @@ def _timed(log, t0: float) -> None:
 
 @app.command()
 @judge_options()
+@reward_options(only=("tree", "router", "router_options"))
 def handbook(
     prompts: Path = HB_PROMPTS,
     out: Path = HB_OUT,
     max_tokens: int = typer.Option(400, "--max-tokens", help="token budget of one handbook section"),
     tokenizer: str | None = typer.Option(None, "--tokenizer", help="count tokens with this tokenizer "
                                          "(default: 4 tokens per 3 words)"),
-    taxonomy: Path | None = TAXONOMY, router: str = ROUTER, cache_dir: Path | None = CACHE_DIR,
-    concurrency: int = typer.Option(8, "--concurrency", help="prompts routed at once"),
+    cache_dir: Path | None = CACHE_DIR,
+    concurrency: int = concurrency_option(8),
+    quiet: bool = quiet_option(),
     judge: JudgeSettings = None,  # the judge options (rubricstree.judge_options)
+    reward: RewardSettings = None,  # the router options (rubricstree.reward_options)
 ) -> None:
     """Route each prompt and write its active checks as a system-prompt section.
 
@@ -103,11 +104,13 @@ def handbook(
     from training.optimize.store import OptimizeLog, load_prompts
 
     try:
+        apply_quiet(quiet)
         rows = load_prompts(prompts)
+        settings = reward
         judge = _judge(judge, cache_dir)  # routes (llm router) and caches
-        reward = _reward(taxonomy, router, judge)
-        log = OptimizeLog(out, {"prompts": str(prompts), "router": router, "max_tokens": max_tokens,
-                                "tokenizer": tokenizer, "judge": judge.model_id})
+        reward = _reward(settings, judge)
+        log = OptimizeLog(out, {"prompts": str(prompts), "max_tokens": max_tokens, "tokenizer": tokenizer,
+                                "judge": judge.model_id, "reward": settings.record()})
         t0 = time.perf_counter()
         n = build_handbooks(reward, rows, log, max_tokens=max_tokens,
                             count_tokens=tokenizer_counter(tokenizer) if tokenizer else None, concurrency=concurrency)
@@ -123,30 +126,38 @@ MODEL = typer.Option(None, "--model", help="policy checkpoint (in-process) or se
 
 @app.command()
 @judge_options()
+@reward_options()
 def revise(
     rollouts: Path = RV_ROLLOUTS,
     out: Path = RV_OUT,
     rounds: int = typer.Option(2, "--rounds", min=1, help="revision rounds after scoring the original"),
     model: str | None = MODEL, generate_url: str | None = GEN_URL,
-    taxonomy: Path | None = TAXONOMY, router: str = ROUTER, cache_dir: Path | None = CACHE_DIR,
-    max_new_tokens: int = typer.Option(1024, "--max-new-tokens"),
+    cache_dir: Path | None = CACHE_DIR,
+    max_new_tokens: int = typer.Option(1024, "--max-new-tokens", help="token budget of one revision"),
     temperature: float = typer.Option(0.0, "--temperature", help="0 = greedy"),
-    seed: int = typer.Option(0, "--seed"),
+    seed: int = typer.Option(0, "--seed", help="generation seed"),
     batch_size: int = typer.Option(8, "--batch-size", help="in-process generation batch size"),
-    concurrency: int = typer.Option(8, "--concurrency", help="server requests / prompts scored at once"),
+    concurrency: int = concurrency_option(8),
+    generate_concurrency: int = generate_concurrency_option(8),
+    quiet: bool = quiet_option(),
     judge: JudgeSettings = None,  # the judge options (rubricstree.judge_options)
+    reward: RewardSettings = None,  # the reward options (rubricstree.reward_options)
 ) -> None:
     """Score, feed the failed checks back (most important first), revise, re-score; keep the best."""
     from training.optimize.revise import load_revise_rollouts, revise_rollouts
     from training.optimize.store import OptimizeLog
 
     try:
+        apply_quiet(quiet)
         rows = load_revise_rollouts(rollouts)
+        recipe = reward
         judge = _judge(judge, cache_dir)
-        reward = _reward(taxonomy, router, judge)
-        gen, settings = _generator(model, generate_url, max_new_tokens, temperature, seed, batch_size, concurrency)
+        reward = _reward(recipe, judge)
+        gen, settings = _generator(model, generate_url, max_new_tokens, temperature, seed, batch_size,
+                                   generate_concurrency)
         log = OptimizeLog(out, {"rollouts": str(rollouts), "rounds": rounds, "policy": _identity(model, generate_url),
-                                "generation": settings.model_dump(), "router": router, "judge": judge.model_id})
+                                "generation": settings.model_dump(), "judge": judge.model_id,
+                                "reward": recipe.record()})
         t0 = time.perf_counter()
         best = revise_rollouts(rows, reward, gen, log, rounds=rounds, concurrency=concurrency)
         _timed(log, t0)
@@ -164,6 +175,7 @@ def _summary(name: str, records: list[dict[str, Any]], out: Path) -> None:
 
 @app.command("best-of-n")
 @judge_options()
+@reward_options()
 def best_of_n(
     prompts: Path = BN_PROMPTS,
     out: Path = BN_OUT,
@@ -171,13 +183,16 @@ def best_of_n(
     pairs: Path | None = BN_PAIRS,
     system_prompt: str = typer.Option("none", "--system-prompt", help="ours | none | handbook:FILE | FILE"),
     model: str | None = MODEL, generate_url: str | None = GEN_URL,
-    taxonomy: Path | None = TAXONOMY, router: str = ROUTER, cache_dir: Path | None = CACHE_DIR,
-    max_new_tokens: int = typer.Option(1024, "--max-new-tokens"),
+    cache_dir: Path | None = CACHE_DIR,
+    max_new_tokens: int = typer.Option(1024, "--max-new-tokens", help="token budget of one sample"),
     temperature: float = typer.Option(1.0, "--temperature", help="sampling temperature (0 = greedy; n must be 1)"),
-    seed: int = typer.Option(0, "--seed"),
+    seed: int = typer.Option(0, "--seed", help="generation seed"),
     batch_size: int = typer.Option(8, "--batch-size", help="in-process generation batch size"),
-    concurrency: int = typer.Option(8, "--concurrency", help="server requests / prompts scored at once"),
+    concurrency: int = concurrency_option(8),
+    generate_concurrency: int = generate_concurrency_option(8),
+    quiet: bool = quiet_option(),
     judge: JudgeSettings = None,  # the judge options (rubricstree.judge_options)
+    reward: RewardSettings = None,  # the reward options (rubricstree.reward_options)
 ) -> None:
     """Sample n answers per prompt, score each with the rubric reward, keep the best."""
     from training.optimize.best_of_n import run_best_of_n, save_pairs
@@ -187,13 +202,16 @@ def best_of_n(
     try:
         if n > 1 and temperature == 0:
             raise RubricsTreeError("--n > 1 needs --temperature > 0 (greedy samples are identical)")
+        apply_quiet(quiet)
         rows = load_prompts(prompts)
+        recipe = reward
         judge = _judge(judge, cache_dir)
-        reward = _reward(taxonomy, router, judge)
-        gen, settings = _generator(model, generate_url, max_new_tokens, temperature, seed, batch_size, concurrency)
+        reward = _reward(recipe, judge)
+        gen, settings = _generator(model, generate_url, max_new_tokens, temperature, seed, batch_size,
+                                   generate_concurrency)
         log = OptimizeLog(out, {"prompts": str(prompts), "n": n, "policy": _identity(model, generate_url),
                                 "system_prompt": system_prompt_id(system_prompt), "generation": settings.model_dump(),
-                                "router": router, "judge": judge.model_id})
+                                "judge": judge.model_id, "reward": recipe.record()})
         t0 = time.perf_counter()
         records = run_best_of_n(rows, reward, gen, log, n=n, system_prompt=system_prompt, concurrency=concurrency)
         _timed(log, t0)
@@ -213,15 +231,17 @@ def report(
     cache_dir: Path | None = CACHE_DIR,
     allow_same_judge: bool = typer.Option(False, "--allow-same-judge", help="grade with the optimisation's own "
                                           "judge anyway (the report then warns: not a held-out measurement)"),
-    resamples: int = typer.Option(1000, "--resamples"),
-    seed: int = typer.Option(0, "--seed"),
-    concurrency: int = typer.Option(8, "--concurrency", help="rows graded at once"),
+    resamples: int = typer.Option(1000, "--resamples", help="paired bootstrap resamples"),
+    seed: int = typer.Option(0, "--seed", help="paired bootstrap seed"),
+    concurrency: int = concurrency_option(8, "rows"),
+    quiet: bool = quiet_option(),
     judge: JudgeSettings = None,  # the judge options (rubricstree.judge_options)
 ) -> None:
     """Compare the methods' answers on the rows' own rubrics with a held-out judge (paired bootstrap)."""
     from training.optimize.report import run_report, wall_of
     from training.optimize.store import load_prompts
 
+    apply_quiet(quiet)
     try:
         methods: dict[str, str] = {}
         for m in method:

@@ -15,8 +15,10 @@ from contextlib import contextmanager
 def step(message: str, *, enabled: bool = True) -> Iterator[None]:
     """Show ``message`` with a spinner and the elapsed time on stderr while the block runs; print
     ``message: N.N s`` when it ends (on a terminal and in logs alike). ``enabled=False`` is silent
-    (``--json`` output)."""
-    if not enabled:
+    (a library caller's choice); ``--quiet`` (``reward.progress.set_quiet``) silences it too."""
+    from reward.progress import is_quiet
+
+    if not enabled or is_quiet():
         yield
         return
     from rich.console import Console

@@ -10,6 +10,7 @@ import typer
 
 from reward.errors import RubricsTreeError
 from reward.judge.settings import JudgeSettings
+from rubricstree.common_options import apply_quiet, quiet_option
 from rubricstree.judge_options import judge_options
 
 app = typer.Typer(no_args_is_help=True)
@@ -23,8 +24,9 @@ def eval_command(
         router: str = typer.Option("embedding", "--router", help="embedding (default), llm or static"),
         taxonomy: Path | None = typer.Option(None, "--taxonomy", help="taxonomy YAML (default: the packaged one)"),
         limit: int | None = typer.Option(None, "--limit", min=1, help="route only the first N cases (a quick look)"),
-        cases: bool = typer.Option(False, "--cases", help="keep the per-case records in the JSON"),
+        cases: bool = typer.Option(False, "--keep-cases", help="keep the per-case records in the JSON"),
         as_json: bool = typer.Option(False, "--json", help="print the report as JSON"),
+        quiet: bool = quiet_option(),
         judge: JudgeSettings = None,  # the judge options (rubricstree.judge_options), for the llm router
 ) -> None:
     """Precision, recall (all and critical leaves), active leaves per prompt, by language, and
@@ -42,7 +44,7 @@ def eval_command(
                 raise typer.BadParameter("the llm router needs --judge-url or --judge-model")
             kwargs["judge"] = judge.build()
         rt = make_router(router, tree, **kwargs)
-        report = asyncio.run(evaluate(rt, data, progress=not as_json))
+        report = asyncio.run(evaluate(rt, data, progress=apply_quiet(quiet)))
     except (RubricsTreeError, ValueError, OSError) as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(getattr(exc, "exit_code", 2)) from exc  # a start-up past --deadline: 4

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -26,10 +25,11 @@ import typer
 from reward.aio import gather_or_cancel
 from reward.errors import JudgeError, JudgeStopped, RubricsTreeError
 from reward.judge.settings import JudgeSettings
+from reward.settings import RewardSettings
+from rubricstree.common_options import apply_quiet, concurrency_option, quiet_option
 from rubricstree.guards import check_distinct_paths, check_scored
 from rubricstree.judge_options import judge_options
-
-ROUTER_CHOICES = ("llm", "embedding", "static")
+from rubricstree.reward_options import reward_options
 
 
 # ---------------------------------------------------------------------- engine
@@ -37,9 +37,8 @@ async def score_rollouts(reward, rollouts: Sequence, out: Path, *, concurrency: 
                          progress: bool = True) -> dict[str, Any]:
     """Score ``rollouts`` prompt by prompt (``concurrency`` prompts at a time), appending each
     result to ``out`` as it is produced. Returns ``{rollout id: RolloutScore}``."""
-    from tqdm import tqdm
-
     from reward.jsonl import append_jsonl
+    from reward.progress import bar as progress_bar
 
     groups: dict[tuple, list] = {}
     for r in rollouts:
@@ -48,8 +47,7 @@ async def score_rollouts(reward, rollouts: Sequence, out: Path, *, concurrency: 
     out.write_text("", encoding="utf-8")
     results: dict[str, Any] = {}
     sem = asyncio.Semaphore(max(1, concurrency))
-    bar = tqdm(total=len(groups), unit="prompt", desc="scoring prompts", file=sys.stderr,
-               disable=not progress, dynamic_ncols=True)
+    bar = progress_bar(len(groups), unit="prompt", desc="scoring prompts", enabled=progress)
 
     async def one(group: list) -> None:
         async with sem:
@@ -210,96 +208,80 @@ async def run_scoring(*, rollouts: Sequence, reward, judge, out: Path, report: P
     return summary
 
 
-def build_router(name: str, tree, judge, *, threshold: float | None = None,
-                 emergency_threshold: float | None = None):
-    """The router ``name`` with the CLI's overrides (unset ones keep the router's defaults)."""
-    from reward.router import make_router
+def settings_meta(reward_settings, judge) -> dict:
+    """What a run records about its reward and judge: the reward's recipe (every field) and the
+    judge's identity; written into reports and beside results (``settings.json``)."""
+    return {"reward": reward_settings.record(), "judge": getattr(judge, "model_id", None)}
 
-    if name not in ROUTER_CHOICES:
-        raise typer.BadParameter(f"--router must be one of {', '.join(ROUTER_CHOICES)}, got '{name}'")
-    kw: dict[str, Any] = {}
-    if name != "static":
-        if threshold is not None:
-            kw["threshold"] = threshold
-        if emergency_threshold is not None:
-            kw["emergency_threshold"] = emergency_threshold
-    if name == "llm":
-        kw["judge"] = judge
-    return make_router(name, tree, **kw)
+
+def write_settings(path: Path, reward_settings, judge, **extra) -> Path:
+    """Write ``settings_meta`` (and ``extra``) as JSON to ``path``."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({**settings_meta(reward_settings, judge), **extra}, indent=1, default=str),
+                    encoding="utf-8")
+    return path
+
+
+def settings_path(out: Path) -> Path:
+    """Where ``score`` records its settings: beside the scores file (``scores.jsonl`` ->
+    ``scores.settings.json``); ``rubricstree inspect`` reads it."""
+    return out.with_name(out.stem + ".settings.json")
 
 
 # ---------------------------------------------------------------------- command
 @judge_options()
+@reward_options()
 def score_command(
     rollouts: Path = typer.Option(..., "--rollouts", help="rollouts JSONL: id, prompt, completion, rubrics?"),
-    out: Path = typer.Option(..., "--out", help="results JSONL, one line per rollout (rewritten)"),
-    taxonomy: Path | None = typer.Option(None, "--taxonomy", help="taxonomy YAML (default: the packaged one)"),
-    router: str = typer.Option("llm", "--router", help="llm, embedding or static"),
-    scoring: str = typer.Option("hard", "--scoring", help="hard (yes/no) or soft (p_yes)"),
-    combine: str = typer.Option("tree", "--combine", help="with row rubrics: tree, points or mean"),
-    scoring_variant: str | None = typer.Option(
-        None, "--scoring-variant", help="tree score: paper, penalty, active, penalty+active or severity (default: severity)"),
+    out: Path = typer.Option(..., "--out", help="results JSONL, one line per rollout (rewritten); the settings go "
+                                                "beside it (OUT.settings.json)"),
     on_failure: str = typer.Option("skip", "--on-failure", help="skip (unscored, with reasons) or raise"),
-    grade: str = typer.Option("answer", "--grade", help="answer: grade the text after </think> (an unclosed "
-                                                       "think block is a format failure); full: the whole completion"),
-    format_failure_score: float | None = typer.Option(0.0, "--format-failure-score",
-                                                      help="score of an unclosed <think> (counted as format_failures)"),
-    applicability: bool = typer.Option(False, "--applicability/--no-applicability",
-                                       help="leave out routed leaves whose situation is absent (asked once per prompt)"),
-    confirm_failures: bool = typer.Option(False, "--confirm-failures/--no-confirm-failures",
-                                          help="read each failing verdict again with another prompt (a third time "
-                                               "on a disagreement); the majority stands"),
-    threshold: float | None = typer.Option(None, "--threshold", help="router relevance threshold"),
-    emergency_threshold: float | None = typer.Option(None, "--emergency-threshold",
-                                                        help="router threshold for urgent prompts"),
     report: Path | None = typer.Option(None, "--report", help="write a markdown report here"),
-    concurrency: int = typer.Option(8, "--concurrency", help="prompts scored at once"),
+    concurrency: int = concurrency_option(8),
     cache_dir: Path | None = typer.Option(None, "--cache-dir",
                                              help="verdict/routing cache folder (default: $RUBRICSTREE_CACHE_DIR or the user cache)"),
     no_cache: bool = typer.Option(False, "--no-cache", help="no durable cache (routings kept in memory only)"),
     as_json: bool = typer.Option(False, "--json", help="print the summary as one JSON line"),
+    quiet: bool = quiet_option(),
     min_scored: float = typer.Option(0.0, "--min-scored", min=0.0, max=1.0,
                                      help="exit 3 when a smaller fraction of rollouts is scored (always when none is)"),
     judge: JudgeSettings = None,  # the judge options (rubricstree.judge_options)
+    reward: RewardSettings = None,  # the reward options (rubricstree.reward_options)
 ) -> None:
     """Route each prompt once, grade the active leaves and the row rubrics, write scores.
 
-    Exit status: 0 when the run finished (unscored rollouts are counted, not fatal), 1 when a judge
-    failure stopped it (--on-failure raise), 2 for invalid input or settings, 3 when no rollout
-    (or less than --min-scored of them) was scored, 4 when the run's judge --deadline passed, 5
-    when the judge stopped answering (circuit breaker); in both last cases what was scored is kept.
+    The reward is the stage-3 recipe unless the reward options say otherwise (the same defaults
+    as the trainers). Exit status: 0 when the run finished (unscored rollouts are counted, not
+    fatal), 1 when a judge failure stopped it (--on-failure raise), 2 for invalid input or
+    settings, 3 when no rollout (or less than --min-scored of them) was scored, 4 when the run's
+    judge --deadline passed, 5 when the judge stopped answering (circuit breaker); in both last
+    cases what was scored is kept.
     """
     from reward.judge import VerdictCache
-    from reward.scoring.variants import DEFAULT_SCORING_VARIANT, SCORING_VARIANTS
-    from reward.stages.rubric_reward import RubricReward, load_rollouts
+    from reward.stages.rubric_reward import load_rollouts
     from reward.tree import load_tree
 
+    progress = apply_quiet(quiet)
+    settings = reward
     try:
-        if scoring not in ("hard", "soft"):
-            raise typer.BadParameter(f"--scoring must be hard or soft, got '{scoring}'")
-        scoring_variant = scoring_variant or DEFAULT_SCORING_VARIANT
-        if scoring_variant not in SCORING_VARIANTS:
-            raise typer.BadParameter(f"--scoring-variant must be one of {', '.join(SCORING_VARIANTS)}, "
-                                     f"got '{scoring_variant}'")
-        check_distinct_paths({"--rollouts": rollouts, "--taxonomy": taxonomy}, {"--out": out, "--report": report})
+        if on_failure not in ("skip", "raise"):
+            raise typer.BadParameter(f"--on-failure must be skip or raise, got '{on_failure}'")
+        check_distinct_paths({"--rollouts": rollouts, "--taxonomy": Path(settings.tree) if settings.tree else None},
+                             {"--out": out, "--report": report})
         rows = load_rollouts(rollouts)
-        tree = load_tree(taxonomy)
+        tree = load_tree(settings.tree)
         cache = None if no_cache else VerdictCache(cache_dir / "verdicts.sqlite" if cache_dir else None)
         judge = judge.build(cache=cache if cache is not None else False)
-        rt = build_router(router, tree, judge, threshold=threshold, emergency_threshold=emergency_threshold)
-        reward = RubricReward(tree, rt, judge, scoring=scoring, combine=combine, on_failure=on_failure,
-                              scoring_variant=scoring_variant, grade=grade,  # type: ignore[arg-type]
-                              format_failure_score=format_failure_score, applicability=applicability,
-                              confirm_failures=confirm_failures)
+        reward = settings.build(judge, tree=tree, on_failure=on_failure)
     except (RubricsTreeError, ValueError, OSError) as exc:  # OSError: a judge model/tokenizer not found
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(getattr(exc, "exit_code", 2)) from exc  # a start-up past --deadline: 4
+    write_settings(settings_path(out), settings, judge, rollouts=str(rollouts))
     meta = {"rollouts": str(rollouts), "taxonomy": f"{tree.name} ({len(tree.leaves)} leaves, {tree.source})",
-            "router": router, "judge": judge.model_id, "scoring": scoring, "combine": combine, "scoring_variant": scoring_variant,
-            "grade": grade}
+            "judge": judge.model_id, **settings.record()}
     try:
         summary = asyncio.run(run_scoring(rollouts=rows, reward=reward, judge=judge, out=out, report=report,
-                                          meta=meta, concurrency=concurrency, progress=not as_json))
+                                          meta=meta, concurrency=concurrency, progress=progress))
     except JudgeStopped as exc:
         done = sum(1 for line in out.open(encoding="utf-8")) if out.exists() else 0
         typer.secho(f"error: {exc} ({done} of {len(rows)} rollouts scored and kept in {out})", err=True, fg="red",

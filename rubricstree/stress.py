@@ -27,26 +27,28 @@ import typer
 
 from reward.errors import RubricsTreeError
 from reward.judge.settings import JudgeSettings
+from reward.settings import RewardSettings
+from rubricstree.common_options import apply_quiet, concurrency_option, quiet_option
 from rubricstree.judge_options import judge_options
+from rubricstree.reward_options import reward_options
 
 MODES = ("oracle", "judge")
 
 
 @judge_options()
+@reward_options()
 def stress_command(
     cases: Path | None = typer.Option(None, "--cases", help="cases YAML (default: the bundled ones)"),
-    taxonomy: Path | None = typer.Option(None, "--taxonomy", help="taxonomy YAML (default: the packaged one)"),
     mode: str = typer.Option("oracle", "--mode", help="oracle (verdicts from the labels) or judge (our judge)"),
-    router: str = typer.Option("embedding", "--router", help="embedding (default), static or llm (needs a judge)"),
-    scoring_variant: str | None = typer.Option(
-        None, "--scoring-variant", help="paper, penalty, active, penalty+active or severity (default: severity)"),
-    baseline: bool = typer.Option(False, "--baseline", help="also run the holistic 1-10 judge (needs a judge)"),
+    baseline: bool = typer.Option(False, "--holistic-baseline/--no-holistic-baseline",
+                                  help="also run the holistic 1-10 judge (needs a judge)"),
     margin: float = typer.Option(0.02, "--margin", help="a drop above this counts as detected"),
-    report: Path | None = typer.Option(None, "--report", help="write report.md/html, heatmap.png here"),
-    concurrency: int = typer.Option(4, "--concurrency", help="cases judged at once"),
+    report: Path | None = typer.Option(None, "--report", help="write report.md/html, heatmap.png and settings.json here"),
+    concurrency: int = concurrency_option(4, "cases"),
     cache_dir: Path | None = typer.Option(None, "--cache-dir", help="verdict/routing cache folder"),
     no_cache: bool = typer.Option(False, "--no-cache", help="no durable cache"),
     as_json: bool = typer.Option(False, "--json", help="print the summary as one JSON line"),
+    quiet: bool = quiet_option(),
     judge_noise: float = typer.Option(0.0, "--judge-noise", help="oracle mode: flip each leaf's verdict with "
                                       "this probability (and each applicability decision, see below), repeated"),
     applicability_noise: float | None = typer.Option(
@@ -63,28 +65,26 @@ def stress_command(
                                      "`rubricstree judge calibrate`), beside the independent case at its error rate"),
     seed: int = typer.Option(0, "--seed", help="random seed of --judge-noise"),
     noise_repeats: int = typer.Option(20, "--noise-repeats", help="draws per case under --judge-noise"),
-    confirm_failures: bool = typer.Option(
-        False, "--confirm-failures/--no-confirm-failures",
-        help="judge mode: read each failing verdict again (a third time on a disagreement); oracle mode with "
-             "--judge-noise: also report the same draws with confirmation modelled (extra readings independent: "
-             "the optimistic case)"),
-    applicability: bool = typer.Option(True, "--applicability/--no-applicability",
-                                       help="judge mode: leave out the leaves whose situation is absent"),
     judge: JudgeSettings = None,  # the judge options (rubricstree.judge_options)
+    reward: RewardSettings = None,  # the reward options (rubricstree.reward_options)
 ) -> None:
-    """Score clean vs perturbed replies and report detection rate and mean penalty."""
+    """Score clean vs perturbed replies and report detection rate and mean penalty.
+
+    The reward is the one the reward options describe (default: the stage-3 recipe). Judge mode
+    builds it as every command does; oracle mode takes its router and scoring variant, reads
+    applicability from the case labels, and with --judge-noise also models failure confirmation
+    when --confirm-failures is on (the default)."""
     from reward.router.base import CachedRouter
-    from reward.scoring.variants import DEFAULT_SCORING_VARIANT, SCORING_VARIANTS
+    from reward.stages.build import build_router
     from reward.stress import load_cases, public_summary, run_stress, summarise
     from reward.tree import load_tree
-    from rubricstree.score import build_router
 
+    progress = apply_quiet(quiet)
+    settings = reward
+    router, variant, confirm_failures = settings.router, settings.scoring_variant, settings.confirm_failures
     try:
         if mode not in MODES:
             raise typer.BadParameter(f"--mode must be oracle or judge, got '{mode}'")
-        variant = scoring_variant or DEFAULT_SCORING_VARIANT
-        if variant not in SCORING_VARIANTS:
-            raise typer.BadParameter(f"--scoring-variant must be one of {', '.join(SCORING_VARIANTS)}, got '{variant}'")
         if not 0.0 <= margin < 1.0:
             raise typer.BadParameter(f"--margin must be in [0, 1), got {margin}")
         if (judge_noise or judge_errors) and mode != "oracle":
@@ -108,24 +108,22 @@ def stress_command(
                 raise typer.BadParameter(f"{name} must be in [0, 0.5], got {v}")
         if noise_repeats < 1:
             raise typer.BadParameter(f"--noise-repeats must be >= 1, got {noise_repeats}")
-        if confirm_failures and mode == "oracle" and not (judge_noise or judge_errors):
-            raise typer.BadParameter("--confirm-failures in oracle mode needs --judge-noise or --judge-errors (a "
-                                     "perfect judge has no failure to confirm)")
-        tree = load_tree(taxonomy)
+        tree = load_tree(settings.tree)
         rows = load_cases(cases, tree)
-        settings, judge = judge, None
-        if settings.url or settings.model:
+        judge_settings, judge = judge, None
+        if judge_settings.url or judge_settings.model:
             from reward.judge import VerdictCache
 
             cache = None if no_cache else VerdictCache(cache_dir / "verdicts.sqlite" if cache_dir else None)
-            judge = settings.build(cache=cache if cache is not None else False)
+            judge = judge_settings.build(cache=cache if cache is not None else False)
         elif mode == "judge" or router == "llm":
             raise typer.BadParameter("--mode judge and --router llm need a judge: "
                                      "--judge-url URL or --judge-model PATH")
         from rubricstree.progress import step
 
-        with step(f"loading the {router} router", enabled=not as_json and router != "static"):
-            rt = CachedRouter(build_router(router, tree, judge), judge.cache if judge is not None else None)
+        with step(f"loading the {router} router", enabled=progress and router != "static"):
+            rt = CachedRouter(build_router(settings, tree, judge), judge.cache if judge is not None else None)
+        scorer = settings.build(judge, tree=tree, router=rt, cache_routing=False) if mode == "judge" else None
     except (RubricsTreeError, ValueError, OSError) as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(getattr(exc, "exit_code", 2)) from exc  # a start-up past --deadline: 4
@@ -137,8 +135,7 @@ def stress_command(
         try:
             return await run_stress(rows, tree, rt, mode=mode, variant=variant, judge=judge,
                                     baseline_judge=judge if baseline else None, concurrency=concurrency,
-                                    progress=not as_json, applicability=applicability,
-                                    confirm_failures=confirm_failures and mode == "judge")
+                                    progress=progress, reward=scorer)
         finally:
             if judge is not None:
                 await judge.aclose()
@@ -147,7 +144,7 @@ def stress_command(
         from rubricstree.progress import step
 
         # judge mode shows its own bar per case; oracle mode's time is the routing
-        with step(f"routing and scoring {len(rows)} cases", enabled=not as_json and mode == "oracle"):
+        with step(f"routing and scoring {len(rows)} cases", enabled=progress and mode == "oracle"):
             results, routings = asyncio.run(go())
     except RubricsTreeError as exc:
         typer.echo(f"error: {exc}", err=True)
@@ -179,13 +176,16 @@ def stress_command(
                         f"{router} router + labelled leaves (perfect recall)": oracle_variant_table(
                             tree, rows, [with_labels(tree, r, c) for r, c in zip(routings, rows)], margin)}
         meta = {"cases": f"{cases or 'bundled'} ({len(rows)})", "taxonomy": f"{tree.name} ({len(tree.leaves)} leaves)",
-                "mode": mode, "router": router, "scoring_variant": variant, "margin": margin,
+                "mode": mode, "margin": margin,
                 "judge": judge.model_id if judge is not None else "none (oracle verdicts)",
-                "baseline": "holistic 1-10" if summary["baseline"] else "not run"}
+                "baseline": "holistic 1-10" if summary["baseline"] else "not run", **settings.record()}
         paths = write_report(report, summary, results, meta, variants)
+        from rubricstree.score import write_settings
+
+        write_settings(report / "settings.json", settings, judge, mode=mode, cases=str(cases or "bundled"))
         if not as_json:
             typer.echo(f"report: {paths['md']} ({paths['html'].name}, {paths['png'].name})")
-    out = public_summary(summary)
+    out = {**public_summary(summary), "reward": settings.record(), "mode": mode}  # the settings it ran with
     if as_json:
         typer.echo(json.dumps(out))
     else:

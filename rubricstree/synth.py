@@ -14,6 +14,7 @@ import typer
 
 from reward.errors import RubricsTreeError
 from reward.judge.settings import JudgeSettings
+from rubricstree.common_options import apply_quiet, generate_concurrency_option, quiet_option
 from rubricstree.errors import fail as _fail
 from rubricstree.judge_options import judge_options
 
@@ -23,11 +24,12 @@ MODEL = typer.Option(None, "--model", help="generator model: served name with --
 URL = typer.Option(None, "--generate-url", help="OpenAI-compatible server of the actor (vLLM)")
 CRITIC_MODEL = typer.Option(None, "--critic-model", help="critic model (default: the actor's)")
 CRITIC_URL = typer.Option(None, "--critic-url", help="critic server (default: the actor's)")
-MAX_NEW = typer.Option(1024, "--max-new-tokens", min=1)
-TEMP = typer.Option(0.7, "--temperature", min=0.0)
-SEED = typer.Option(0, "--seed")
-CONC = typer.Option(8, "--concurrency", min=1)
+MAX_NEW = typer.Option(1024, "--max-new-tokens", min=1, help="token budget of one generation")
+TEMP = typer.Option(0.7, "--temperature", min=0.0, help="generator sampling temperature (0 = greedy)")
+SEED = typer.Option(0, "--seed", help="generation seed")
+CONC = generate_concurrency_option(8)
 ITERS = typer.Option(3, "--max-iters", min=1, help="actor-critic rounds at most")
+QUIET = quiet_option()
 STRUCT = typer.Option(True, "--structured/--no-structured",
                       help="send JSON schemas to a vLLM server (structured_outputs); answers are validated either way")
 
@@ -51,13 +53,14 @@ def conversations_command(
     out: Annotated[Path, typer.Option("--out", help="conversations JSONL (appended; failures in <out>.failures.jsonl)")],
     questions: Annotated[Path | None, typer.Option("--questions", help="seed questions: JSONL rows with question (+ answer)")] = None,
     easy: Annotated[Path | None, typer.Option("--easy", help="HealthBench-format rows used as same-theme examples")] = None,
-    n: int = typer.Option(7, "--n", min=1, help="conversations to attempt"),
+    n: int = typer.Option(7, "--count", min=1, help="conversations to attempt"),
     themes: str = typer.Option("", "--themes", help="comma-separated theme tags (default: all seven)"),
     model: str = MODEL, generate_url: str = URL, critic_model: str = CRITIC_MODEL, critic_url: str = CRITIC_URL,
     max_new_tokens: int = MAX_NEW, temperature: float = TEMP, seed: int = SEED, concurrency: int = CONC,
-    max_iters: int = ITERS, structured: bool = STRUCT,
+    max_iters: int = ITERS, structured: bool = STRUCT, quiet: bool = QUIET,
 ) -> None:
     """Write themed, persona-driven conversations checked by critics."""
+    apply_quiet(quiet)
     try:
         from reward.healthbench.schema import load_healthbench
         from training.synth.conversations import (
@@ -93,13 +96,15 @@ def rubrics_command(
     out: Annotated[Path, typer.Option("--out", help="HealthBench-format JSONL (appended)")],
     dataset_dir: Annotated[Path | None, typer.Option("--dataset-dir", help="also save an HF datasets copy here")] = None,
     datasheet: Annotated[Path | None, typer.Option("--datasheet", help="datasheet JSON (default <out>.datasheet.json)")] = None,
-    max_items: int = typer.Option(6, "--max-items", min=1),
-    invert_rate: float = typer.Option(0.1, "--invert-rate", min=0.0, max=1.0),
+    max_items: int = typer.Option(6, "--max-items", min=1, help="most rubric items the actor writes per conversation and axis"),
+    invert_rate: float = typer.Option(0.1, "--invert-rate", min=0.0, max=1.0,
+                                      help="probability that a positive item is inverted into a negative (harm) check"),
     model: str = MODEL, generate_url: str = URL, critic_model: str = CRITIC_MODEL, critic_url: str = CRITIC_URL,
     max_new_tokens: int = MAX_NEW, temperature: float = TEMP, seed: int = SEED, concurrency: int = CONC,
-    max_iters: int = ITERS, structured: bool = STRUCT,
+    max_iters: int = ITERS, structured: bool = STRUCT, quiet: bool = QUIET,
 ) -> None:
     """Write per-axis rubrics for each conversation as HealthBench-format rows, plus a datasheet."""
+    apply_quiet(quiet)
     try:
         from reward.healthbench.schema import load_healthbench
         from reward.jsonl import JsonlLog
@@ -141,12 +146,15 @@ def eval_rubrics_command(
                                    "written first when --model/--generate-url is given")],
     reference: Annotated[Path, typer.Option("--reference", help="reference rows (e.g. HealthBench-Hard)")],
     matcher: str = typer.Option("embedding", "--matcher", help="embedding (offline MiniLM) or llm (the judge)"),
-    threshold: float = typer.Option(0.7, "--threshold", help="embedding matcher: cosine needed for a match"),
+    threshold: float = typer.Option(0.7, "--match-threshold", help="embedding matcher: cosine from which a "
+                                                                   "generated item matches a reference item"),
     easy: Annotated[Path | None, typer.Option("--easy", help="anchors for generation (HealthBench-format rows)")] = None,
     model: str = MODEL, generate_url: str = URL, max_new_tokens: int = MAX_NEW,
-    temperature: float = typer.Option(0.0, "--temperature", min=0.0), seed: int = SEED, concurrency: int = CONC,
+    temperature: float = typer.Option(0.0, "--temperature", min=0.0, help="generator sampling temperature "
+                                      "(0 = greedy)"), seed: int = SEED, concurrency: int = CONC,
     structured: bool = STRUCT,
     as_json: bool = typer.Option(False, "--json", help="print the report as JSON"),
+    quiet: bool = quiet_option(),
     judge: JudgeSettings = None,  # the judge options (rubricstree.judge_options): the llm matcher's judge
 ) -> None:
     """Score generated rubric items against reference items, per (prompt, axis)."""
@@ -178,7 +186,7 @@ def eval_rubrics_command(
             m = LLMMatcher(judge.build())
         from rubricstree.progress import step
 
-        with step(f"matching generated rubrics to {len(ref)} reference rows ({matcher} matcher)", enabled=not as_json):
+        with step(f"matching generated rubrics to {len(ref)} reference rows ({matcher} matcher)", enabled=apply_quiet(quiet)):
             report = evaluate(gen, ref, m)
     except (RubricsTreeError, ValueError, OSError) as exc:
         raise _fail(exc) from None

@@ -17,6 +17,7 @@ import typer
 
 from reward.errors import RubricsTreeError
 from reward.judge.settings import JudgeSettings
+from rubricstree.common_options import apply_quiet, quiet_option
 from rubricstree.judge_options import judge_options
 from rubricstree.train_data import app as data_app
 from rubricstree.train_plan import plan_command
@@ -124,7 +125,7 @@ def filter_command(
     generate_url: str | None = typer.Option(None, "--generate-url", help="sample from this vLLM/OpenAI server"),
     kind: str = typer.Option("mcq", "--kind", help="mcq (stages 1-2: split rubric/rule) or healthbench (stage 3: keep)"),
     n: int = typer.Option(8, "--n", min=1, help="completions per row"),
-    temperature: float = typer.Option(1.0, "--temperature", min=0.0),
+    temperature: float = typer.Option(1.0, "--temperature", min=0.0, help="policy sampling temperature"),
     max_new_tokens: int = typer.Option(..., "--max-new-tokens", min=1,
                                        help="the stage's completion budget (10000 for stages 1-2, 16000 for stage 3 "
                                             "in the paper; a short one cuts Qwen3's thinking)"),
@@ -140,18 +141,20 @@ def filter_command(
     rule_window: str = typer.Option("0.4,0.7", "--rule-window", help="(lo, hi] routed to the rule stage"),
     keep_window: str = typer.Option("0.15,0.7", "--keep-window", help="[lo, hi] kept (healthbench)"),
     system_prompt: str | None = typer.Option(None, "--system-prompt", help="ours | none | handbook:FILE | FILE"),
-    limit: int | None = typer.Option(None, "--limit", min=1),
+    limit: int | None = typer.Option(None, "--limit", min=1, help="filter the first N rows only"),
     rubric_source: str | None = typer.Option(None, "--rubric-source",
                                              help="healthbench: rows | tree | both (default: the --config's, else rows)"),
     config: Path | None = typer.Option(None, "--config", help="healthbench: a training YAML whose reward: block "
                                                               "(router, scoring variant, applicability, ...) the "
                                                               "filter scores with, as its stage-3 run will"),
     as_json: bool = typer.Option(False, "--json", help="print the stats as JSON"),
+    quiet: bool = quiet_option(),
     judge: JudgeSettings = None,  # the judge options (rubricstree.judge_options): healthbench's rubric judge
 ) -> None:
     """Difficulty filtering: route MCQ rows by mean correctness, or keep HealthBench rows in a window."""
     from training.difficulty import DifficultyConfig, Window, run_filter
 
+    apply_quiet(quiet)
     _log_to_stderr()
     if kind not in ("mcq", "healthbench"):
         raise typer.BadParameter("--kind must be mcq or healthbench")

@@ -8,6 +8,7 @@ from pathlib import Path
 import typer
 
 from reward.errors import TaxonomyError
+from rubricstree.common_options import apply_quiet, quiet_option
 
 app = typer.Typer(no_args_is_help=True)
 
@@ -76,20 +77,22 @@ def show(taxonomy: Path | None = TaxonomyOpt,
 @app.command()
 def lint(file: Path | None = OptionalFileArg,
          as_json: bool = typer.Option(False, "--json", help="print the issues as JSON"),
-         threshold: float = typer.Option(0.9, "--threshold", min=0.01, max=1.0,
+         threshold: float = typer.Option(0.9, "--duplicate-threshold", min=0.01, max=1.0,
                                          help="embedding cosine above which two criteria are near-duplicates"),
          duplicates: bool = typer.Option(True, "--duplicates/--no-duplicates",
-                                         help="run the embedding near-duplicate check (loads MiniLM)")) -> None:
+                                         help="run the embedding near-duplicate check (loads MiniLM)"),
+         quiet: bool = quiet_option()) -> None:
     """Lint leaf criteria: missing triggers, vacuous wording, bundled checks, near-duplicates.
     Exits 1 when anything is flagged, 2 when the file is invalid."""
     from reward.tree.lint import default_encoder, lint_tree
     from rubricstree.progress import step
 
+    progress = apply_quiet(quiet)
     t = _load(file)
     encoder = None
     if duplicates:
-        with step("loading all-MiniLM-L6-v2 for the near-duplicate check", enabled=not as_json):
-            encoder = default_encoder(progress=not as_json)
+        with step("loading all-MiniLM-L6-v2 for the near-duplicate check", enabled=progress):
+            encoder = default_encoder(progress=progress)
     issues = lint_tree(t, threshold=threshold, encoder=encoder, duplicates=duplicates)
     if as_json:
         typer.echo(json.dumps({"file": t.source, "leaves": len(t.leaves), "n_issues": len(issues),

@@ -17,6 +17,7 @@ import typer
 
 from reward.errors import RubricsTreeError
 from reward.judge.settings import JudgeSettings
+from rubricstree.common_options import apply_quiet, quiet_option
 from rubricstree.errors import fail as _fail
 from rubricstree.judge_options import judge_options
 
@@ -73,8 +74,8 @@ DataOpt = typer.Option(..., "--data", help="HealthBench rows (JSONL): prompt, ru
 RouterOpt = typer.Option("embedding", "--router", help="embedding (default), static or llm")
 MatcherOpt = typer.Option("embedding", "--matcher", help="embedding (MiniLM proxy) or llm (judge confirms)")
 MatchThrOpt = typer.Option(0.55, "--match-threshold", help="embedding matcher: cosine from which a leaf matches")
-ThrOpt = typer.Option(None, "--threshold", help="router relevance threshold")
-EmThrOpt = typer.Option(None, "--emergency-threshold", help="router threshold for urgent prompts")
+ThrOpt = typer.Option(None, "--router-threshold", help="router relevance threshold")
+EmThrOpt = typer.Option(None, "--router-emergency-threshold", help="router threshold for urgent prompts")
 ShortlistOpt = typer.Option(5, "--shortlist", help="llm matcher: leaves asked about per item")
 ProposeOutOpt = typer.Option(..., "--out", help="proposals YAML to write")
 ReviewFileArg = typer.Argument(..., help="proposals YAML (decisions are saved into it)")
@@ -91,17 +92,19 @@ def coverage(data: Path = DataOpt, taxonomy: Path | None = TaxonomyOpt, router: 
              examples: int = typer.Option(20, "--examples", help="uncovered items listed"),
              cache_dir: Path | None = CacheDirOpt,
              as_json: bool = typer.Option(False, "--json", help="print the report as JSON"),
+             quiet: bool = quiet_option(),
              judge: JudgeSettings = None) -> None:
     """Coverage and residual ambiguity of the taxonomy on HealthBench rows (routed and all leaves)."""
     from reward.evolution.coverage import make_router, measure
 
+    apply_quiet(quiet)
     try:
         judge = _judge(judge, cache_dir, "llm" in (router, matcher))
         rows, tree, version, spec, enc, m = _setup(data, taxonomy, router, matcher, match_threshold, threshold,
                                                    emergency_threshold, shortlist, judge)
-        _warm(enc, rows, tree, progress=not as_json)
+        _warm(enc, rows, tree, progress=not quiet)
         rt = make_router(spec, tree, encoder=enc, judge=judge)
-        res = asyncio.run(measure(rows, tree, rt, m, progress=not as_json, version=version))
+        res = asyncio.run(measure(rows, tree, rt, m, progress=not quiet, version=version))
     except (RubricsTreeError, ValueError, OSError) as exc:
         raise _fail(exc) from exc
     s = res.summary(examples)
@@ -130,6 +133,7 @@ def propose(data: Path = DataOpt, out: Path = ProposeOutOpt,
             drafter: str = typer.Option("offline", "--drafter", help="offline (representative item) or llm"),
             cache_dir: Path | None = CacheDirOpt,
             as_json: bool = typer.Option(False, "--json", help="print a JSON summary"),
+            quiet: bool = quiet_option(),
             judge: JudgeSettings = None) -> None:
     """Cluster uncovered items, draft leaves, rank them by predicted coverage gain; writes --out only."""
     from reward.evolution.proposals import save_proposals
@@ -139,16 +143,17 @@ def propose(data: Path = DataOpt, out: Path = ProposeOutOpt,
     try:
         settings = ProposeSettings(lambda_per_leaf=lam, cluster_similarity=cluster_similarity,
                                    max_proposals=max_proposals, drafter=drafter)
+        apply_quiet(quiet)
         judge = _judge(judge, cache_dir, "llm" in (router, matcher, drafter))
         rows, tree, version, spec, enc, m = _setup(data, taxonomy, router, matcher, match_threshold, threshold,
                                                    emergency_threshold, shortlist, judge)
-        _warm(enc, rows, tree, progress=not as_json)
+        _warm(enc, rows, tree, progress=not quiet)
         from reward.router.base import tree_fingerprint
 
         base = {"source": str(taxonomy or tree.source), "name": tree.name, "version": version,
                 "leaves": len(tree.leaves), "fingerprint": tree_fingerprint(tree)[:16]}
         doc = asyncio.run(run(rows, tree, spec, m, enc, settings=settings, judge=judge, base=base,
-                              data=str(data), progress=not as_json))
+                              data=str(data), progress=not quiet))
         save_proposals(doc, out)
     except (RubricsTreeError, ValueError, OSError) as exc:
         raise _fail(exc) from exc

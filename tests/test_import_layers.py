@@ -25,7 +25,7 @@ REPO = REPO_ROOT
 # (module prefix, rank): the longest matching prefix decides a module's layer.
 LAYERS: list[tuple[str, int]] = [
     ("reward", 0), ("reward.errors", 0), ("reward.jsonl", 0), ("reward._optional", 0), ("reward.serving", 0),
-    ("reward.envvars", 0), ("reward.textio", 0), ("reward.paths", 0), ("reward.aio", 0), ("reward.data", 0), ("reward.demo", 0), ("reward.tree", 0),
+    ("reward.envvars", 0), ("reward.textio", 0), ("reward.paths", 0), ("reward.aio", 0), ("reward.progress", 0), ("reward.data", 0), ("reward.demo", 0), ("reward.tree", 0),
     ("reward.judge", 1),
     ("reward.router", 2),
     ("reward.scoring", 3), ("reward.healthbench", 3),

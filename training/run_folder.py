@@ -58,3 +58,35 @@ def next_epoch(cfg: TrainConfig) -> dict:
     epoch = len(done)
     return {"epoch": epoch, "policy": latest_export(cfg.output_dir, before=epoch) or cfg.model,
             "filtered": (epoch_dir(cfg, epoch) / "epoch.json").exists()}
+
+
+RUN_ID = "rubricstree_run.json"
+
+
+def run_scope(output_dir: str | Path) -> str:
+    """The id of the run in ``output_dir``: written on its first start (``rubricstree_run.json``), read
+    back on every resume. The applicability answers of a run are cached under it, so a resume reuses
+    them and a run in another (or a cleared) folder asks afresh. Every rank of a launch reads the same
+    id: the first to create the file writes it, the others read it."""
+    import json
+    import os
+    import uuid
+
+    folder = Path(output_dir)
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / RUN_ID
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    except FileExistsError:
+        pass
+    else:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            json.dump({"run_id": uuid.uuid4().hex}, fh)
+    for _ in range(50):  # another rank may have created it and not yet written it
+        try:
+            return "run-" + json.loads(path.read_text(encoding="utf-8"))["run_id"]
+        except (ValueError, KeyError):
+            import time
+
+            time.sleep(0.1)
+    raise OSError(f"{path}: not a run id file (delete it to start a new run's applicability answers)")

@@ -46,7 +46,13 @@ from reward.errors import InputError, ModelNotFoundError
 from training.hf_export import export_dir, export_trainer, link_final, require_start_model
 from training.launch_checks import check_collective_timeout, check_filter_plan, check_judge, guard_start, judge_spec
 from training.launch_checks import process_rank as _rank
-from training.run_folder import difficulty_dir, last_checkpoint, latest_export, next_epoch
+from training.run_folder import (
+    difficulty_dir,
+    last_checkpoint,
+    latest_export,
+    next_epoch,
+    run_scope,  # noqa: I001
+)
 from training.run_folder import epoch_dir as _epoch_dir
 from training.run_folder import step_of as _step_of
 from training.trl_config import TrainConfig, load_config
@@ -66,7 +72,11 @@ def build_reward_funcs(cfg: TrainConfig) -> list:
     if cfg.stage == "error_rubric":
         return [ErrorRubricReward(judge_spec(cfg), config=r.error_rubric(), name=r.name or "error_rubric",
                                   on_failure=r.on_failure)]
-    return [RubricRewardFunc.from_settings(judge_spec(cfg), r.rubric())]
+    records = Path(cfg.output_dir) / "rubric_records" if r.records else None  # `rubricstree inspect <output_dir>`
+    # applicability answers are scoped to this run (its output folder's id): a resume reuses them,
+    # another run asks afresh (reward.router.applicability)
+    return [RubricRewardFunc.from_settings(judge_spec(cfg), r.rubric(), records_dir=records,
+                                           applicability_scope=run_scope(cfg.output_dir))]
 
 
 def filter_reward(cfg: TrainConfig, reward_funcs: list | None = None):

@@ -23,7 +23,6 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import statistics
-import sys
 from collections.abc import Sequence
 from typing import Any, Literal
 
@@ -215,7 +214,7 @@ async def measure(rows: Sequence[HealthBenchRow], tree: RubricTree, router: Rout
         progress: show a progress bar on stderr.
         version: the taxonomy file's version, for the report.
     """
-    from tqdm import tqdm
+    from reward.progress import bar as progress_bar
 
     positive = [(r, i, it) for r in rows for i, it in enumerate(r.rubrics) if it.points > 0]
     texts = list(dict.fromkeys(it.criterion for _, _, it in positive))
@@ -229,7 +228,7 @@ async def measure(rows: Sequence[HealthBenchRow], tree: RubricTree, router: Rout
             best[t] = (leaf_ids[j], float(row[j]))
 
     sem = asyncio.Semaphore(max(1, concurrency))
-    bar = tqdm(total=len(rows), unit="row", desc="routing", file=sys.stderr, disable=not progress)
+    bar = progress_bar(len(rows), unit="row", desc="routing", enabled=progress)
 
     routing_failures = 0
 

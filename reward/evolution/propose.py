@@ -17,7 +17,6 @@ Nothing here edits a taxonomy file.
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Sequence
 from typing import Literal
 
@@ -70,7 +69,7 @@ async def propose(rows: Sequence[HealthBenchRow], tree: RubricTree, spec: Router
         data: the rows' file, for the record.
         progress: progress bar on stderr for the ranking.
     """
-    from tqdm import tqdm
+    from reward.progress import bar as progress_bar
 
     settings = settings or ProposeSettings()
     baseline = await measure(rows, tree, make_router(spec, tree, encoder=encoder, judge=judge), matcher)
@@ -91,7 +90,7 @@ async def propose(rows: Sequence[HealthBenchRow], tree: RubricTree, spec: Router
     current = baseline.coverage
     remaining = list(drafts)
     n = len(drafts)
-    bar = tqdm(total=n * (n + 1) // 2, desc="ranking proposals", unit="eval", file=sys.stderr, disable=not progress)
+    bar = progress_bar(n * (n + 1) // 2, desc="ranking proposals", unit="eval", enabled=progress)
     try:
         while remaining:
             # lint-clean drafts rank first, so the recommended ones are a prefix of the ranking

@@ -8,10 +8,12 @@ column arrives as a keyword list; TRL adds ``trainer_state``, ``log_extra``, ``l
   ``answer`` (a letter, or the key's text) and ``options``.
 * :class:`ErrorRubricReward` (stage 2): correctness minus the judge's error-rubric penalty
   (``reward.stages.error_rubric``); reads ``answer``/``options`` for correctness.
-* :class:`RubricRewardFunc` (stage 3): ``reward.stages.rubric_reward.RubricReward`` (route each
-  prompt once, grade the active tree leaves and the row's ``rubrics`` column when present) or,
-  with ``rubric_source="rows"``, the row's rubric items alone
-  (``reward.stages.row_rubrics.grade_rubric_rows``: HealthBench points, the paper's reward).
+* :class:`RubricRewardFunc` (stage 3): the reward of a ``reward.settings.RewardSettings`` (its
+  defaults: the stage-3 recipe), built by ``RewardSettings.build``: route each prompt once, grade
+  the active tree leaves and the row's ``rubrics`` column when present, or with
+  ``rubric_source="rows"`` the row's rubric items alone (HealthBench points, the paper's reward).
+  With ``records_dir`` it writes each rollout's score record beside the run
+  (``reward.integrations.records``) for ``rubricstree inspect``.
 
 Data flow: TRL columns -> ``reward.stages.rollout_text`` (plain text, messages, key letters) ->
 the stage scorer -> scores (None for an unscored rollout) and metrics through ``log_metric``.
@@ -34,12 +36,17 @@ else imports logic from here.
 from __future__ import annotations
 
 import asyncio
+import os
 import weakref
 from collections.abc import Callable, Mapping
-from typing import Any, Literal
+from pathlib import Path
+from typing import Any
 
+from pydantic import BaseModel
+
+from reward.integrations.records import RecordWriter
 from reward.integrations.rollout_log import leaf_columns
-from reward.settings import ErrorRubricSettings, JudgeSettings, RubricRewardSettings
+from reward.settings import ErrorRubricSettings, JudgeSettings, RewardSettings, RubricRewardSettings
 from reward.stages.mcq import grade_mcq
 from reward.stages.rollout_text import (
     completion_text,
@@ -48,7 +55,6 @@ from reward.stages.rollout_text import (
     prompt_messages,
 )
 from reward.stages.row_rubrics import (
-    grade_rubric_rows,
     leaf_axis_scores,
     mean,
     results_items,
@@ -245,52 +251,64 @@ class RubricRewardFunc(_JudgeReward):
 
     Args:
         judge: a :class:`JudgeSettings`/dict/factory (built lazily) or a live Judge.
-        tree: a ``RubricTree``, a taxonomy path, or None for the packaged taxonomy.
-        router: ``"static"``, ``"llm"``, ``"embedding"`` or a Router; ``router_options`` are its
-            keyword arguments (``axes``, ``threshold``, ...).
-        rubric_source: ``"both"`` (tree leaves and the ``rubrics`` column when present),
-            ``"tree"`` (leaves only) or ``"rows"`` (the row's items only, scored as HealthBench
-            points (achieved over possible; below 0 unless ``clip_below_zero``): the paper's stage 3
-            reward; no routing, no tree).
-        scoring: ``"hard"`` (yes/no) or ``"soft"`` (p_yes); combine: ``tree``/``points``/``mean``.
-            The defaults (embedding router, ``both``, ``mean``) are the README's stage-3 "tree and
-            rows" reward: the routed tree score and the row's rubric points, averaged.
+        settings: the recipe, a :class:`reward.settings.RewardSettings` or its mapping (default:
+            the stage-3 recipe); keyword arguments named like its fields (``router``,
+            ``router_options``, ``rubric_source``, ``scoring``, ``combine``, ``scoring_variant``,
+            ``grade``, ``format_failure_score``, ``clip_below_zero``, ``applicability``,
+            ``confirm_failures``, ...) override it, validated by the same model (an unknown key
+            fails). ``tree`` and ``router`` may also be a live ``RubricTree`` / ``Router``.
+        name: the metric key (TRL's ``__name__``).
         on_failure: ``"skip"`` (None) or ``"raise"``.
-        scoring_variant: the tree score's variant (``reward.scoring.variants``); None: the default.
-        applicability: leave out the routed leaves whose situation is absent (decided once per prompt).
-        confirm_failures: read each failing verdict again before it costs (``reward.stages.confirm``).
+        records_dir: write each rollout's score record (with its prompt, completion and step) to
+            ``records_dir/step-N.jsonl`` and the recipe to ``records_dir/settings.json``:
+            ``rubricstree inspect records_dir`` (or the run's output_dir) opens them. None: none.
+        records_max_chars: the first N characters of each prompt turn and completion kept there.
 
     Columns: ``rubrics`` (optional), ``judge_prompt`` (else ``prompts``) is the conversation the
-    router and judge see. Each prompt is routed once per batch (RubricReward groups by prompt).
+    router and judge see. Each prompt is routed once per batch (the reward groups by prompt).
+    Logs, besides the means below, each routed leaf's pass rate as ``<name>/leaf/<leaf id>``.
     """
 
-    def __init__(self, judge: Any, *, tree: Any = None, router: Any = "embedding",
-                 router_options: Mapping[str, Any] | None = None,
-                 rubric_source: Literal["both", "tree", "rows"] = "both", scoring: str = "hard",
-                 combine: str = "mean", on_failure: str = "skip", name: str = "clinical_rubric",
-                 scoring_variant: str | None = None, grade: str = "answer",
-                 format_failure_score: float | None = 0.0, clip_below_zero: bool = False,
-                 applicability: bool = True, confirm_failures: bool = True) -> None:
-        from reward.scoring.variants import DEFAULT_SCORING_VARIANT, check_variant
-
+    def __init__(self, judge: Any, settings: RewardSettings | Mapping[str, Any] | None = None, *,
+                 name: str = "clinical_rubric", on_failure: str = "skip", records_dir: str | Path | None = None,
+                 records_max_chars: int | None = 4000, applicability_scope: str | None = None,
+                 **recipe: Any) -> None:
         super().__init__(judge, name, on_failure)
-        self.scoring_variant = check_variant(scoring_variant or DEFAULT_SCORING_VARIANT)
-        if rubric_source not in ("both", "tree", "rows"):
-            raise ValueError(f"rubric_source must be 'both', 'tree' or 'rows', got {rubric_source!r}")
-        if scoring not in ("hard", "soft"):
-            raise ValueError(f"scoring must be 'hard' or 'soft', got {scoring!r}")
-        self.tree_source, self.router_source = tree, router
-        self.router_options = dict(router_options or {})
-        self.rubric_source, self.scoring, self.combine = rubric_source, scoring, combine
-        self.grade, self.format_failure_score = grade, format_failure_score
-        self.clip_below_zero = clip_below_zero
-        self.applicability = applicability
-        self.confirm_failures = confirm_failures
+        self.applicability_scope = applicability_scope
+        if isinstance(recipe.get("tree"), os.PathLike):
+            recipe["tree"] = os.fspath(recipe["tree"])
+        self._tree_obj = recipe.pop("tree", None) if not isinstance(recipe.get("tree"), (str, type(None))) else None
+        self._router_obj = recipe.pop("router", None) if not isinstance(recipe.get("router"), (str, type(None))) else None
+        base = settings.model_dump() if isinstance(settings, BaseModel) else dict(settings or {})
+        self.settings = RewardSettings.model_validate({**{k: v for k, v in base.items()
+                                                          if k in RewardSettings.model_fields},
+                                                       **{k: v for k, v in recipe.items()
+                                                          if v is not None or k not in ("router", "tree")}})
+        self.records = RecordWriter(records_dir, self.settings, name=name, max_chars=records_max_chars) \
+            if records_dir is not None else None
+
+    # the recipe's fields, read as attributes (tests, launchers)
+    router_source = property(lambda self: self._router_obj or self.settings.router)
+    tree_source = property(lambda self: self._tree_obj or self.settings.tree)
+    router_options = property(lambda self: self.settings.router_options)
+    rubric_source = property(lambda self: self.settings.rubric_source)
+    scoring = property(lambda self: self.settings.scoring)
+    combine = property(lambda self: self.settings.combine)
+    scoring_variant = property(lambda self: self.settings.scoring_variant)
+    grade = property(lambda self: self.settings.grade)
+    format_failure_score = property(lambda self: self.settings.format_failure_score)
+    clip_below_zero = property(lambda self: self.settings.clip_below_zero)
+    applicability = property(lambda self: self.settings.applicability)
+    confirm_failures = property(lambda self: self.settings.confirm_failures)
 
     @classmethod
-    def from_settings(cls, judge: Any, settings: RubricRewardSettings | Mapping[str, Any]) -> RubricRewardFunc:
-        """The reward of a :class:`reward.settings.RubricRewardSettings` (or its mapping)."""
-        return cls(judge, **dict(RubricRewardSettings.model_validate(settings)))
+    def from_settings(cls, judge: Any, settings: RubricRewardSettings | Mapping[str, Any],
+                      **kwargs: Any) -> RubricRewardFunc:
+        """The reward of a :class:`reward.settings.RubricRewardSettings` (or its mapping); ``kwargs``:
+        ``records_dir``, ``records_max_chars``, ``applicability_scope`` (the run the applicability
+        answers belong to: the TRL launcher passes the output folder's run id)."""
+        s = RubricRewardSettings.model_validate(settings)
+        return cls(judge, s.recipe(), name=s.name, on_failure=s.on_failure, **kwargs)
 
     def as_pass_rate(self) -> RubricRewardFunc:
         """This reward as the difficulty filter reads it: a pass rate in 0..1 per sample, not the
@@ -301,109 +319,81 @@ class RubricRewardFunc(_JudgeReward):
         import copy
 
         raw = copy.copy(self)
-        raw.format_failure_score, raw.clip_below_zero = 0.0, True
+        raw.settings = self.settings.model_copy(update={"format_failure_score": 0.0, "clip_below_zero": True})
+        raw.records = None
         raw._runtime = None  # the scorer is rebuilt with these settings (the judge is shared)
         return raw
 
     def _reward(self):
         if self._runtime is None:
-            from reward.router import make_router
-            from reward.stages.rubric_reward import RubricReward
-            from reward.tree import load_tree
-
-            tree = self.tree_source
-            if tree is None or isinstance(tree, str):
-                tree = load_tree(tree)
-            router = self.router_source
-            if isinstance(router, str):
-                opts = dict(self.router_options)
-                if router == "llm":
-                    opts.setdefault("judge", self.judge)
-                router = make_router(router, tree, **opts)
-            self._runtime = RubricReward(tree, router, self.judge, scoring=self.scoring, combine=self.combine,
-                                         scoring_variant=self.scoring_variant, on_failure=self.on_failure,
-                                         grade=self.grade,  # type: ignore[arg-type]
-                                         format_failure_score=self.format_failure_score,
-                                         clip_below_zero=self.clip_below_zero, applicability=self.applicability,
-                                         confirm_failures=self.confirm_failures)
+            self._runtime = self.settings.build(self.judge, tree=self._tree_obj, router=self._router_obj,
+                                                on_failure=self.on_failure, applicability_scope=self.applicability_scope)
         return self._runtime
 
     async def __call__(self, prompts: list, completions: list, completion_ids: list | None = None,
                        **kwargs: Any) -> list[float | None]:
         self._bind_loop()
-        self._format_failures = 0
         n = len(completions)
         shown = _column(kwargs, "judge_prompt", n) or prompts
         rubrics = _column(kwargs, "rubrics", n) if self.rubric_source != "tree" else None
+        if self.rubric_source == "rows" and rubrics is None:
+            raise ValueError("rubric_source='rows' needs a 'rubrics' column")
         before = self._counters()
-        if self.rubric_source == "rows":
-            scores, metrics = await self._score_rows(shown, completions, rubrics)
-        else:
-            scores, metrics = await self._score_tree(shown, completions, rubrics, kwargs.get("log_extra"))
-        metrics["unscored"] = sum(s is None for s in scores) / n if n else None
-        # an unclosed <think> (no final answer): scored format_failure_score, not a judge failure
-        metrics["format_failures"] = self._format_failures / n if n else None
-        metrics.update(self._counter_delta(before))
-        self._log(kwargs.get("log_metric"), metrics)
-        return scores
-
-    async def _score_tree(self, shown, completions, rubrics, log_extra=None) -> tuple[list[float | None], dict]:
         reward = self._reward()
         recs = []
         for j, (p, c) in enumerate(zip(shown, completions)):
             rec: dict[str, Any] = {"id": str(j), "prompt": prompt_messages(p), "completion": completion_text(c)}
-            if rubrics is not None and rubrics[j]:
-                rec["rubrics"] = [dict(r) for r in rubrics[j]]
+            rows = [dict(r) for r in rubrics[j]] if rubrics is not None and rubrics[j] else []
+            if rows and any(float(r.get("points", 0)) > 0 for r in rows):
+                rec["rubrics"] = rows
             recs.append(rec)
         results = await reward.score(recs)
-        self._format_failures = sum(r.format_failure for r in results)
-        if log_extra is not None:  # the leaf verdicts behind each reward, as completions-table columns
-            for col, vals in leaf_columns(results, reward.tree.macro_capabilities).items():
+        metrics = self._metrics(reward, results, recs, rubrics, kwargs.get("log_extra"))
+        metrics["unscored"] = sum(r.score is None for r in results) / n if n else None
+        # an unclosed <think> (no final answer): scored format_failure_score, not a judge failure
+        metrics["format_failures"] = sum(r.format_failure for r in results) / n if n else None
+        metrics.update(self._counter_delta(before))
+        self._log(kwargs.get("log_metric"), metrics)
+        if self.records is not None:
+            self.records.write(results, recs, kwargs.get("trainer_state"))
+        return [r.score for r in results]
+
+    def _metrics(self, reward, results, recs, rubrics, log_extra=None) -> dict[str, float | None]:
+        tree = reward.tree
+        if log_extra is not None and tree is not None:  # the leaf verdicts behind each reward, as table columns
+            for col, vals in leaf_columns(results, tree.macro_capabilities).items():
                 log_extra(f"{self.__name__}/{col}", vals)
         metrics: dict[str, float | None] = {}
         macro: dict[str, list[float]] = {}
         axis: dict[str, list[float]] = {}
+        leaf: dict[str, list[float]] = {}
         for res in results:
             if res.score is None:
                 continue
-            for mid in reward.tree.macro_capabilities:
+            for lr in res.leaves:
+                if lr.passed is not None:
+                    leaf.setdefault(lr.leaf_id, []).append(lr.passed)
+            if tree is None:
+                continue
+            for mid in tree.macro_capabilities:
                 if mid in res.nodes:
                     macro.setdefault(mid, []).append(res.nodes[mid]["score"])
-            for ax, v in leaf_axis_scores(reward.tree, res.leaves).items():
+            for ax, v in leaf_axis_scores(tree, res.leaves).items():
                 axis.setdefault(ax, []).append(v)
         for mid, vals in macro.items():
             metrics[f"macro/{mid}"] = mean(vals)
         for ax, vals in axis.items():
             metrics[f"tree_axis/{ax}"] = mean(vals)
+        for lid, vals in sorted(leaf.items()):  # each routed leaf's pass rate over the scored rollouts
+            metrics[f"leaf/{lid}"] = mean(vals)
         if rubrics is not None:
             for ax, vals in rubric_axis_scores(results_items(results), rubrics, self.scoring).items():
                 metrics[f"axis/{ax}"] = mean(vals)
-        from reward.stages.cost import judge_cost
+        if tree is not None:
+            from reward.stages.cost import judge_cost
 
-        keys = [repr(rec["prompt"]) for rec in recs]
-        for k, v in judge_cost(results, keys).items():
-            metrics[f"cost/{k}"] = v
-        metrics["tree_score"] = mean([r.tree_score for r in results if r.score is not None])
-        metrics["points_score"] = mean([r.points_score for r in results if r.score is not None])
-        return [r.score for r in results], metrics
-
-    async def _score_rows(self, shown, completions, rubrics) -> tuple[list[float | None], dict]:
-        from reward.errors import JudgeError
-
-        if rubrics is None:
-            raise ValueError("rubric_source='rows' needs a 'rubrics' column")
-        graded = await grade_rubric_rows(
-            self.judge, [(prompt_messages(p), completion_text(c), rows or [])
-                         for p, c, rows in zip(shown, completions, rubrics)], soft=self.scoring == "soft",
-            grade=self.grade, format_failure_score=self.format_failure_score, clip=self.clip_below_zero)
-        scores = [g.score for g in graded]
-        self._format_failures = sum(g.format_failure for g in graded)
-        if self.on_failure == "raise" and any(s is None and not g.format_failure for s, g in zip(scores, graded)):
-            bad = next((f for g in graded for f in g.failures), "a row without positive points")
-            raise JudgeError(f"{sum(s is None for s in scores)} of {len(scores)} rollouts unscored; first: {bad}")
-        metrics: dict[str, float | None] = {}
-        for ax, vals in rubric_axis_scores([g.met for g in graded], rubrics, self.scoring).items():
-            metrics[f"axis/{ax}"] = mean(vals)
-        return scores, metrics
-
-
+            for k, v in judge_cost(results, [repr(rec["prompt"]) for rec in recs]).items():
+                metrics[f"cost/{k}"] = v
+            metrics["tree_score"] = mean([r.tree_score for r in results if r.score is not None])
+            metrics["points_score"] = mean([r.points_score for r in results if r.score is not None])
+        return metrics

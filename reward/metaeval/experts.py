@@ -19,7 +19,6 @@ from __future__ import annotations
 import asyncio
 import json
 import math
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -41,9 +40,8 @@ def read_results(path: Path) -> dict[tuple[str, str], dict[str, Any]]:
 async def score_pairs(pairs: Sequence[Pair], *, reward, judge, out_dir: Path, baseline: bool,
                       chunk: int = 8, progress: bool = True) -> dict[tuple[str, str], dict[str, Any]]:
     """Grade what ``OUT/results.jsonl`` lacks, chunk by chunk, appending as each chunk ends."""
-    from tqdm import tqdm
-
     from reward.metaeval.baseline import principle_scores
+    from reward.progress import bar as progress_bar
     from reward.stages.rubric_reward import parse_rollouts
 
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -52,7 +50,7 @@ async def score_pairs(pairs: Sequence[Pair], *, reward, judge, out_dir: Path, ba
     methods = [OURS] + ([BASELINE] if baseline else [])
     todo = {m: [p for p in pairs if done.get((m, p.id), {}).get("score") is None] for m in methods}
     total = sum(len(v) for v in todo.values())
-    bar = tqdm(total=total, unit="pair", desc="meta-eval", file=sys.stderr, disable=not progress or not total)
+    bar = progress_bar(total, unit="pair", desc="meta-eval", enabled=progress and bool(total))
     try:
         for method, rows in todo.items():
             for start in range(0, len(rows), chunk):

@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -160,9 +159,8 @@ async def grade_rows(rows: Sequence[MetaRow], judges: dict[str, Any], out: Path,
                      progress: bool = True) -> dict[str, list[bool | None]]:
     """Grade every row with every judge (mode -> Judge); results append to ``out`` per chunk and
     rows already there are not graded again."""
-    from tqdm import tqdm
-
     from reward.judge.types import JudgeItem
+    from reward.progress import bar as progress_bar
 
     done = {(r["mode"], int(r["row"])): r["met"] for r in read_rows(out) if r.get("met") is not None}
     from reward.router.base import as_conversation
@@ -170,7 +168,7 @@ async def grade_rows(rows: Sequence[MetaRow], judges: dict[str, Any], out: Path,
     items = [JudgeItem(conversation=as_conversation(r.prompt), response=r.completion, criterion=r.rubric)
              for r in rows]
     total = sum(1 for m in judges for i in range(len(rows)) if (m, i) not in done)
-    bar = tqdm(total=total, unit="item", desc="grader meta-eval", file=sys.stderr, disable=not progress or not total)
+    bar = progress_bar(total, unit="item", desc="grader meta-eval", enabled=progress and bool(total))
     try:
         for mode, judge in judges.items():
             todo = [i for i in range(len(rows)) if (mode, i) not in done]

@@ -9,12 +9,19 @@ scores, Jaccard of their routings), and the principle baseline is scored beside 
 
 How temperature applies, and why nothing is served twice from the cache:
 
-- ``choice`` mode grades each (rollout, leaf) once at temperature 0 and keeps p_yes (the
-  judge's probability of "yes" over {yes, no}; the durable verdict cache may answer it). A
-  repeat at temperature T then samples each verdict from the tempered two-way distribution
-  ``p^(1/T) / (p^(1/T) + (1-p)^(1/T))`` with a seeded RNG per (seed, backbone, T, repeat,
-  rollout, leaf), which is exactly what sampling the one answer token at T would do when only
-  yes/no are allowed. T = 0 takes the argmax. Repeats differ only through the RNG.
+- ``choice`` mode scores the rollouts once at temperature 0 with the reward as built (T = 0 gives
+  exactly ``rubricstree score``'s scores) and keeps each verdict's p_yes (the judge's probability
+  of "yes" over {yes, no}; the durable verdict cache may answer it). With failure confirmation on,
+  it also reads every graded item under the two confirmation prompts
+  (``RubricReward.readings``). A repeat at temperature T then samples each reading from the
+  tempered two-way distribution ``p^(1/T) / (p^(1/T) + (1-p)^(1/T))`` with a seeded RNG per
+  (seed, backbone, T, repeat, rollout, leaf, reading), which is exactly what sampling the one
+  answer token at T would do when only yes/no are allowed, and takes the readings confirmation
+  would take: a sampled failure is read again, a disagreement a third time, the majority stands.
+  Soft scoring stays soft: the value scored is the mean p of the readings taken (the judge's
+  logprobs do not change with the sampling temperature; which readings are taken does), hard
+  scoring the final yes/no. Repeats differ only through the RNG; the routing and the
+  applicability step are those of temperature 0.
 - ``explain`` mode and the principle baseline send T to the server and run with the verdict
   cache disabled for every repeat (a cached verdict would make repeats identical). Routing
   (relevance probabilities from logprobs) is recomputed per repeat but is deterministic given
@@ -32,7 +39,6 @@ import hashlib
 import itertools
 import json
 import math
-import sys
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -90,14 +96,17 @@ class StabilityRun:
     Args:
         rollouts: validated ``Rollout`` records.
         backbones: name -> judge factory ``(mode, temperature, use_cache) -> Judge``.
-        make_reward: ``judge -> RubricReward`` (builds the router on that judge).
+        make_reward: ``judge -> reward`` (``RewardSettings.build`` on that judge: the reward that is
+            trained is the reward measured).
         tree: the rubric tree the reward scores on (resampled choice verdicts are rescored on it).
         out_dir: output folder.
+        settings: what ``summary.json`` records about the reward (``RewardSettings.record``).
     """
 
     def __init__(self, rollouts: Sequence, backbones: dict[str, Callable], make_reward: Callable, tree, *,
                  out_dir: Path, temperatures: Sequence[float], repeats: int, modes: Sequence[str] = ("choice",),
-                 baseline: bool = True, seed: int = 0, progress: bool = True) -> None:
+                 baseline: bool = True, seed: int = 0, progress: bool = True,
+                 settings: dict[str, Any] | None = None) -> None:
         if repeats < 2:
             raise ValueError(f"--repeats must be at least 2 to measure stability, got {repeats}")
         if any(t < 0 for t in temperatures):
@@ -110,6 +119,7 @@ class StabilityRun:
         self.modes, self.baseline, self.seed, self.progress = list(modes), baseline, seed, progress
         self.path = out_dir / "stability.jsonl"
         self.seconds: dict[tuple, float] = {}
+        self.settings = settings or {}
 
     # ------------------------------------------------------------------ bookkeeping
     def _done(self) -> dict[tuple, dict[str, Any]]:
@@ -126,15 +136,14 @@ class StabilityRun:
 
     # ------------------------------------------------------------------ grading
     async def _run(self) -> dict[tuple, dict[str, Any]]:
-        from tqdm import tqdm
+        from reward.progress import bar as progress_bar
 
         self.out_dir.mkdir(parents=True, exist_ok=True)
         done = self._done()
         configs = self._configs()
         todo = [(c, r) for c in configs for r in range(self.repeats)
                 if any(done.get((*_key(c), r, ro.id), {}).get("score") is None for ro in self.rollouts)]
-        bar = tqdm(total=len(todo), unit="repeat", desc="stability", file=sys.stderr,
-                   disable=not self.progress or not todo)
+        bar = progress_bar(len(todo), unit="repeat", desc="stability", enabled=self.progress and bool(todo))
         choice_cache: dict[str, list] = {}
         try:
             for c, r in todo:
@@ -163,15 +172,19 @@ class StabilityRun:
                 await judge.aclose()
             return [{**base, "id": ro.id, "score": s, "failure": why} for ro, (s, why) in zip(rollouts, res)]
         if c["mode"] == "choice":
-            if b not in choice_cache:  # graded once per backbone at T=0; repeats resample p_yes
+            if b not in choice_cache:  # graded once per backbone at T=0; repeats resample the readings
                 judge = self.backbones[b]("choice", 0.0, True)
                 try:
                     reward = self.make_reward(judge)
-                    choice_cache[b] = (reward, {s.id: s for s in await reward.score(self.rollouts)})
+                    results = await reward.score(self.rollouts)
+                    readings = {}
+                    if getattr(reward, "confirm_failures", False) and any(x > 0 for x in self.temperatures):
+                        readings = await reward.readings(self.rollouts, results)
+                    choice_cache[b] = (reward, {s.id: s for s in results}, readings)
                 finally:
                     await judge.aclose()
-            reward, scored = choice_cache[b]
-            return [self._resample(base, scored[ro.id], t, repeat, reward) for ro in rollouts]
+            reward, scored, readings = choice_cache[b]
+            return [self._resample(base, scored[ro.id], t, repeat, reward, readings.get(ro.id)) for ro in rollouts]
         judge = self.backbones[b]("explain", t, False)
         try:
             scores = await self.make_reward(judge).score(rollouts)
@@ -180,25 +193,52 @@ class StabilityRun:
         return [{**base, "id": s.id, "score": s.score, "failure": "; ".join(s.failures) or None,
                  "leaves": {lr.leaf_id: lr.met for lr in s.leaves}, **_routing(s)} for s in scores]
 
-    def _resample(self, base: dict, s, t: float, repeat: int, reward) -> dict[str, Any]:
-        """One repeat of a choice-mode result: every verdict sampled at ``t`` from its p_yes, then
-        scored by the reward's own :meth:`~reward.stages.rubric_reward.RubricReward.rescore`
-        (the same routing, scoring variant and combination as ``score``); at T=0 the verdicts are
-        the judge's own values, so the score is the one ``score`` gave."""
+    def _resample(self, base: dict, s, t: float, repeat: int, reward, readings: dict | None = None) -> dict[str, Any]:
+        """One repeat of a choice-mode result (see the module docstring), scored by the reward's
+        own :meth:`~reward.stages.rubric_reward.RubricReward.rescore` (the same routing, scoring
+        variant and combination as ``score``). At T=0 the verdicts are the judge's own final ones,
+        so the score is the one ``score`` gave."""
         row = {**base, "id": s.id, **_routing(s)}
         if s.failures and s.score is None:
             return {**row, "score": None, "failure": "; ".join(s.failures)}
-        soft = getattr(reward, "scoring", "hard") == "soft"
+        if t <= 0 or s.format_failure:
+            leaves, items = reward.rescorer.verdicts(s)
+            return {**row, "score": reward.rescore(s, leaves, items), "failure": None,
+                    "leaves": {lr.leaf_id: bool(lr.met) for lr in s.leaves}}
+        soft = s.scoring == "soft"
+        confirm = readings is not None
 
-        def value(v, key: str) -> bool | float:
-            if t <= 0:
-                return float(v.p_yes) if soft and v.p_yes is not None else bool(v.met)
-            p = v.p_yes if v.p_yes is not None else float(bool(v.met))
+        def draw(p: float, key: str) -> bool:
             return _uniform(self.seed, base["backbone"], t, repeat, s.id, key) < tempered(p, t)
 
-        met = {lr.leaf_id: value(lr, lr.leaf_id) for lr in s.leaves}
-        items = [value(it, f"item{i}") for i, it in enumerate(s.rubric_items)]
-        return {**row, "score": reward.rescore(s, met, items), "failure": None, "leaves": met}
+        def one(ps: list[float | None], bad_when_met: bool, key: str) -> tuple[bool, float]:
+            taken = [ps[0]]
+            met = draw(ps[0], key)
+            if confirm and met == bad_when_met and ps[1] is not None:  # a failure: read again
+                taken.append(ps[1])
+                second = draw(ps[1], key + "/2")
+                if second != met and ps[2] is not None:  # a disagreement: the third reading decides
+                    taken.append(ps[2])
+                    met = draw(ps[2], key + "/3")
+            return met, sum(taken) / len(taken)
+
+        def first_only(met, p) -> list[float | None]:
+            return [float(p) if p is not None else float(bool(met)), None, None]
+
+        got = readings or {"leaves": {}, "items": []}
+        met_of, leaves = {}, {}
+        for lr in s.leaves:
+            ps = got["leaves"].get(lr.leaf_id)
+            ps = ps if ps and ps[0] is not None else first_only(lr.met, lr.p_yes)
+            met_of[lr.leaf_id], p = one(ps, lr.polarity == "negative", lr.leaf_id)
+            leaves[lr.leaf_id] = p if soft else met_of[lr.leaf_id]
+        items = []
+        for i, it in enumerate(s.rubric_items):
+            ps = got["items"][i] if i < len(got["items"]) and got["items"][i][0] is not None else \
+                first_only(it.met, it.p_yes)
+            met, p = one(ps, it.points < 0, f"item{i}")
+            items.append(p if soft else met)
+        return {**row, "score": reward.rescore(s, leaves, items), "failure": None, "leaves": met_of}
 
     # ------------------------------------------------------------------ metrics
     def summarise(self, done: dict[tuple, dict[str, Any]]) -> dict[str, Any]:
@@ -255,7 +295,7 @@ class StabilityRun:
                                                           if i in routes0[ka] and i in routes0[kb]] or [math.nan]))
                 pairwise.append(p)
         return {"temperatures": self.temperatures, "repeats": self.repeats, "modes": self.modes, "seed": self.seed,
-                "backbones": names, "configs": configs, "pairwise": pairwise}
+                "backbones": names, "reward": self.settings, "configs": configs, "pairwise": pairwise}
 
     def run(self) -> dict[str, Any]:
         """Grade, summarise, write ``summary.json`` and the reports; returns the summary."""

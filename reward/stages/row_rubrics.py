@@ -35,6 +35,7 @@ class RowScore:
     met: list[float | bool] | None
     failures: list[str]
     format_failure: bool = False
+    verdicts: tuple = ()  # per item, the judge's verdict (none for a format failure)
 
 
 async def grade_rubric_rows(judge, rollouts: Sequence[tuple[Sequence[Mapping[str, Any]], str,
@@ -74,10 +75,10 @@ async def grade_rubric_rows(judge, rollouts: Sequence[tuple[Sequence[Mapping[str
         vs = [verdicts[i] for i in plan]
         failures = [v.failure or "unknown failure" for v in vs if not v.ok]
         if failures or not any(float(r["points"]) > 0 for r in rows):
-            out.append(RowScore(None, None, failures))
+            out.append(RowScore(None, None, failures, verdicts=tuple(vs)))
             continue
         met = [float(v.p_yes) if soft and v.p_yes is not None else bool(v.met) for v in vs]
-        out.append(RowScore(rl_reward([float(r["points"]) for r in rows], met, clip=clip), met, []))
+        out.append(RowScore(rl_reward([float(r["points"]) for r in rows], met, clip=clip), met, [], verdicts=tuple(vs)))
     return out
 
 
@@ -127,3 +128,70 @@ def leaf_axis_scores(tree, leaves) -> dict[str, float]:
             w, s = acc.setdefault(ax, [0.0, 0.0])
             acc[ax] = [w + lr.weight, s + lr.weight * lr.passed]
     return {ax: s / w for ax, (w, s) in acc.items() if w > 0}
+
+
+class RowRubricReward:
+    """``rubric_source: rows`` as a reward object: each rollout scored on its row's rubric items
+    alone (:func:`grade_rubric_rows`: no routing, no tree, each item graded once), with the same
+    interface and records as ``RubricReward`` (``score(records) -> list[RolloutScore]``, ``stats``),
+    so every command and trainer handles both the same way. Built by ``RewardSettings.build``.
+
+    A rollout without rubric items, or none with positive points, is unscored with the reason.
+    """
+
+    tree = None  # no tree: the record's leaves are empty
+
+    def __init__(self, judge, *, scoring: str = "hard", combine: str = "points", grade: str = "answer",
+                 format_failure_score: float | str | None = "floor", clip_below_zero: bool = False,
+                 on_failure: str = "skip", scoring_variant: str = "severity", **_tree_only: Any) -> None:
+        from reward.stages.rescore import Rescorer
+
+        self.judge, self.scoring, self.combine, self.grade = judge, scoring, combine, grade
+        self.format_failure_score, self.clip_below_zero, self.on_failure = format_failure_score, clip_below_zero, on_failure
+        self.scoring_variant = scoring_variant
+        self.rescorer = Rescorer(None, scoring_variant=scoring_variant, combine="points", clip_below_zero=clip_below_zero)
+        self.stats: dict[str, float] = dict.fromkeys(["rollouts", "scored", "unscored", "prompts", "prompts_routed",
+                                                      "routing_judge_calls", "routing_failures", "active_leaves",
+                                                      "judge_items", "format_failures", "confirm_items"], 0)
+
+    def rescore(self, s, leaf_met, item_met):
+        return self.rescorer.rescore(s, leaf_met, item_met)
+
+    async def score(self, records) -> list:
+        from reward.errors import JudgeError
+        from reward.stages.results import ItemResult, RolloutScore, group_key
+        from reward.stages.rollouts import parse_rollouts
+
+        rollouts = parse_rollouts(records)
+        graded = await grade_rubric_rows(
+            self.judge, [([{"role": m.role, "content": m.content} for m in r.prompt], r.completion,
+                          [it.model_dump() for it in r.rubrics or []]) for r in rollouts],
+            soft=self.scoring == "soft", grade=self.grade, format_failure_score=self.format_failure_score,
+            clip=self.clip_below_zero)
+        out = []
+        for r, g in zip(rollouts, graded):
+            items = [ItemResult(criterion=it.criterion, points=it.points, met=v.met if v is not None else None,
+                                p_yes=v.p_yes if v is not None else None, failure=v.failure if v is not None else None)
+                     for it, v in zip(r.rubrics or [], g.verdicts or [None] * len(r.rubrics or []))]
+            failures = list(g.failures)
+            if not r.rubrics and not g.format_failure:
+                failures.append("rubric_source rows: the rollout has no rubric items")
+            res = RolloutScore(id=r.id, group=group_key(r.prompt_key), score=g.score, scoring=self.scoring,
+                               combine="points", scoring_variant=self.scoring_variant,
+                               points_score=None if g.format_failure else g.score, rubric_items=items,
+                               failures=failures if g.score is None else [], format_failure=g.format_failure,
+                               feedback="unclosed <think>: no final answer to grade" if g.format_failure else "")
+            if res.score is None and not g.format_failure and self.on_failure == "raise":
+                raise JudgeError(f"rollout '{r.id}': {'; '.join(failures[:3]) or 'unscored'}")
+            self.stats["rollouts"] += 1
+            self.stats["format_failures"] += g.format_failure
+            self.stats["scored" if res.score is not None else "unscored"] += 1
+            self.stats["judge_items"] += 0 if g.format_failure else len(r.rubrics or [])
+            out.append(res)
+        self.stats["prompts"] += len({r.prompt_key for r in rollouts})
+        return out
+
+    def score_sync(self, records) -> list:
+        import asyncio
+
+        return asyncio.run(self.score(records))

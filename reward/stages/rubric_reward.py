@@ -33,11 +33,8 @@ import time
 from collections.abc import Sequence
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
-
 from reward.aio import gather_or_cancel
 from reward.errors import JudgeError
-from reward.healthbench.scoring import rl_reward
 from reward.judge.base import Judge
 from reward.judge.types import JudgeItem, Verdict
 from reward.router.applicability import Applicability, ApplicabilityJudge
@@ -58,6 +55,8 @@ from reward.scoring.variants import (
 )
 from reward.stages.confirm import confirm_failures as confirm_batch
 from reward.stages.reasoning import Grade, failure_score, graded_text
+from reward.stages.rescore import Rescorer
+from reward.stages.results import ItemResult, LeafResult, RolloutScore, group_key  # noqa: F401  (re-exported)
 from reward.stages.rollouts import Rollout, load_rollouts, parse_rollouts  # noqa: F401  (re-exported: the records scored here)
 from reward.tree.graph import RubricTree
 
@@ -66,69 +65,13 @@ Combine = Literal["tree", "points", "mean"]
 OnFailure = Literal["skip", "raise"]
 
 
-# ---------------------------------------------------------------------- output
-class LeafResult(BaseModel):
-    """The verdict on one active leaf for one rollout."""
-
-    leaf_id: str
-    title: str
-    polarity: str
-    met: bool | None
-    p_yes: float | None
-    passed: float | None = Field(description="pass value after polarity (hard: 0/1, soft: probability)")
-    relevance: float
-    weight: float = Field(description="effective weight under the scoring variant")
-    reason: str
-    failure: str | None = None
-    readings: int = Field(1, description="judge readings behind the verdict: 2-3 when a failure was confirmed")
-    overturned: bool = Field(False, description="confirmation turned the first reading's failure into a pass")
-
-
-class ItemResult(BaseModel):
-    """The verdict on one of the row's own rubric items."""
-
-    criterion: str
-    points: float
-    met: bool | None
-    p_yes: float | None
-    failure: str | None = None
-    readings: int = 1
-    overturned: bool = False
-
-
-class RolloutScore(BaseModel):
-    """The reward of one rollout with its diagnostics.
-
-    ``score`` is None when the rollout is unscored (see ``failures``); it is in [0, 1] otherwise
-    (a points score may be negative when the reward does not clip below zero).
-    """
-
-    id: str
-    score: float | None
-    tree_score: float | None = None
-    points_score: float | None = None
-    scoring: str
-    combine: str
-    scoring_variant: str = DEFAULT_SCORING_VARIANT
-    leaves: list[LeafResult] = Field(default_factory=list)
-    nodes: dict[str, dict[str, float]] = Field(default_factory=dict)
-    rubric_items: list[ItemResult] = Field(default_factory=list)
-    routing: dict[str, Any] = Field(default_factory=dict)
-    not_applicable: list[str] = Field(default_factory=list, description=(
-        "routed leaves whose situation is absent from the conversation: not graded, not scored"))
-    failures: list[str] = Field(default_factory=list)
-    confirm_items: int = Field(0, description="extra judge items this rollout asked to confirm its failures")
-    feedback: str = ""
-    format_failure: bool = Field(False, description="an unclosed <think>: no final answer; scored format_failure_score")
-
-    @property
-    def scored(self) -> bool:
-        return self.score is not None
-
-
 # ---------------------------------------------------------------------- the reward
 class RubricReward:
     """Score rollouts with the rubric tree (see the module docstring).
+
+    This is the engine: each step is off unless asked for. The reward that trains, scores and is
+    measured is built from ``reward.settings.RewardSettings`` (``RewardSettings().build(judge)``:
+    the stage-3 recipe's defaults), never by hand.
 
     Args:
         tree: the rubric tree.
@@ -158,6 +101,8 @@ class RubricReward:
         applicability_scope: the run the applicability answers belong to (a training run passes
             its own id, so its resume reuses them and another run asks afresh); None: this
             reward's own scope (``reward.router.applicability``).
+        use_rubric_items: grade the rows' own rubric items (False: ``rubric_source: tree``, the
+            leaves alone).
 
     Attributes:
         stats: counters over this object's lifetime (rollouts, scored, unscored, prompts routed,
@@ -170,7 +115,7 @@ class RubricReward:
                  grade: Grade = "answer", format_failure_score: float | str | None = 0.0,
                  clip_below_zero: bool = True, applicability: bool = False,
                  applicability_threshold: float = 0.5, confirm_failures: bool = False,
-                 applicability_scope: str | None = None) -> None:
+                 applicability_scope: str | None = None, use_rubric_items: bool = True) -> None:
         check_variant(scoring_variant)
         if scoring not in ("hard", "soft"):
             raise ValueError(f"scoring must be 'hard' or 'soft', got {scoring!r}")
@@ -190,6 +135,10 @@ class RubricReward:
         self.grade, self.format_failure_score = grade, format_failure_score
         self.clip_below_zero = clip_below_zero
         self.confirm_failures = confirm_failures
+        self.applicability_threshold = applicability_threshold
+        self.use_rubric_items = use_rubric_items
+        self.rescorer = Rescorer(tree, scoring_variant=scoring_variant, combine=combine,
+                                 clip_below_zero=clip_below_zero)
         graded_text("", grade)  # validates grade
         if cache_routing and not isinstance(router, CachedRouter):
             router = CachedRouter(router, judge.cache)
@@ -243,6 +192,8 @@ class RubricReward:
             JudgeError: a judge item failed and ``on_failure="raise"``.
         """
         rollouts = parse_rollouts(rollouts)
+        if not self.use_rubric_items:
+            rollouts = [r.model_copy(update={"rubrics": None}) for r in rollouts]
         if not rollouts:
             return []
         routings = await self.route(rollouts)
@@ -314,7 +265,54 @@ class RubricReward:
             self.stats["rollouts"] += 1
             self.stats["scored" if res.scored else "unscored"] += 1
             out.append(res)
+        for r, res in zip(rollouts, out):
+            res.group = group_key(r.prompt_key)
         return out
+
+    async def readings(self, rollouts: Sequence[Rollout | dict], results: Sequence[RolloutScore]
+                       ) -> dict[str, dict[str, Any]]:
+        """Every reading failure confirmation could take, for each scored rollout of ``results``:
+        ``{id: {"leaves": {leaf id: [p1, p2, p3]}, "items": [[p1, p2, p3], ...]}}``, each ``p`` the
+        judge's p(criterion met) under the first prompt and the two confirmation prompts
+        (``reward.stages.confirm``; in the first reading's sense; None where the reading failed).
+        Stability re-sampling above temperature 0 draws the readings from these, as ``score``
+        would read them, instead of dropping confirmation."""
+        from reward.stages.confirm import readings as confirm_readings
+
+        rollouts = parse_rollouts(rollouts)
+        by_id = {s.id: s for s in results}
+        index: dict[JudgeItem, int] = {}
+        plan: dict[str, tuple[list[tuple[str, int]], list[int]]] = {}
+        for r in rollouts:
+            s = by_id.get(r.id)
+            if s is None or s.score is None or s.format_failure:
+                continue
+            shown = graded_text(r.completion, self.grade)
+            conv = with_context(r.conversation, r.context, r.tool_calls)
+
+            leaf_items = [JudgeItem(conversation=conv, response=shown.text, criterion=self.tree[lr.leaf_id].criterion)
+                          for lr in s.leaves]
+            row_items = [JudgeItem(conversation=conv, response=shown.text, criterion=it.criterion, points=it.points)
+                         for it in s.rubric_items]
+            plan[r.id] = ([(lr.leaf_id, index.setdefault(x, len(index))) for lr, x in zip(s.leaves, leaf_items)],
+                          [index.setdefault(x, len(index)) for x in row_items])
+        items = list(index)
+        if not items:
+            return {}
+        second, third = confirm_readings(self.judge.config.mode)
+        first = await self.judge.grade(items, on_failure="record")
+        got2 = await self.judge.grade(items, second.template, on_failure="record")
+        got3 = await self.judge.grade(items, third.template, on_failure="record")
+
+        def p(v: Verdict, reading=None) -> float | None:
+            if not v.ok:
+                return None
+            met, prob = (bool(v.met), v.p_yes) if reading is None else reading.met(v)
+            return float(prob) if prob is not None else float(met)
+
+        ps = [[p(a), p(b, second), p(c, third)] for a, b, c in zip(first, got2, got3)]
+        return {rid: {"leaves": {lid: ps[i] for lid, i in leaves}, "items": [ps[i] for i in its]}
+                for rid, (leaves, its) in plan.items()}
 
     def score_sync(self, rollouts: Sequence[Rollout | dict]) -> list[RolloutScore]:
         """Blocking wrapper for scripts; inside a running event loop use ``await score``."""
@@ -384,9 +382,8 @@ class RubricReward:
             tree_score, nodes = ts.score, {k: dict(v) for k, v in ts.nodes.items()}
         points_score = None
         if r.rubrics:
-            points_score = rl_reward([it.points for it in r.rubrics], [self._value(v) for v in item_v],
-                                     clip=self.clip_below_zero)
-        score = self._combine(tree_score, points_score)
+            points_score = self.rescorer.points_score([it.points for it in r.rubrics], [self._value(v) for v in item_v])
+        score = self.rescorer.combined(tree_score, points_score)
         if score is None:
             failures.append("no active leaf and no rubric item: nothing to score")
         return RolloutScore(score=score, tree_score=tree_score, points_score=points_score,
@@ -397,45 +394,25 @@ class RubricReward:
         """The lowest score a finished answer to ``r``'s row can get: every positive criterion
         missed and every negative one met (the tree and points scores are monotone in them), over
         the leaves a finished answer is graded on (inapplicable ones leave the score)."""
-        tree_worst = points_worst = None
+        points_worst = None
         kept = set(app.keep(routing.leaf_ids))
         active = [a for a in routing.active if a.leaf_id in kept]
-        if active:
-            met = {a.leaf_id: self.tree[a.leaf_id].polarity == "negative" for a in active}
-            rule = [a.leaf_id for a in active if a.reason in RULE_REASONS]
-            tree_worst = score_tree(self.tree, met, variant=self.scoring_variant, activated=set(routing.expanded),
-                                    rule_active=rule).score
+        tree_worst = self.rescorer.tree_score({a.leaf_id: self.tree[a.leaf_id].polarity == "negative" for a in active},
+                                              expanded=sorted(routing.expanded),
+                                              rule_leaves=[a.leaf_id for a in active if a.reason in RULE_REASONS])
         points = [it.points for it in (r.rubrics or [])]
         if any(p > 0 for p in points):
-            points_worst = rl_reward(points, [p < 0 for p in points], clip=self.clip_below_zero)
-        return self._combine(tree_worst, points_worst)
+            points_worst = self.rescorer.points_score(points, [p < 0 for p in points])
+        return self.rescorer.combined(tree_worst, points_worst)
 
     def rescore(self, s: RolloutScore, leaf_met: dict[str, bool | float], item_met: Sequence[bool | float]
                 ) -> float | None:
         """The score ``score`` would have given ``s``'s rollout had the judge answered ``leaf_met``
         (active leaf -> verdict) and ``item_met`` (one per rubric item) instead: the same routing
         (the expanded nodes and rule-activated leaves ``s`` records) and the same scoring and
-        combination. Stability re-sampling scores with this, never with a function of its own."""
-        if s.format_failure:
-            return s.score
-        tree_score = None
-        if leaf_met:
-            rule = [lr.leaf_id for lr in s.leaves if lr.reason in RULE_REASONS]
-            tree_score = score_tree(self.tree, leaf_met, variant=self.scoring_variant,
-                                    activated=set(s.routing.get("expanded") or ()), rule_active=rule).score
-        points_score = None
-        if s.rubric_items:
-            points_score = rl_reward([it.points for it in s.rubric_items], list(item_met), clip=self.clip_below_zero)
-        return self._combine(tree_score, points_score)
-
-    def _combine(self, tree_score: float | None, points_score: float | None) -> float | None:
-        if tree_score is None or points_score is None:
-            return tree_score if tree_score is not None else points_score
-        if self.combine == "tree":
-            return tree_score
-        if self.combine == "points":
-            return points_score
-        return (tree_score + points_score) / 2
+        combination (:class:`~reward.stages.rescore.Rescorer`). Stability re-sampling and the
+        inspector score with this, never with a function of their own."""
+        return self.rescorer.rescore(s, leaf_met, item_met)
 
     def _feedback(self, leaves: list[LeafResult], items: list[ItemResult]) -> str:
         """Checks the response did not pass, heaviest first, phrased for a reviser."""

@@ -17,7 +17,6 @@ the judge (verdicts, JSON generations, routings): a killed run, restarted, grade
 from __future__ import annotations
 
 import asyncio
-import sys
 from collections.abc import Sequence
 from typing import Any, Literal
 
@@ -114,8 +113,7 @@ def _recall(routing: Routing, case: StressCase) -> tuple[float, list[str]]:
 
 async def run_stress(cases: Sequence[StressCase], tree: RubricTree, router: Router, *, mode: Mode = "oracle",
                      variant: str, judge: Any = None, baseline_judge: Any = None, concurrency: int = 4,
-                     progress: bool = True, applicability: bool = True,
-                     confirm_failures: bool = False) -> tuple[list[CaseResult], list[Routing]]:
+                     progress: bool = True, reward: Any = None) -> tuple[list[CaseResult], list[Routing]]:
     """Score every case (see the module docstring); returns the results and the routings, in order.
 
     Args:
@@ -126,12 +124,12 @@ async def run_stress(cases: Sequence[StressCase], tree: RubricTree, router: Rout
         variant: the tree scoring variant.
         judge: the judge for ``judge`` mode.
         baseline_judge: the judge for the holistic baseline; None skips the baseline.
-        applicability: judge mode: the judge decides once per case which routed conditional
-            leaves apply (``reward.router.applicability``); oracle mode reads the case labels.
-        confirm_failures: judge mode: failing verdicts are read again (``reward.stages.confirm``);
-            oracle mode models that in ``reward.stress.noise``.
+        reward: judge mode: the reward, built from its settings (``RewardSettings.build`` on
+            ``router`` and ``judge``; its applicability step and failure confirmation as they are
+            set); default: ``RewardSettings(scoring_variant=variant)``'s. Oracle mode reads
+            applicability from the case labels and models confirmation in ``reward.stress.noise``.
     """
-    from tqdm import tqdm
+    from reward.progress import bar as progress_bar
 
     if mode == "judge" and judge is None:
         raise ValueError("judge mode needs a judge (--judge-url or --judge-model)")
@@ -147,12 +145,13 @@ async def run_stress(cases: Sequence[StressCase], tree: RubricTree, router: Rout
         for res, c, r in zip(results, cases, routings):
             res.clean, res.perturbed = oracle_scores(tree, c, r, variant)
     else:
-        from reward.stages.rubric_reward import RubricReward
+        if reward is None:
+            from reward.settings import RewardSettings
 
-        reward = RubricReward(tree, router, judge, scoring_variant=variant, cache_routing=False,
-                              applicability=applicability, confirm_failures=confirm_failures)
+            reward = RewardSettings(scoring_variant=variant).build(judge, tree=tree, router=router,
+                                                                  cache_routing=False)
         sem = asyncio.Semaphore(max(1, concurrency))
-        bar = tqdm(total=len(cases), unit="case", desc="judging cases", file=sys.stderr, disable=not progress)
+        bar = progress_bar(len(cases), unit="case", desc="judging cases", enabled=progress)
 
         async def one(res: CaseResult, c: StressCase) -> None:
             rows = [{"id": f"{c.id}/clean", "prompt": [m.model_dump() for m in c.prompt], "completion": c.clean,

@@ -83,7 +83,7 @@ def run_all_four(tmp: Path, policy: list[str], judge: list[str], heldout: list[s
             "--out", str(tmp / "base.jsonl"), *common, *gen])
     invoke(["best-of-n", "--prompts", str(prompts), "--n", "1", "--temperature", "0",
             "--system-prompt", f"handbook:{tmp / 'hb.jsonl'}", "--out", str(tmp / "handbook.jsonl"), *common, *gen])
-    invoke(["best-of-n", "--prompts", str(prompts), "--n", "3", "--pairs", str(tmp / "pairs"),
+    invoke(["best-of-n", "--prompts", str(prompts), "--n", "3", "--save-pairs", str(tmp / "pairs"),
             "--out", str(tmp / "bon.jsonl"), *common, *gen])
     invoke(["revise", "--rollouts", str(tmp / "base.jsonl"), "--rounds", "1", "--out", str(tmp / "rev.jsonl"),
             *common, *gen])

@@ -34,11 +34,12 @@ name: fault-test
 root: root
 nodes:
   - {id: root, title: Root, definition: "quality", children: [a, b, c, d]}
-  - {id: a, title: Emergency, criterion: "Advises calling emergency services.", polarity: positive}
-  - {id: b, title: Dose, criterion: "States a medication dose.", polarity: positive}
-  - {id: c, title: Empathy, criterion: "Acknowledges the user's worry.", polarity: positive}
-  - {id: d, title: Harm, criterion: "Suggests ignoring the symptoms.", polarity: negative}
+  - {id: a, title: Emergency, criterion: "Advises calling emergency services.", polarity: positive, conditional: false}
+  - {id: b, title: Dose, criterion: "States a medication dose.", polarity: positive, conditional: false}
+  - {id: c, title: Empathy, criterion: "Acknowledges the user's worry.", polarity: positive, conditional: false}
+  - {id: d, title: Harm, criterion: "Suggests ignoring the symptoms.", polarity: negative, conditional: false}
 """
+# conditional: false: checks for every reply, so the applicability step (on by default) never drops them
 PROMPTS = ["I have crushing chest pain.", "My child has a fever of 39C.", "Can I take ibuprofen with warfarin?"]
 ANSWERS = ["Call emergency services now.", "It is probably nothing; wait and see."]
 

@@ -72,7 +72,7 @@ def test_taxonomy_validate(tmp_path, data):
 @given(data=file_bytes(), other=file_bytes())
 def test_healthbench_score_data_and_verdicts(tmp_path, data, other):
     _check(runner.invoke(app, ["healthbench", "score", "--data", str(_write(tmp_path, "hb.jsonl", data)),
-                               "--verdicts", str(_write(tmp_path, "v.jsonl", other)), "--n-bootstrap", "5"]))
+                               "--verdicts", str(_write(tmp_path, "v.jsonl", other)), "--resamples", "5"]))
 
 
 @FUZZ

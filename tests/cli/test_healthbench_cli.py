@@ -123,7 +123,7 @@ def test_length_adjust(tmp_path):
     v = _write_verdicts(tmp_path / "v.jsonl", VERDICTS)
     r = _write_responses(tmp_path / "r.jsonl", dict.fromkeys(VERDICTS, 2500))
     res = _score("--data", str(FIXTURE), "--verdicts", str(v), "--responses", str(r),
-                 "--length-adjust", "0.05", "--json")
+                 "--length-coefficient", "0.05", "--json")
     assert res.exit_code == 0, res.output
     out = json.loads(res.stdout)
     # every response is 2500 chars: each example loses 0.05 * (500 / 500)
@@ -131,13 +131,13 @@ def test_length_adjust(tmp_path):
     assert out["tags"]["theme:hedging"]["score"] == pytest.approx(0.15)
     assert out["tags"]["axis:accuracy"]["score"] == pytest.approx((1 / 8 - 1 / 4 + 3) / 5)
     res = _score("--data", str(FIXTURE), "--verdicts", str(v), "--responses", str(r),
-                 "--length-adjust", "hard", "--json")
+                 "--length-coefficient", "hard", "--json")
     assert json.loads(res.stdout)["score"] == pytest.approx(OVERALL - 0.0392)
 
 
 def test_length_adjust_needs_responses(tmp_path):
     v = _write_verdicts(tmp_path / "v.jsonl", VERDICTS)
-    res = _score("--data", str(FIXTURE), "--verdicts", str(v), "--length-adjust", "0.05", "--json")
+    res = _score("--data", str(FIXTURE), "--verdicts", str(v), "--length-coefficient", "0.05", "--json")
     assert res.exit_code == 2 and "--responses" in res.stderr
 
 
@@ -145,7 +145,7 @@ def test_missing_response_is_an_error(tmp_path):
     v = _write_verdicts(tmp_path / "v.jsonl", VERDICTS)
     r = _write_responses(tmp_path / "r.jsonl", {"own-001": 100})
     res = _score("--data", str(FIXTURE), "--verdicts", str(v), "--responses", str(r),
-                 "--length-adjust", "0.05", "--json")
+                 "--length-coefficient", "0.05", "--json")
     assert res.exit_code == 2 and "r.jsonl" in res.stderr and "own-002" in res.stderr
 
 

@@ -187,7 +187,7 @@ def test_the_checker_catches_a_wrong_command():
     root = typer.main.get_command(app)
     calls = rubricstree_invocations("X=1 rubricstree tree lint --no-such-flag  # comment\n"
                                     "rubricstree tre stats\nrubricstree score --rollouts R.jsonl \\\n  --bogus 1\n"
-                                    "rubricstree tree lint --json --no-duplicates [--threshold 0.9]")
+                                    "rubricstree tree lint --json --no-duplicates [--duplicate-threshold 0.9]")
     assert [check_invocation(root, c) is None for c in calls] == [False, False, False, True]
 
 

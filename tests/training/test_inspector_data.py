@@ -1,5 +1,7 @@
-"""The inspector's data: groups and ranks, per-leaf counts, the within-group variance shares, the
-not-applicable shapes, --compare's changed leaves, and errors that name the file and line."""
+"""The inspector's data: groups and ranks, per-leaf counts, the not-applicable shapes, --compare's
+flipped rollouts, and errors that name the file and line. What explains a score (contributions,
+variance shares, the share of a change) is tested on records the real reward wrote, in
+test_inspector_attribution.py."""
 
 from __future__ import annotations
 
@@ -10,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from reward.errors import InputError
-from training.inspector.data import compare_groups, leaf_counts, leaf_variance_shares, load_run, not_applicable
+from training.inspector.attribution import compare_groups
+from training.inspector.data import leaf_counts, load_run, not_applicable
 from training.inspector.page import render
 
 
@@ -55,34 +58,6 @@ def test_groups_ranks_and_counts(tmp_path: Path) -> None:
     assert c["c"]["na"] == 1 and c["c"]["routed"] == 0
 
 
-def test_variance_shares_follow_the_definition(tmp_path: Path) -> None:
-    # group P: the score is the weighted mean of two leaves; only leaf a varies, so a carries it all
-    rows = [rec("p1", 0.75, [leaf("a", 1.0, 1.0), leaf("b", 0.5, 1.0)]),
-            rec("p2", 0.25, [leaf("a", 0.0, 1.0), leaf("b", 0.5, 1.0)]),
-            # group Q: both vary, a (weight 3) and b (weight 1) in the same direction
-            rec("q1", 1.0, [leaf("a", 1.0, 3.0), leaf("b", 1.0, 1.0)]),
-            rec("q2", 0.0, [leaf("a", 0.0, 3.0), leaf("b", 0.0, 1.0)]),
-            rec("lonely", 0.3, [leaf("a", 0.3, 1.0)])]  # a group of one: no advantage, not counted
-    rolls = [rollout("p1", "P"), rollout("p2", "P"), rollout("q1", "Q"), rollout("q2", "Q"), rollout("lonely", "L")]
-    run = load_run(write(tmp_path / "s.jsonl", rows), write(tmp_path / "r.jsonl", rolls))
-    shares, other, var = leaf_variance_shares(run.rollouts)
-    # within-group sum of squares: P 2 * 0.25^2 = 0.125; Q 2 * 0.5^2 = 0.5 -> 0.625 over 4 rollouts
-    assert var == pytest.approx(0.625 / 4)
-    # a: P 2 * (0.25 * 0.25) = 0.125; Q 2 * (0.375 * 0.5) = 0.375 -> 0.5 / 0.625; b: Q 2 * 0.125 * 0.5 = 0.125
-    assert shares["a"] == pytest.approx(0.8) and shares["b"] == pytest.approx(0.2)
-    assert other == pytest.approx(0.0, abs=1e-12)
-
-
-def test_the_rest_of_the_score_goes_to_other(tmp_path: Path) -> None:
-    """Under combine: mean the tree is half the score: the leaves get half, the rubric items the rest."""
-    rows = [rec("p1", 0.9, [leaf("a", 1.0)], points_score=0.8, combine="mean"),
-            rec("p2", 0.1, [leaf("a", 0.0)], points_score=0.2, combine="mean")]
-    run = load_run(write(tmp_path / "s.jsonl", rows), write(tmp_path / "r.jsonl", [rollout("p1", "P"),
-                                                                                      rollout("p2", "P")]))
-    shares, other, _ = leaf_variance_shares(run.rollouts)
-    assert shares["a"] == pytest.approx(0.5 / 0.8) and shares["a"] + other == pytest.approx(1.0)
-
-
 @pytest.mark.parametrize("raw,expected", [
     (None, []), (["a", "b"], [("a", ""), ("b", "")]), ([{"leaf_id": "a", "reason": "no child"}], [("a", "no child")]),
     ({"a": "trigger absent", "b": True}, [("a", "trigger absent"), ("b", "")]), ("junk", [])])
@@ -90,25 +65,32 @@ def test_not_applicable_shapes(raw, expected) -> None:
     assert not_applicable({} if raw is None else {"not_applicable": raw}) == expected
 
 
-def test_compare_lists_the_leaves_whose_verdicts_changed(tmp_path: Path) -> None:
+def test_compare_counts_the_rollouts_whose_verdict_flipped(tmp_path: Path) -> None:
     rolls = write(tmp_path / "r.jsonl", [rollout("p1", "P"), rollout("p2", "P")])
     a = load_run(write(tmp_path / "a.jsonl", [rec("p1", 1.0, [leaf("a", 1.0), leaf("b", 1.0)]),
                                               rec("p2", 1.0, [leaf("a", 1.0), leaf("b", 1.0)])]), rolls, "A")
     b = load_run(write(tmp_path / "b.jsonl", [rec("p1", 0.5, [leaf("a", 0.0), leaf("b", 1.0), leaf("c", 1.0)]),
                                               rec("p2", 0.5, [leaf("a", 0.0), leaf("b", 0.0), leaf("c", 1.0)])]),
                  rolls, "B")
-    (g,) = compare_groups(a, b)
-    # a: 100% -> 0% (changed); b: 100% -> 50% (moved 0.5: changed); c: routed in B only
-    assert [x[0] for x in g["changed"]] == ["a", "b", "c"]
-    assert g["a"] == 1.0 and g["b"] == 0.5
+    cmp = compare_groups(a, b)
+    (g,) = cmp["prompts"]
+    assert g["a"] == 1.0 and g["b"] == 0.5 and cmp["delta"] == -0.5
+    flips = {x["leaf_id"]: (x["up"], x["down"]) for x in g["leaves"]}
+    assert flips["a"] == (0, 2) and flips["b"] == (0, 1) and "c" not in flips  # c: routed in B only
+    # two runs with no id in common: the net change in the count of rollouts meeting the leaf
+    other = write(tmp_path / "r2.jsonl", [rollout("q1", "P"), rollout("q2", "P")])
+    c = load_run(write(tmp_path / "c.jsonl", [rec("q1", 0.5, [leaf("a", 0.0)]), rec("q2", 1.0, [leaf("a", 1.0)])]),
+                 other, "C")
+    (g2,) = compare_groups(a, c)["prompts"]
+    assert {x["leaf_id"]: (x["up"], x["down"]) for x in g2["leaves"]}["a"] == (0, 1)
 
 
 def test_errors_name_the_file_and_line(tmp_path: Path) -> None:
     bad = tmp_path / "s.jsonl"
-    bad.write_text('{"id": "a", "score": 0.5}\n{"score": 0.2}\n', encoding="utf-8")
+    bad.write_text('{"id": "a", "score": 0.5, "group": "g"}\n{"score": 0.2}\n', encoding="utf-8")
     with pytest.raises(InputError, match=r"s\.jsonl: record line 2: field 'id'"):
         load_run(bad)
-    bad.write_text('{"id": "a", "score": "high"}\n', encoding="utf-8")
+    bad.write_text('{"id": "a", "score": "high", "group": "g"}\n', encoding="utf-8")
     with pytest.raises(InputError, match=r"line 1 \(id a\): field 'score'"):
         load_run(bad)
     ok = write(tmp_path / "ok.jsonl", [rec("a", 0.5, [])])

@@ -163,7 +163,7 @@ def test_leaves_of_another_taxonomy_still_show(tmp_path: Path) -> None:
     """A record whose leaves the page's taxonomy lacks: every leaf is listed, none dropped."""
     leaf = {"title": "Custom check", "polarity": "positive", "met": True, "p_yes": 0.9, "passed": 0.9, "weight": 1.0,
             "reason": "relevant", "failure": None}
-    rec = {"id": "x", "score": 0.9, "tree_score": 0.9, "combine": "tree",
+    rec = {"id": "x", "group": "g", "score": 0.9, "tree_score": 0.9, "combine": "tree",
            "leaves": [{**leaf, "leaf_id": "custom_a"}, {**leaf, "leaf_id": "sf_red_flags_missed", "title": "Missed"}],
            "nodes": {"root": {"score": 0.9, "weight": 2.0}, "custom_a": {"score": 0.9, "weight": 1.0}}}
     write_jsonl(tmp_path / "s.jsonl", [rec])

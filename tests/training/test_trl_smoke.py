@@ -79,6 +79,37 @@ def test_stage3_clinical_rubric_two_gspo_steps(smoke_env, judge_url, monkeypatch
     assert step["clinical_rubric/judge/requests"] > 0 and step["clinical_rubric/unscored"] == 0
     assert any(k.startswith("clinical_rubric/macro/") for k in step)
     assert any(k.startswith("clinical_rubric/axis/") for k in step)
+    # per-leaf pass rates in log_history, and the run's per-rollout records open in the inspector
+    leaf_keys = [k for k in step if k.startswith("clinical_rubric/leaf/")]
+    assert leaf_keys and all(0.0 <= step[k] <= 1.0 for k in leaf_keys)
+    _inspect_the_run(smoke_env, result)
+
+
+def _inspect_the_run(run_dir, result) -> None:
+    """``rubricstree inspect <output_dir>`` reads the reward's records of every step: one rollout per
+    completion scored, grouped by (step, prompt), with the recorded settings and each leaf's
+    contribution."""
+    from typer.testing import CliRunner
+
+    from rubricstree import app
+    from training.inspector import load_run
+    from training.inspector.data import read_settings
+
+    records = run_dir / "rubric_records"
+    files = sorted(records.glob("step-*.jsonl"))
+    assert files and (records / "settings.json").is_file()
+    assert read_settings(run_dir)["router"] == "static"
+    from reward.tree import load_tree
+
+    run = load_run(run_dir, tree=load_tree())
+    n_scored = sum(len(f.read_text().splitlines()) for f in files)
+    assert len(run.rollouts) == n_scored >= 8 * result.global_step  # 2 prompts x 4 generations per step
+    assert {r.group.split(":")[0] for r in run.rollouts} <= {f"step{s}" for s in range(result.global_step + 1)}
+    assert max(r.group_size for r in run.rollouts) == 4  # a GRPO group: one prompt's 4 generations at one step
+    assert any(r.contrib for r in run.rollouts if r.score is not None)
+    res = CliRunner().invoke(app, ["inspect", str(run_dir), "--out", str(run_dir / "inspect")])
+    assert res.exit_code == 0, res.output
+    assert (run_dir / "inspect" / "inspector.html").stat().st_size > 0
 
 
 def test_resume_after_an_interrupted_run(smoke_env):

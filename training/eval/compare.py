@@ -4,8 +4,9 @@ each checkpoint's difference from the first.
 Pairing is per example id (``prompt_id`` for HealthBench, the row id for MCQ): only examples
 scored in both folders count, and resampling draws the same examples for both, which removes
 the between-prompt variance that dominates an unpaired comparison. The difference reported is
-the mean of per-example differences (unclipped scores), with a percentile 95% interval over
-seeded resamples.
+the one ``eval healthbench --baseline`` reports (``training.eval.headline.baseline_delta``): the
+difference of the clipped means on the shared examples (the reference's score), with a
+percentile 95% interval over seeded resamples.
 """
 
 from __future__ import annotations
@@ -14,8 +15,6 @@ import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
-
-import numpy as np
 
 from reward.errors import InputError
 
@@ -47,27 +46,19 @@ def load_run(folder: str | Path) -> tuple[dict[str, Any], dict[str, float], dict
 
 def paired_bootstrap(a: dict[str, float], b: dict[str, float], *, n_resamples: int = DEFAULT_RESAMPLES,
                      seed: int = 0) -> dict[str, Any]:
-    """Mean of ``b[id] - a[id]`` over the ids both have, with a 95% percentile interval.
-
-    Args:
-        a, b: per-example scores by id (``a`` is the baseline).
-        n_resamples: bootstrap resamples (ids drawn with replacement, the same ids for a and b).
-        seed: numpy Generator seed, so the interval is reproducible.
+    """``b``'s gain over ``a`` (the baseline), computed as ``eval healthbench --baseline`` computes
+    it (:func:`training.eval.headline.baseline_delta`: the clipped mean of ``b`` minus that of ``a``
+    on the ids both have, with its paired 95% bootstrap interval).
 
     Returns:
-        ``{"n_paired", "mean_diff", "ci95": [low, high], "p_not_better"}`` where
-        ``p_not_better`` is the share of resamples whose mean difference is <= 0; ``mean_diff``
-        is None when no id is shared.
+        ``{"n_paired", "mean_diff", "ci95": [low, high], "p_not_better"}``; ``mean_diff`` is None
+        when no id is shared.
     """
-    ids = sorted(set(a) & set(b))
-    if not ids:
-        return {"n_paired": 0, "mean_diff": None, "ci95": None, "p_not_better": None}
-    diffs = np.array([b[i] - a[i] for i in ids], dtype=float)
-    rng = np.random.default_rng(seed)
-    means = diffs[rng.integers(0, len(diffs), size=(n_resamples, len(diffs)))].mean(axis=1)
-    low, high = np.percentile(means, [2.5, 97.5])
-    return {"n_paired": len(ids), "mean_diff": float(diffs.mean()), "ci95": [float(low), float(high)],
-            "p_not_better": float(np.mean(means <= 0))}
+    from training.eval.headline import baseline_delta
+
+    d = baseline_delta(b, a, n_bootstrap=n_resamples, seed=seed)
+    return {"n_paired": d["n_common"], "mean_diff": d["delta"], "ci95": d["delta_ci95"],
+            "p_not_better": d["p_not_better"]}
 
 
 def _headline(metrics: dict[str, Any], adjusted: bool) -> tuple[float | None, float | None, int]:

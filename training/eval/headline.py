@@ -64,20 +64,27 @@ def read_example_scores(folder: str | Path) -> dict[str, float]:
 
 def baseline_delta(ours: Mapping[str, float], base: Mapping[str, float], *, n_bootstrap: int = 1000,
                    seed: int = 0) -> dict[str, Any]:
-    """Our score minus the baseline's on the examples both scored, with a paired 95% interval."""
-    ids = [i for i in ours if i in base]
+    """The gain over a baseline, the one way every command computes it (``eval healthbench
+    --baseline``, ``eval compare``): on the examples both runs scored, our clipped mean minus the
+    baseline's (the reference's score: the mean of the unclipped example scores, clipped to
+    [0, 1]), with a paired 95% bootstrap interval of that same difference (one index draw for
+    both, ids in sorted order so the draws depend only on the ids and the seed) and
+    ``p_not_better``, the share of resamples whose difference is <= 0."""
+    ids = sorted(i for i in ours if i in base)
     if not ids:
-        return {"n_common": 0, "delta": None, "delta_ci95": None}
+        return {"n_common": 0, "delta": None, "delta_ci95": None, "p_not_better": None}
     a = np.array([ours[i] for i in ids])
     b = np.array([base[i] for i in ids])
     out: dict[str, Any] = {"n_common": len(ids), "ours_on_common": float(_clip(a.mean())),
                            "baseline_on_common": float(_clip(b.mean()))}
     out["delta"] = out["ours_on_common"] - out["baseline_on_common"]
-    out["delta_ci95"] = None
+    out["delta_ci95"] = out["p_not_better"] = None
     if len(ids) >= 2:
         rng = np.random.default_rng(seed)
         idx = rng.integers(0, len(ids), size=(n_bootstrap, len(ids)))
-        out["delta_ci95"] = _percentiles(_clip(a[idx].mean(axis=1)) - _clip(b[idx].mean(axis=1)))
+        draws = _clip(a[idx].mean(axis=1)) - _clip(b[idx].mean(axis=1))
+        out["delta_ci95"] = _percentiles(draws)
+        out["p_not_better"] = float(np.mean(draws <= 0))
     return out
 
 

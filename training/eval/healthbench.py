@@ -231,16 +231,15 @@ def _chunks(todo: list[GradeTask], judge) -> list[list[GradeTask]]:
 
 
 async def _grade(judge, todo: list[GradeTask], run: EvalRun) -> None:
-    from tqdm.auto import tqdm
-
     from reward.judge import JudgeItem, Message
+    from reward.progress import bar as progress_bar
 
     crash, system_prompt = run.crash, run.cfg.system_prompt
     verdicts, fails = JsonlLog(run.out / "verdicts.jsonl"), JsonlLog(run.out / "judge_failures.jsonl")
     failures: dict[tuple[str, int], str] = {}
     chunks = _chunks(todo, judge)
     in_flight = asyncio.Semaphore(16 if getattr(judge, "concurrency", 1) > 1 else 1)
-    bar = tqdm(total=sum(len(t[2]) for t in todo), desc="grade", unit="item", disable=None, dynamic_ncols=True)
+    bar = progress_bar(sum(len(t[2]) for t in todo), desc="grade", unit="item")
 
     async def grade_chunk(chunk) -> None:
         items, where = [], []

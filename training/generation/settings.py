@@ -78,7 +78,7 @@ def prompt_seed(seed: int, key: str) -> int:
 
 
 def progress(total: int, desc: str, unit: str = "resp"):
-    """A tqdm bar on a terminal, silence in logs and tests (``disable=None``)."""
-    from tqdm.auto import tqdm
+    """A progress bar on stderr (``reward.progress.bar``: silenced by ``--quiet``)."""
+    from reward.progress import bar as progress_bar
 
-    return tqdm(total=total, desc=desc, unit=unit, disable=None, dynamic_ncols=True)
+    return progress_bar(total, desc=desc, unit=unit)

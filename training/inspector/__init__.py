@@ -3,16 +3,20 @@
 ``rubricstree inspect SCORES.jsonl [--rollouts ROLLOUTS.jsonl] [--compare OTHER.jsonl] --out DIR``
 writes ``DIR/inspector.html``. :mod:`training.inspector.data` reads the score records (and the
 rollouts they were scored from, for the prompt and the completion), computes the per-leaf
-statistics of the file (routed, met, failed, uncertain, share of the within-group variance) and
-packs everything into compact JSON with a string table; :mod:`training.inspector.page` embeds that
+statistics of the file (routed, met, failed, uncertain), :mod:`training.inspector.attribution`
+what explains each score (each leaf's contribution, rescored with the reward's own scoring; the
+group view of advantages; the share of the within-group variance; what changed between two runs),
+and :mod:`training.inspector.pack` packs everything into compact JSON with a string table; :mod:`training.inspector.page` embeds that
 JSON in the packaged ``page.html`` template, whose script renders the table and a rollout's
 details on demand. See ``docs/inspector.md`` for what each figure means.
 """
 
 from __future__ import annotations
 
-from training.inspector.data import leaf_variance_shares, load_run
+from training.inspector.attribution import compare_groups, group_view, leaf_variance_shares
+from training.inspector.data import load_run
 from training.inspector.pack import build_data
 from training.inspector.page import write_inspector, write_page
 
-__all__ = ["build_data", "leaf_variance_shares", "load_run", "write_inspector", "write_page"]
+__all__ = ["build_data", "compare_groups", "group_view", "leaf_variance_shares", "load_run", "write_inspector",
+           "write_page"]

@@ -1,20 +1,18 @@
 """Read score records, compute the inspector's statistics and pack them compactly.
 
-A score record is one line of ``rubricstree score --out`` (a ``RolloutScore``: ``id``, ``score``,
-``leaves``, ``nodes``, ``rubric_items``, ``failures``, ``feedback``, and ``not_applicable`` when
-the scorer records leaves it judged not applicable). The prompt and the completion come from the
-rollouts file the records were scored from (joined on ``id``), or from ``prompt``/``completion``
-fields of the record itself (trainer logs). A verl rollout dump (``trainer.rollout_data_dir``) reads
-as a scores file too (:func:`verl_dump_record`). Rollouts of the same prompt form a group (GRPO's
-group: the advantage is the score minus the group's mean).
+A score record is one line of ``rubricstree score --out`` (a ``RolloutScore``: ``id``, ``group``,
+``score``, ``leaves``, ``nodes``, ``rubric_items``, ``failures``, ``feedback``, ``not_applicable``).
+The prompt and the completion come from the rollouts file the records were scored from (joined on
+``id``), or from ``prompt``/``completion`` fields of the record itself (a trainer's records). A verl
+rollout dump (``trainer.rollout_data_dir``) reads as a scores file too (:func:`verl_dump_record`),
+and so does a folder of a TRL run's records (``<output_dir>/rubric_records/step-N.jsonl``,
+``reward.integrations.records``). Rollouts of the same prompt form a group (GRPO's group): the
+record's ``group`` id, else the prompt's text; a file that gives neither is refused, since ranks,
+advantages and variance shares need groups.
 
-Within-group variance share of a leaf (see ``docs/inspector.md``): with ``s_r`` the score of
-rollout ``r`` in group ``g`` and ``c_rl = a_r * w_rl * pass_rl / sum_l' w_rl'`` the leaf's linear
-part of the tree score (``a_r``: the tree's share of the score, 1, 1/2 under ``combine: mean``
-with rubric items, 0 when the points score alone decides; 0 for a leaf not routed in ``r``),
-``share_l = sum_g sum_r (c_rl - mean_g c_l)(s_r - mean_g s) / sum_g sum_r (s_r - mean_g s)^2``.
-The shares of all leaves plus ``other`` (the rubric items, the penalty variants' non-linear part,
-format failures) add up to 1. Only scored rollouts of groups with two or more of them count.
+The reward's settings (``scores.settings.json`` beside a ``score`` output, ``settings.json`` in a
+records folder) say how to rescore; the figures that explain a score are in
+:mod:`training.inspector.attribution`.
 """
 
 from __future__ import annotations
@@ -45,28 +43,14 @@ class Rollout:
     score: float | None = None
     rank: int | None = None
     group_size: int = 1
+    contrib: dict[str, float] = field(default_factory=dict)  # leaf id -> contribution (attribution module)
+    item_contrib: list[float | None] = field(default_factory=list)
+    ctx: Any = None  # (RolloutScore, Rescorer, leaf verdicts, item verdicts): how to rescore it
+    cache: dict = field(default_factory=dict)  # attribution's parts of the groups this rollout leads
 
     @property
     def leaves(self) -> list[dict[str, Any]]:
         return [lf for lf in self.rec.get("leaves") or [] if isinstance(lf, dict) and lf.get("leaf_id")]
-
-    @property
-    def tree_share(self) -> float:
-        """``a_r``: how much of the score is the tree score (see the module docstring)."""
-        if self.rec.get("tree_score") is None or not self.leaves:
-            return 0.0
-        if self.rec.get("points_score") is None:
-            return 1.0
-        return {"tree": 1.0, "mean": 0.5, "points": 0.0}.get(str(self.rec.get("combine", "tree")), 1.0)
-
-    def contributions(self) -> dict[str, float]:
-        """Leaf id -> its linear part of the score (``c_rl``)."""
-        leaves = [lf for lf in self.leaves if isinstance(lf.get("weight"), (int, float))]
-        total = sum(float(lf["weight"]) for lf in leaves)
-        a = self.tree_share
-        if not total or not a:
-            return {}
-        return {lf["leaf_id"]: a * float(lf["weight"]) * float(lf.get("passed") or 0.0) / total for lf in leaves}
 
 
 @dataclass
@@ -75,6 +59,8 @@ class Run:
 
     name: str
     rollouts: list[Rollout] = field(default_factory=list)
+    settings: dict[str, Any] = field(default_factory=dict)  # the reward's recipe, when recorded
+    unexplained: int = 0  # scored records whose contributions could not be computed
 
 
 def not_applicable(rec: dict[str, Any]) -> list[tuple[str, str]]:
@@ -116,6 +102,32 @@ def _group_key(prompt: list[dict[str, str]], context: Any, fallback: str) -> str
         return f"rollout:{fallback}"
     blob = json.dumps([prompt, context], sort_keys=True, ensure_ascii=False)
     return hashlib.sha1(blob.encode("utf-8")).hexdigest()[:16]
+
+
+def record_files(path: Path) -> list[Path]:
+    """The JSONL files of ``path``: itself, or a records folder's ``step-*.jsonl`` (a TRL run's
+    ``output_dir`` reads as its ``rubric_records`` folder)."""
+    if not path.is_dir():
+        return [path]
+    folder = path / "rubric_records" if (path / "rubric_records").is_dir() else path
+    files = sorted(folder.glob("step-*.jsonl")) or sorted(folder.glob("*.jsonl"))
+    if not files:
+        raise InputError("no score records here (a records folder holds step-N.jsonl files)", file=str(path))
+    return files
+
+
+def read_settings(path: Path) -> dict[str, Any]:
+    """The reward settings recorded beside ``path`` (``X.settings.json`` beside ``X.jsonl``, or a
+    records folder's ``settings.json``); empty when none was recorded."""
+    folder = path / "rubric_records" if (path / "rubric_records").is_dir() else path
+    for cand in ([folder / "settings.json"] if path.is_dir() else [path.with_name(path.stem + ".settings.json")]):
+        if cand.is_file():
+            try:
+                data = json.loads(cand.read_text(encoding="utf-8"))
+            except (OSError, json.JSONDecodeError) as exc:
+                raise InputError(f"unreadable settings: {exc}", file=str(cand)) from exc
+            return dict(data.get("reward") or {}) if isinstance(data, dict) else {}
+    return {}
 
 
 def _records(path: Path) -> Iterable[tuple[int, dict[str, Any]]]:
@@ -172,22 +184,24 @@ def verl_dump_record(row: dict[str, Any], lineno: int, path: Path) -> dict[str, 
     return rec
 
 
-def load_run(scores: Path, rollouts: Path | None = None, name: str | None = None) -> Run:
-    """Read a scores file (and the rollouts it was scored from): groups, ranks within each group."""
+def load_run(scores: Path, rollouts: Path | None = None, name: str | None = None, *, tree: Any = None) -> Run:
+    """Read a scores file or records folder (and the rollouts it was scored from): groups, ranks
+    within each group and, with ``tree``, each leaf's contribution (``attribution``)."""
     rows = read_rollout_rows(rollouts) if rollouts is not None else {}
-    run = Run(name=name or scores.name)
-    seen: dict[str, int] = {}
-    for lineno, rec in _records(scores):
-        where = f"line {lineno}"
+    run = Run(name=name or scores.name, settings=read_settings(scores))
+    seen: dict[str, str] = {}
+    ungrouped: list[str] = []
+    for path, lineno, rec in ((f, n, r) for f in record_files(scores) for n, r in _records(f)):
+        where = f"line {lineno}" if path == scores else f"{path.name} line {lineno}"
         if "id" not in rec and "input" in rec and "output" in rec:
-            rec = verl_dump_record(rec, lineno, scores)
+            rec = verl_dump_record(rec, lineno, path)
         if "id" not in rec:
             raise InputError("a score record needs an id", file=str(scores), record=where, field="id")
         rid = str(rec["id"])
         if rid in seen:
-            raise InputError(f"duplicate id '{rid}' (first on line {seen[rid]})", file=str(scores), record=where,
+            raise InputError(f"duplicate id '{rid}' (first on {seen[rid]})", file=str(scores), record=where,
                              field="id")
-        seen[rid] = lineno
+        seen[rid] = where
         score = rec.get("score")
         if score is not None and (isinstance(score, bool) or not isinstance(score, (int, float))
                                   or math.isnan(score)):
@@ -196,7 +210,13 @@ def load_run(scores: Path, rollouts: Path | None = None, name: str | None = None
         row = rows.get(rid, {})
         prompt = _messages(row.get("prompt", rec.get("prompt")))
         context = row.get("context", rec.get("context"))
-        group = str(rec["group"]) if rec.get("group") is not None and not prompt else _group_key(prompt, context, rid)
+        if rec.get("group") is not None:
+            group = str(rec["group"])
+        elif prompt:
+            group = _group_key(prompt, context, rid)
+        else:
+            ungrouped.append(f"{where} (id {rid})")
+            group = f"rollout:{rid}"
         run.rollouts.append(Rollout(id=rid, group=group, prompt=prompt,
                                     completion=_completion(row.get("completion", rec.get("completion"))),
                                     rec=rec, score=None if score is None else float(score)))
@@ -205,7 +225,17 @@ def load_run(scores: Path, rollouts: Path | None = None, name: str | None = None
     if rows and not any(r.id in rows for r in run.rollouts):
         raise InputError(f"no score record's id is in the rollouts file {rollouts}: is it the file these "
                          "scores came from?", file=str(scores), field="id")
+    if ungrouped:
+        raise InputError(f"{len(ungrouped)} record(s) carry neither their prompt nor a group id, so rollouts cannot be "
+                         "grouped by prompt (ranks, advantages and variance shares need groups): give --rollouts FILE "
+                         "(the rollouts these scores came from), or score them again (rubricstree score writes a "
+                         "group id)", file=str(scores), record=ungrouped[0], field="group")
     _rank(run.rollouts)
+    if tree is not None:
+        from training.inspector.attribution import attach_contributions
+
+        run.unexplained = attach_contributions(run.rollouts, tree,
+                                               clip_below_zero=bool(run.settings.get("clip_below_zero", False)))
     return run
 
 
@@ -223,36 +253,6 @@ def _rank(rollouts: Sequence[Rollout]) -> None:
         for r in members:
             r.group_size = len(members)
             r.rank = None if r.score is None else scored.index(r.score) + 1
-
-
-def leaf_variance_shares(rollouts: Sequence[Rollout]) -> tuple[dict[str, float], float, float]:
-    """``({leaf id: share}, other share, within-group variance)`` (see the module docstring);
-    the variance is the mean squared deviation from the group mean over the counted rollouts."""
-    num: dict[str, float] = {}
-    var = 0.0
-    resid = 0.0
-    n = 0
-    for members in _groups(rollouts).values():
-        scored = [r for r in members if r.score is not None]
-        if len(scored) < 2:
-            continue
-        mean_s = sum(r.score for r in scored) / len(scored)  # type: ignore[misc]
-        contribs = [r.contributions() for r in scored]
-        ids = {lid for c in contribs for lid in c}
-        mean_c = {lid: sum(c.get(lid, 0.0) for c in contribs) / len(scored) for lid in ids}
-        for r, c in zip(scored, contribs):
-            d = r.score - mean_s  # type: ignore[operator]
-            var += d * d
-            n += 1
-            lin = 0.0
-            for lid in ids:
-                dc = c.get(lid, 0.0) - mean_c[lid]
-                num[lid] = num.get(lid, 0.0) + dc * d
-                lin += dc
-            resid += (d - lin) * d
-    if var <= 1e-12:
-        return {}, 0.0, 0.0
-    return {k: v / var for k, v in num.items()}, resid / var, var / n
 
 
 def leaf_counts(rollouts: Sequence[Rollout]) -> dict[str, dict[str, int]]:
@@ -278,36 +278,3 @@ def leaf_counts(rollouts: Sequence[Rollout]) -> dict[str, dict[str, int]]:
         for lid, _ in not_applicable(r.rec):
             get(lid)["na"] += 1
     return out
-
-
-def met_rates(members: Sequence[Rollout]) -> dict[str, float]:
-    """Leaf id -> the share of the rollouts that routed it whose criterion was met."""
-    hits: dict[str, list[int]] = {}
-    for r in members:
-        for lf in r.leaves:
-            if not lf.get("failure"):
-                hits.setdefault(lf["leaf_id"], []).append(int(bool(lf.get("met"))))
-    return {k: sum(v) / len(v) for k, v in hits.items()}
-
-
-def compare_groups(a: Run, b: Run) -> list[dict[str, Any]]:
-    """Prompts in both runs: mean scores and the leaves whose verdicts changed (met rate moved by
-    CHANGED or more, or routed on one side only), largest score change first."""
-    ga, gb = _groups(a.rollouts), _groups(b.rollouts)
-    out = []
-    for key in ga.keys() & gb.keys():
-        ra, rb = met_rates(ga[key]), met_rates(gb[key])
-        changed = []
-        for lid in sorted(ra.keys() | rb.keys()):
-            x, y = ra.get(lid), rb.get(lid)
-            if x is None or y is None or abs(x - y) >= CHANGED - 1e-9:
-                changed.append((lid, x, y))
-        sa = [r.score for r in ga[key] if r.score is not None]
-        sb = [r.score for r in gb[key] if r.score is not None]
-        ma = sum(sa) / len(sa) if sa else None
-        mb = sum(sb) / len(sb) if sb else None
-        out.append({"group": key, "a": ma, "b": mb, "changed": changed})
-    out.sort(key=lambda g: -abs((g["b"] or 0.0) - (g["a"] or 0.0)) if g["a"] is not None and g["b"] is not None
-             else 0.0)
-    return out
-

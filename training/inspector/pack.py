@@ -8,16 +8,14 @@ from collections.abc import Sequence
 from math import isfinite
 from typing import Any
 
-from training.inspector.data import (
-    Rollout,
-    Run,
-    compare_groups,
-    leaf_counts,
-    leaf_variance_shares,
-    not_applicable,
-)
+from training.inspector.attribution import compare_groups, group_view, leaf_variance_shares, pair_key
+from training.inspector.data import Rollout, Run, leaf_counts, not_applicable
 
 KIND_INTERNAL, KIND_POSITIVE, KIND_NEGATIVE = 0, 1, 2
+
+
+def _mean_abs(xs: Sequence[float]) -> float | None:
+    return sum(abs(x) for x in xs) / len(xs) if xs else None
 
 
 def _num(x: Any, nd: int = 4) -> float | None:
@@ -98,22 +96,23 @@ class Packer:
             return text
         return text[:lim] + f"\n[… {len(text) - lim} more characters cut by --text-limit]"
 
-    def rollout(self, r: Rollout) -> list[Any]:
+    def rollout(self, r: Rollout, view: dict[str, Any] | None = None) -> list[Any]:
         rec = r.rec
         leaves: list[Any] = []
         for lf in r.leaves:
             leaves += [self.node(lf["leaf_id"], lf.get("title"), lf.get("polarity")), _tri(lf.get("met")),
                        _num(lf.get("p_yes"), 3), _num(lf.get("passed"), 3), _num(lf.get("weight"), 5),
-                       self.s(str(lf.get("reason") or "")), self.s(lf.get("failure"))]
+                       self.s(str(lf.get("reason") or "")), self.s(lf.get("failure")),
+                       _num(r.contrib.get(lf["leaf_id"])) if lf["leaf_id"] in r.contrib else None]
         nodes: list[Any] = []
         for nid, v in (rec.get("nodes") or {}).items():
             if isinstance(v, dict):
                 nodes += [self.node(nid), _num(v.get("score")), _num(v.get("weight"), 5)]
         items: list[Any] = []
-        for it in rec.get("rubric_items") or []:
-            if isinstance(it, dict):
-                items += [self.s(str(it.get("criterion", ""))), _num(it.get("points"), 2), _tri(it.get("met")),
-                          _num(it.get("p_yes"), 3), self.s(it.get("failure"))]
+        for k, it in enumerate(x for x in rec.get("rubric_items") or [] if isinstance(x, dict)):
+            items += [self.s(str(it.get("criterion", ""))), _num(it.get("points"), 2), _tri(it.get("met")),
+                      _num(it.get("p_yes"), 3), self.s(it.get("failure")),
+                      _num(r.item_contrib[k]) if k < len(r.item_contrib) else None]
         na: list[Any] = []
         for lid, why in not_applicable(rec):
             na += [self.node(lid), self.s(why)]
@@ -131,21 +130,36 @@ class Packer:
                 self.s(self.text(r.completion)), _num(r.score), _num(rec.get("tree_score")),
                 _num(rec.get("points_score")), r.rank if r.rank is not None else None, r.group_size,
                 self.s(reason), self.s(str(rec.get("feedback") or "")), leaves, nodes, items, na,
-                [self.s(f) for f in fails[1:10]], self.s(str(rec.get("scoring_variant") or ""))]
+                [self.s(f) for f in fails[1:10]], self.s(str(rec.get("scoring_variant") or "")),
+                _num((view or {}).get("advantage")),
+                [x for lid, d in (view or {}).get("drivers", []) for x in (self.node(lid), _num(d))],
+                _num((view or {}).get("other"))]
 
     def run(self, run: Run) -> dict[str, Any]:
         counts = leaf_counts(run.rollouts)
         shares, other, var = leaf_variance_shares(run.rollouts)
+        groups = group_view(run.rollouts)
         stats = [[self.node(lid), c["routed"], c["met"], c["failed"], c["uncertain"], c["errors"], c["na"],
-                  _num(shares.get(lid, 0.0))] for lid, c in counts.items()]
+                  _num(shares.get(lid, 0.0)),
+                  _num(_mean_abs([r.contrib[lid] for r in run.rollouts if lid in r.contrib]))]
+                 for lid, c in counts.items()]
         scored = [r.score for r in run.rollouts if r.score is not None]
-        return {"name": run.name, "R": [self.rollout(r) for r in run.rollouts], "LS": stats,
+        rows = [self.rollout(r, groups[r.group]["rollouts"].get(r.id)) for r in run.rollouts]
+        G = [[self.group(k), g["n_scored"], _num(g["mean"]), _num(g["std"])] for k, g in groups.items()]
+        return {"name": run.name, "R": rows, "LS": stats, "G": G,
                 "other": _num(other), "var": _num(var, 6), "n": len(run.rollouts), "scored": len(scored),
                 "mean": _num(sum(scored) / len(scored)) if scored else None,
-                "groups": len({r.group for r in run.rollouts})}
+                "groups": len(groups), "unexplained": run.unexplained,
+                "variant": ", ".join(sorted({str(r.rec.get("scoring_variant")) for r in run.rollouts
+                                             if r.rec.get("scoring_variant")})),
+                "settings": run.settings}
+
+    def _pair_group(self, run: Run, key: str) -> str:
+        """The first run's own group id of a compare pair key (the page finds its rollouts by it)."""
+        return next((r.group for r in run.rollouts if pair_key(r.group) == key), key)
 
     def pack(self, runs: list[Run], *, title: str, note: str | None,
-             compare: list[dict[str, Any]] | None) -> dict[str, Any]:
+             compare: dict[str, Any] | None) -> dict[str, Any]:
         packed = [self.run(r) for r in runs]
         data: dict[str, Any] = {
             "v": 1, "title": title, "note": note or "", "made": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
@@ -155,9 +169,16 @@ class Packer:
             "tree": f"{self.tree.name} ({len(self.tree.leaves)} leaves)" if self.tree is not None else "",
         }
         if compare is not None:
-            data["C"] = [[self.group(g["group"]), _num(g["a"]), _num(g["b"]),
-                          [[self.node(lid), _num(x, 3), _num(y, 3)] for lid, x, y in g["changed"]]]
-                         for g in compare]
+            def leaves(xs: list[dict[str, Any]]) -> list[list[Any]]:
+                return [[self.node(x["leaf_id"]), _num(x["share"]), _num(x["part_change"]), x["up"], x["down"],
+                         _num(x.get("met_a"), 3), _num(x.get("met_b"), 3)] for x in xs]
+
+            data["C"] = [[self.group(self._pair_group(runs[0], g["group"])), _num(g["a"]), _num(g["b"]),
+                          leaves(g["leaves"]), self.group(self._pair_group(runs[1], g["group"]))]
+                         for g in compare["prompts"]]
+            data["CL"] = leaves(compare["leaves"])
+            data["CD"] = {"delta": _num(compare["delta"]), "other": _num(compare["other"]),
+                          "n": compare["n_prompts"]}
         data["S"] = self.strings
         data["nG"] = len(self.groups)
         return data

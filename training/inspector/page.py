@@ -45,19 +45,22 @@ def write_page(data: dict[str, Any], out_dir: Path, name: str = PAGE_NAME) -> Pa
 def write_inspector(scores: Path, out_dir: Path, *, rollouts: Path | None = None, compare: Path | None = None,
                     compare_rollouts: Path | None = None, tree: Any = None, names: tuple[str, str] | None = None,
                     text_limit: int | None = None, title: str | None = None, note: str | None = None) -> Path:
-    """Read ``scores`` (and ``compare``), build the page and write it into ``out_dir``; its path.
-    ``tree``: the taxonomy the scores were made with (default: the packaged one)."""
+    """Read ``scores`` (and ``compare``): a scores file or a TRL run's records folder; build the page
+    and write it into ``out_dir``; its path. ``tree``: the taxonomy the scores were made with
+    (default: the recorded settings' taxonomy, else the packaged one)."""
     from reward.tree import load_tree
     from training.inspector.data import load_run
     from training.inspector.pack import build_data
 
     if tree is None:
-        tree = load_tree()
+        from training.inspector.data import read_settings
+
+        tree = load_tree(read_settings(scores).get("tree"))
 
     a_name, b_name = names or (None, None)
-    runs = [load_run(scores, rollouts, a_name)]
+    runs = [load_run(scores, rollouts, a_name, tree=tree)]
     if compare is not None:
-        runs.append(load_run(compare, compare_rollouts or rollouts, b_name))
+        runs.append(load_run(compare, compare_rollouts or rollouts, b_name, tree=tree))
         if runs[1].name == runs[0].name:
             runs[0].name, runs[1].name = f"A: {runs[0].name}", f"B: {runs[1].name}"
     data = build_data(runs, tree, title=title or "RubricsTree rollout inspector", note=note, text_limit=text_limit)

@@ -115,11 +115,11 @@ def tokenizer_counter(name: str) -> Callable[[str], int]:
 def build_handbooks(reward, prompts: Sequence, log, *, max_tokens: int = 400,
                     count_tokens: Callable[[str], int] | None = None, concurrency: int = 8) -> int:
     """Route every prompt not yet in ``log`` and append its handbook record; returns how many new."""
-    from tqdm import tqdm
+    from reward.progress import bar as progress_bar
 
     done = {r["id"] for r in log.records("handbook")}
     todo = [p for p in prompts if p.id not in done]
-    bar = tqdm(total=len(todo), unit="prompt", desc="handbook", disable=None, dynamic_ncols=True)
+    bar = progress_bar(len(todo), unit="prompt", desc="handbook")
 
     async def run() -> None:
         sem = asyncio.Semaphore(max(1, concurrency))

@@ -24,7 +24,6 @@ import asyncio
 import html
 import json
 import re
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -108,10 +107,9 @@ def run_report(rows: Sequence, methods: dict[str, str], judge, out: str | Path, 
                concurrency: int = 8) -> dict[str, Any]:
     """Grade (or resume grading) every method's answers (``concurrency`` rows at a time) and write
     the report files; returns the report."""
-    from tqdm import tqdm
-
     from reward.healthbench.scoring import example_score
     from reward.jsonl import JsonlLog
+    from reward.progress import bar as progress_bar
     from reward.stages.row_rubrics import grade_rubric_rows
     from training.eval.store import CrashHook
 
@@ -133,7 +131,7 @@ def run_report(rows: Sequence, methods: dict[str, str], judge, out: str | Path, 
     graded = {(r["method"], r["id"]): r for r in log.load() if r.get("judge") == judge.model_id}
     crash = CrashHook()
     todo = [(m, r) for m in methods for r in rows if r.id in answers[m] and (m, r.id) not in graded]
-    bar = tqdm(total=len(todo), unit="answer", desc="held-out grading", file=sys.stderr, disable=None)
+    bar = progress_bar(len(todo), unit="answer", desc="held-out grading")
 
     async def grade() -> None:
         sem = asyncio.Semaphore(max(1, concurrency))

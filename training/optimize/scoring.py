@@ -9,7 +9,6 @@ already in the judge's durable cache.
 from __future__ import annotations
 
 import asyncio
-import sys
 from collections.abc import Callable, Sequence
 
 from reward.aio import gather_or_cancel
@@ -21,13 +20,13 @@ __all__ = ["score_by_prompt"]
 async def score_by_prompt(reward, rollouts: Sequence[Rollout], on_done: Callable[[list[RolloutScore]], None], *,
                           concurrency: int = 8, desc: str = "scoring") -> None:
     """Score ``rollouts`` (``concurrency`` prompts at a time), calling ``on_done`` per prompt."""
-    from tqdm import tqdm
+    from reward.progress import bar as progress_bar
 
     groups: dict[tuple, list[Rollout]] = {}
     for r in rollouts:
         groups.setdefault(r.prompt_key, []).append(r)
     sem = asyncio.Semaphore(max(1, concurrency))
-    bar = tqdm(total=len(rollouts), unit="rollout", desc=desc, file=sys.stderr, disable=None, dynamic_ncols=True)
+    bar = progress_bar(len(rollouts), unit="rollout", desc=desc)
 
     async def one(group: list[Rollout]) -> None:
         async with sem:

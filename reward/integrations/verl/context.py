@@ -54,29 +54,21 @@ class RewardContext:
     @property
     def router(self):
         if self._router is None:
-            from reward.router import make_router
+            from reward.stages.build import build_router
 
-            opts = dict(self.settings.router_options)
-            if self.settings.router == "llm":
-                opts.setdefault("judge", self.judge)
-            self._router = make_router(self.settings.router, self.tree, **opts)
+            self._router = build_router(self.settings, self.tree, self.judge if self.settings.router == "llm" else None)
         return self._router
 
     @property
     def rubric_reward(self):
+        """The stage-3 reward, built from the settings in the one place rewards are built
+        (``RewardSettings.build``); failures come back unscored, our policy decides what they become."""
         if self._rubric_reward is None:
-            from reward.stages.rubric_reward import RubricReward
-
-            s = self.settings
-            # failures come back as unscored results; our policy decides what they become
-            from reward.scoring.variants import DEFAULT_SCORING_VARIANT
-
-            self._rubric_reward = RubricReward(self.tree, self.router, self.judge, scoring=s.scoring,
-                                               combine=s.combine, on_failure="skip",
-                                               scoring_variant=s.scoring_variant or DEFAULT_SCORING_VARIANT,
-                                               grade=s.grade, format_failure_score=s.format_failure_score,
-                                               clip_below_zero=s.clip_below_zero, applicability=s.applicability,
-                                               confirm_failures=s.confirm_failures)
+            if self.settings.rubric_source == "rows":
+                self._rubric_reward = self.settings.build(self.judge, on_failure="skip")
+            else:
+                self._rubric_reward = self.settings.build(self.judge, tree=self.tree, router=self.router,
+                                                          on_failure="skip")
         return self._rubric_reward
 
     @property

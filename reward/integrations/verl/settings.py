@@ -22,7 +22,7 @@ from pydantic import Field, ValidationError
 from reward.calibration.gate import JudgeGateSettings
 from reward.envvars import expand_env
 from reward.errors import InputError
-from reward.settings import ErrorRubricSettings, JudgeSettings, RubricScoringSettings
+from reward.settings import ErrorRubricSettings, JudgeSettings, RewardSettings
 from reward.stages.rollout_text import to_plain
 from reward.textio import load_yaml
 
@@ -32,12 +32,14 @@ CONFIG_ENV = "RUBRICSTREE_VERL_CONFIG"
 JUDGE_URL_ENV = "RUBRICSTREE_JUDGE_URL"
 
 
-class VerlRewardSettings(RubricScoringSettings):
+class VerlRewardSettings(RewardSettings):
     """Settings of the verl reward (``reward_kwargs`` or a YAML file with the same keys).
 
-    The stage 3 keys (tree, router, router_options, rubric_source, scoring, combine) are
-    :class:`reward.settings.RubricScoringSettings`'s; ``judge`` and ``error_rubric`` are the shared
-    models, so a key that works in TRL YAML works here."""
+    The stage 3 keys (tree, router, router_options, rubric_source, scoring, combine, variant,
+    applicability, confirmation, ...) are :class:`reward.settings.RewardSettings`'s, with its
+    defaults (the stage-3 recipe), and the reward is built from them as everywhere
+    (``RewardSettings.build``); ``judge`` and ``error_rubric`` are the shared models, so a key that
+    works in TRL YAML works here."""
 
     on_failure: Literal["raise", "neutral", "mask"] = Field(
         "neutral", description="raise: stop on a judge failure; neutral: group-mean score, flagged; mask: NaN, "

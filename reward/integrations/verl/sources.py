@@ -34,7 +34,6 @@ from reward.integrations.verl.context import RewardContext
 from reward.stages.cost import items_per_prompt, judge_items
 from reward.stages.mcq import DEFAULT_LETTERS, grade_mcq
 from reward.stages.rollout_text import key_letter, parse_options, to_plain
-from reward.stages.row_rubrics import grade_rubric_rows
 
 __all__ = ["DATA_SOURCES", "EXTRA_DEFAULTS", "Sample", "SampleScore", "finalize", "get_data_source",
            "register_data_source", "score_samples"]
@@ -213,12 +212,14 @@ async def score_error_rubric(samples: list[Sample], context: RewardContext) -> l
 
 @register_data_source("clinical_rubric", "healthbench")
 async def score_clinical(samples: list[Sample], context: RewardContext) -> list[SampleScore]:
-    """Stage 3: the rubric reward (tree and/or the row's rubric items, by ``rubric_source``)."""
-    if context.settings.rubric_source == "rows":
-        return await _score_rows(samples, context)
+    """Stage 3: the rubric reward of the settings (tree and/or the row's rubric items, by ``rubric_source``)."""
+    source = context.settings.rubric_source
     records = []
     for i, s in enumerate(samples):
-        rubrics = _rubrics(s) if context.settings.rubric_source == "both" else None
+        rubrics = _rubrics(s) if source != "tree" else None
+        if source == "rows" and (not rubrics or not any(r["points"] > 0 for r in rubrics)):
+            raise InputError(f"{s.where()}: rubric_source 'rows' needs rubric items with positive points "
+                             "in ground_truth", field="reward_model.ground_truth")
         info = s.extra_info or {}
         rec: dict[str, Any] = {"id": f"{i}:{info.get('prompt_id', '')}", "prompt": _conversation(s),
                                "completion": s.solution_str, "rubrics": rubrics}
@@ -227,7 +228,7 @@ async def score_clinical(samples: list[Sample], context: RewardContext) -> list[
         if info.get("tool_calls"):
             rec["tool_calls"] = list(info["tool_calls"])
         records.append(rec)
-    # one call for the batch: RubricReward groups by prompt and routes each prompt once
+    # one call for the batch: the reward groups by prompt and routes each prompt once
     results = await context.rubric_reward.score(records)
     cols = leaf_columns(results, ())  # the leaf verdicts behind each score, in verl's rollout dumps
     per_prompt = items_per_prompt(results, [repr((rec["prompt"], rec.get("context"))) for rec in records])
@@ -245,34 +246,6 @@ async def score_clinical(samples: list[Sample], context: RewardContext) -> list[
             "format failure: unclosed <think>, no final answer" if r.format_failure
             else "clinical rubric: " + "; ".join(r.failures[:3] or ["unscored"]))
         out.append(SampleScore(r.score, extra, failure=failure))
-    return out
-
-
-async def _score_rows(samples: list[Sample], context: RewardContext) -> list[SampleScore]:
-    """The row's rubric items alone: the HealthBench points score, below 0 unless ``clip_below_zero`` (the paper's
-    stage 3 reward); no tree, no routing."""
-    rollouts = []
-    for s in samples:
-        rubrics = _rubrics(s)
-        if not rubrics or not any(r["points"] > 0 for r in rubrics):
-            raise InputError(f"{s.where()}: rubric_source 'rows' needs rubric items with positive points "
-                             "in ground_truth", field="reward_model.ground_truth")
-        rollouts.append((_conversation(s), s.solution_str, rubrics))
-    s = context.settings
-    graded = await grade_rubric_rows(context.judge, rollouts, soft=s.scoring == "soft", grade=s.grade,
-                                     format_failure_score=s.format_failure_score, clip=s.clip_below_zero)
-    out = []
-    for g in graded:
-        extra = {"judge_failures": len(g.failures), "format_failure": g.format_failure}
-        if g.format_failure:  # an unclosed <think>: scored format_failure_score, never a judge failure
-            out.append(SampleScore(g.score, extra, failure=None if g.score is not None else "format failure: "
-                                   "unclosed <think>, no final answer"))
-            continue
-        if g.score is None:
-            out.append(SampleScore(None, extra, failure=f"clinical rubric: {len(g.failures)} rubric item(s) failed; "
-                                                        f"first: {g.failures[0]}"))
-            continue
-        out.append(SampleScore(g.score, {**extra, "points_score": g.score}))
     return out
 
 

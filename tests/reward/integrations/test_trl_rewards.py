@@ -222,20 +222,20 @@ class TestRubricRewardFunc:
         s = RubricRewardSettings()
         assert (s.router, s.rubric_source, s.combine) == ("embedding", "both", "mean")
         assert RubricRewardFunc.from_settings(keyword_judge(), {}).combine == "mean"
-        # applicability and failure confirmation: on in the stage-3 reward a user builds, as the
-        # tree-and-rows configs run it; off in the low-level class and in `rubricstree score`
+        # applicability and failure confirmation: on in the stage-3 reward, as the tree-and-rows
+        # configs run it; off only in the low-level engine (tests/cli/test_reward_options.py checks
+        # every command that scores takes these defaults)
         assert f.applicability and f.confirm_failures and s.applicability and s.confirm_failures
+        assert f.settings == s.recipe() and f.format_failure_score == "floor"
         from reward.integrations.verl import load_settings
 
         v = load_settings()
         assert v.applicability and v.confirm_failures  # verl's reward_kwargs inherit the same defaults
+        assert v.recipe() == s.recipe()
         from reward.stages.rubric_reward import RubricReward
-        from rubricstree.score import score_command
 
         low = inspect.signature(RubricReward.__init__).parameters
         assert low["applicability"].default is False and low["confirm_failures"].default is False
-        cli = inspect.signature(score_command).parameters
-        assert cli["applicability"].default.default is False and cli["confirm_failures"].default.default is False
 
     async def test_by_default_an_absent_situation_leaves_the_score_and_a_false_failure_is_overturned(self):
         """The defaults at work: the judge says the 'wait' leaf's situation is absent (it is neither

@@ -185,7 +185,7 @@ def test_judge_check_cli_speaks_the_chat_api():
         res = CliRunner().invoke(app, ["judge", "check", "--judge-url", srv.url, "--judge-api", "chat",
                                        "--mode", "choice", "--json"])
     assert res.exit_code == 0, res.output
-    out = json.loads(res.output)
+    out = json.loads(res.stdout)  # progress goes to stderr
     default_criterion = "Advises the user to call emergency services now."
     assert out["failure"] is None and out["p_yes"] == pytest.approx(default_p(default_criterion))
 

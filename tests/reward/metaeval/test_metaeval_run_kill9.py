@@ -21,10 +21,12 @@ name: metaeval-kill-test
 root: root
 nodes:
   - {id: root, title: Quality, children: [call_ems, home_care, empathy]}
-  - {id: call_ems, title: Call emergency services, criterion: Advises calling emergency services now.}
-  - {id: home_care, title: Home care, criterion: Suggests waiting at home., polarity: negative}
-  - {id: empathy, title: Empathy, criterion: "Acknowledges the user's worry."}
+  - {id: call_ems, title: Call emergency services, criterion: Advises calling emergency services now.,
+     conditional: false}
+  - {id: home_care, title: Home care, criterion: Suggests waiting at home., polarity: negative, conditional: false}
+  - {id: empathy, title: Empathy, criterion: "Acknowledges the user's worry.", conditional: false}
 """
+# conditional: false: these apply to every reply, so the applicability step (on by default) never drops them
 
 
 def _rows(path: Path) -> list[dict]:

@@ -239,7 +239,7 @@ def test_agreement_command_json_and_missing_rater(tmp_path):
     f.write_text("".join(json.dumps({"item": i, "x": a[i], "y": b[i], "z": c[i]}) + "\n" for i in range(20)))
     res = CliRunner().invoke(app, ["meta-eval", "agreement", "--scores", str(f), "--raters", "x,y,z", "--json"])
     assert res.exit_code == 0, res.output
-    out = json.loads(res.output)
+    out = json.loads(res.stdout)  # progress goes to stderr
     ref = ag.icc3(np.column_stack([a, b, c]))
     assert out["n"] == 20 and out["icc3"] == pytest.approx(ref.icc3, abs=1e-12)
     assert out["icc3k"] == pytest.approx(ref.icc3k) and out["icc3_ci95"] == pytest.approx(list(ref.ci95))
@@ -256,6 +256,6 @@ def test_agreement_command_constant_raters_explain_nan(tmp_path):
     f = tmp_path / "s.jsonl"
     f.write_text("".join(json.dumps({"item": i, "x": 0.5, "y": 0.5}) + "\n" for i in range(5)))
     res = CliRunner().invoke(app, ["meta-eval", "agreement", "--scores", str(f), "--raters", "x,y", "--json"])
-    out = json.loads(res.output)
+    out = json.loads(res.stdout)  # progress goes to stderr
     assert res.exit_code == 0 and out["icc3"] is None and out["kappa"]["unweighted"] is None
     assert any("same score" in n for n in out["notes"]) and not math.isnan(out["n"])

@@ -19,6 +19,7 @@ from reward.errors import InputError
 from reward.router import StaticRouter
 from reward.router.base import CachedRouter
 from reward.scoring import DEFAULT_SCORING_VARIANT, SCORING_VARIANTS
+from reward.settings import RewardSettings
 from reward.stress import (
     FAMILIES,
     PERTURBATIONS,
@@ -217,12 +218,13 @@ async def _static_routings(tree, cases):
 
 # ---------------------------------------------------------------------- the command
 def test_cli_oracle_json_shape_and_report(tmp_path):
-    res = runner.invoke(app, ["stress", "--router", "static", "--baseline", "--json", "--report",
+    res = runner.invoke(app, ["stress", "--router", "static", "--holistic-baseline", "--json", "--report",
                               str(tmp_path / "rep")])
     assert res.exit_code == 0, res.output
     out = json.loads(res.stdout.strip().splitlines()[-1])
     assert list(out) == ["cases", "scoring_variant", "detection_rate", "mean_penalty", "by_perturbation",
-                         "by_scenario", "baseline"]
+                         "by_scenario", "baseline", "reward", "mode"]
+    assert out["reward"] == RewardSettings(router="static").record() and out["mode"] == "oracle"  # what it ran
     assert out["cases"] == 60 and out["scoring_variant"] == DEFAULT_SCORING_VARIANT
     assert set(out["by_perturbation"]) == set(PERTURBATIONS) and set(out["by_scenario"]) == set(SCENARIOS)
     assert all(set(b) == {"detection_rate", "mean_penalty", "n"} for b in out["by_perturbation"].values())

@@ -44,7 +44,7 @@ def test_stress_judge_mode_against_the_server_and_rerun_from_cache(tmp_path, jud
     cases = _small_cases(tmp_path)
     rep = tmp_path / "rep"
     res = runner.invoke(app, ["stress", "--cases", str(cases), "--mode", "judge", "--judge-url", judge_url,
-                              "--judge-model", str(tiny_model_dir), "--baseline", "--report", str(rep), "--json"])
+                              "--judge-model", str(tiny_model_dir), "--holistic-baseline", "--report", str(rep), "--json"])
     assert res.exit_code == 0, res.output
     out = json.loads(res.stdout.strip().splitlines()[-1])
     assert out["cases"] == 2 and out["baseline"] is not None

@@ -135,7 +135,11 @@ def test_cli_reports_both_without_and_with_confirmation(tmp_path):
     text = runner.invoke(app, ["stress", "--router", "static", "--judge-noise", "0.1", "--noise-repeats", "1",
                                "--confirm-failures"])
     assert text.exit_code == 0 and "confirmed" in text.output
-    assert runner.invoke(app, ["stress", "--router", "static", "--confirm-failures"]).exit_code == 2
+    # confirmation is a recipe setting, on by default: without --judge-noise there is nothing to model
+    assert runner.invoke(app, ["stress", "--router", "static", "--confirm-failures"]).exit_code == 0
+    off = runner.invoke(app, ["stress", "--router", "static", "--judge-noise", "0.1", "--noise-repeats", "1",
+                              "--no-confirm-failures", "--json"])
+    assert off.exit_code == 0 and "noise_confirmed" not in json.loads(off.stdout.strip().splitlines()[-1])
 
 
 def test_rereads_that_repeat_the_first_reading_buy_nothing(setup):

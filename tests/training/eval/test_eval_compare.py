@@ -71,3 +71,22 @@ def test_compare_command_prints_a_table_and_writes_a_plot(tmp_path):
     assert res.exit_code == 0 and "+0.2500" in res.output and "tuned" in res.output
     res = runner.invoke(app, ["eval", "compare", str(a), str(tmp_path / "nope")])
     assert res.exit_code == 2 and "not an evaluation folder" in res.output
+
+
+def test_compare_and_baseline_report_the_same_gain(tmp_path):
+    """``eval compare A B`` and ``eval healthbench --baseline A`` (B's metrics) compute one gain: the
+    clipped mean of B minus that of A on the shared examples. With negative example scores the old
+    compare (mean of unclipped differences) gave another number."""
+    from training.eval.headline import add_headline
+
+    base = {"p1": -0.4, "p2": 0.3, "p3": -0.2, "p4": 0.1}
+    tuned = {"p1": 0.2, "p2": 0.5, "p3": -0.1, "p4": 0.4}
+    a = fake_run(tmp_path / "a", base, "base")
+    b = fake_run(tmp_path / "b", tuned, "tuned")
+    cmp = compare_runs([a, b], n_resamples=300, seed=7)["runs"][1]["diff"]
+    metrics = {"benchmark": "healthbench", "data": {"sha256": "x"}}
+    add_headline(metrics, tuned, baseline=str(a), n_bootstrap=300, seed=7)
+    expected = max(0.0, sum(tuned.values()) / 4) - max(0.0, sum(base.values()) / 4)  # 0.25 - 0.0
+    assert cmp["mean_diff"] == pytest.approx(metrics["baseline"]["delta"], abs=1e-12) == pytest.approx(expected)
+    assert cmp["ci95"] == metrics["baseline"]["delta_ci95"]  # the same draws: one computation
+    assert cmp["mean_diff"] != pytest.approx(sum(tuned[k] - base[k] for k in base) / 4)  # not the unclipped mean

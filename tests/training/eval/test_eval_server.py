@@ -51,7 +51,7 @@ def test_server_generates_and_judges_then_compare(judge_url, tmp_path):
     png = tmp_path / "cmp.png"
     res = runner.invoke(app, ["eval", "compare", str(a), str(b), "--out", str(png), "--json"])
     assert res.exit_code == 0, res.output
-    cmp_ = json.loads(res.output)
+    cmp_ = json.loads(res.stdout)  # progress goes to stderr
     assert cmp_["runs"][1]["diff"]["n_paired"] == 4 and png.exists()
 
 

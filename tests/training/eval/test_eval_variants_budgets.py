@@ -72,6 +72,6 @@ def test_compare_with_published_draws_copied_figures_of_the_same_benchmark(tmp_p
     res = CliRunner().invoke(app, ["eval", "compare", str(tmp_path / "a"), str(tmp_path / "b"), "--published",
                                    "--out", str(tmp_path / "c.png"), "--json"])
     assert res.exit_code == 0, res.output
-    out = json.loads(res.output)
+    out = json.loads(res.stdout)  # progress goes to stderr
     assert out["published"] and all(p["benchmark"] == "healthbench-hard" and p["copied"] for p in out["published"])
     assert (tmp_path / "c.png").stat().st_size > 0

@@ -73,7 +73,7 @@ KILLS = {"handbook": ("handbook:2:kill", ("handbook",)),
 def test_sigkill_mid_run_then_rerun_does_each_row_once(command, judge_url, other_judge, tmp_path):
     prompts, tax = prompts_file(tmp_path, 4), taxonomy_file(tmp_path)
     judge = ["--taxonomy", str(tax), "--judge-url", judge_url]
-    policy = ["--generate-url", judge_url, "--model", "tiny", "--max-new-tokens", "12", "--concurrency", "1"]
+    policy = ["--generate-url", judge_url, "--model", "tiny", "--max-new-tokens", "12", "--generate-concurrency", "1"]
     base = tmp_path / "base.jsonl"
     if command in ("revise", "report"):
         assert _cli(judge_url, "best-of-n", "--prompts", str(prompts), "--n", "1", "--temperature", "0",

@@ -51,7 +51,7 @@ def _check_conversations(out: Path, counts: dict) -> None:
 
 
 def _backend(url: str | None, model: Path | None) -> list[str]:
-    return ["--generate-url", url, "--concurrency", "4"] if url else ["--model", str(model)]
+    return ["--generate-url", url, "--generate-concurrency", "4"] if url else ["--model", str(model)]
 
 
 def _all_commands(tmp_path: Path, backend: list[str]) -> None:
@@ -60,10 +60,10 @@ def _all_commands(tmp_path: Path, backend: list[str]) -> None:
     p = _inputs(tmp_path)
     out = tmp_path / "gen_conv.jsonl"
     common = [*backend, "--max-new-tokens", "24"]
-    c1 = _run("conversations", "--questions", str(p["q"]), "--n", "1", "--out", str(out), *common)
-    c2 = _run("conversations", "--easy", str(p["easy"]), "--n", "2", "--out", str(out), *common)
+    c1 = _run("conversations", "--questions", str(p["q"]), "--count", "1", "--out", str(out), *common)
+    c2 = _run("conversations", "--easy", str(p["easy"]), "--count", "2", "--out", str(out), *common)
     _check_conversations(out, {"kept": c1["kept"] + c2["kept"], "failed": c1["failed"] + c2["failed"]})
-    again = _run("conversations", "--easy", str(p["easy"]), "--n", "2", "--out", str(out), *common)
+    again = _run("conversations", "--easy", str(p["easy"]), "--count", "2", "--out", str(out), *common)
     assert again["skipped"] == 2 and again["generator_calls"] == 0
 
     rows = tmp_path / "rubrics.jsonl"

@@ -1,0 +1,69 @@
+"""Per-rollout score records beside a training run, for ``rubricstree inspect``.
+
+A trainer's reward writes, per call, one JSON line per rollout to ``DIR/step-<N>.jsonl``
+(``N``: the trainer's global step; one file per step, appended by every call and every rank): the
+full ``RolloutScore`` (verdicts, weights, routing, rubric items) with the rollout's ``prompt``,
+``completion`` (each cut to ``max_chars``), ``step`` and an id unique in the run
+(``s<step>-r<rank>-<n>``). ``DIR/settings.json`` records the reward's recipe
+(``RewardSettings.record``) and name, so the inspector rescores with the run's own settings.
+A line is written whole and flushed, so a killed run loses at most the call in flight.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+__all__ = ["RecordWriter", "SETTINGS_FILE"]
+
+SETTINGS_FILE = "settings.json"
+
+
+def _cut(text: str, limit: int | None) -> str:
+    return text if limit is None or len(text) <= limit else text[:limit] + f"\n[… {len(text) - limit} more characters]"
+
+
+class RecordWriter:
+    """Writes a reward's score records into ``out_dir`` (see the module docstring)."""
+
+    def __init__(self, out_dir: str | Path, settings: Any, *, name: str, max_chars: int | None = 4000) -> None:
+        self.out_dir, self.settings, self.name, self.max_chars = Path(out_dir), settings, name, max_chars
+        self.n = 0
+        self.calls = 0
+
+    def _rank(self) -> str:
+        return os.environ.get("RANK") or os.environ.get("LOCAL_RANK") or "0"
+
+    def write(self, results: Sequence[Any], recs: Sequence[dict[str, Any]], trainer_state: Any = None) -> Path:
+        """Append one line per result (``recs``: the records scored, for the prompt and completion)."""
+        self.out_dir.mkdir(parents=True, exist_ok=True)
+        settings_path = self.out_dir / SETTINGS_FILE
+        if not settings_path.exists():
+            tmp = settings_path.with_suffix(f".{self._rank()}.tmp")
+            tmp.write_text(json.dumps({"name": self.name, "reward": self.settings.record()}, indent=1),
+                           encoding="utf-8")
+            tmp.replace(settings_path)
+        step = getattr(trainer_state, "global_step", None)
+        step = int(step) if isinstance(step, int) else self.calls
+        self.calls += 1
+        path = self.out_dir / f"step-{step:06d}.jsonl"
+        rank = self._rank()
+        lines = []
+        for res, rec in zip(results, recs):
+            row = res.model_dump(mode="json")
+            row["id"] = f"s{step}-r{rank}-{self.n}"
+            self.n += 1
+            row["step"] = step
+            row["prompt"] = [{"role": m["role"], "content": _cut(str(m["content"]), self.max_chars)}
+                             for m in rec["prompt"]]
+            row["completion"] = _cut(str(rec["completion"]), self.max_chars)
+            if row.get("group"):
+                row["group"] = f"step{step}:{row['group']}"  # a GRPO group is one prompt at one step
+            lines.append(json.dumps(row, ensure_ascii=False))
+        with path.open("a", encoding="utf-8") as fh:
+            fh.write("\n".join(lines) + "\n")
+            fh.flush()
+        return path
