@@ -107,14 +107,8 @@ def calibrate_command(
     stored = None
     if record:
         stored = save_calibration(rec, record_path(rec.judge_id, cache_dir))
-    verdict = check_judge(rec.judge_id, gate_settings.model_copy(update={"calibration": None}), cache_dir=cache_dir) \
-        if stored else None
-    if verdict is None:  # not stored: judge the record itself
-        import tempfile
-
-        with tempfile.TemporaryDirectory() as tmp:
-            path = save_calibration(rec, Path(tmp) / "calibration.json")
-            verdict = check_judge(rec.judge_id, gate_settings.model_copy(update={"calibration": str(path)}))
+    verdict = (check_judge(rec.judge_id, gate_settings, cache_dir=cache_dir) if stored
+               else check_judge(rec.judge_id, gate_settings, record=rec))
     gate_line = verdict.message(gate_settings)
     if report is not None:
         from reward.calibration.report import write_report

@@ -58,9 +58,13 @@ def _pct(x: float | None) -> str:
 
 
 def check_judge(judge_id: str, settings: JudgeGateSettings, *, cache_dir: str | Path | None = None,
-                how_to_calibrate: str = "rubricstree judge calibrate <the same judge options>") -> GateVerdict:
-    """The gate's verdict on the judge ``judge_id`` (see the module docstring)."""
-    if settings.calibration:
+                how_to_calibrate: str = "rubricstree judge calibrate <the same judge options>",
+                record: CalibrationRecord | None = None) -> GateVerdict:
+    """The gate's verdict on the judge ``judge_id`` (see the module docstring); ``record``: judge
+    this calibration, just made and not stored, instead of looking one up."""
+    if record is not None:
+        source = "this calibration (not stored)"
+    elif settings.calibration:
         record, source = load_calibration(settings.calibration), settings.calibration
         if record.judge_id != judge_id:
             return GateVerdict(ok=False, record=record, source=source, problems=[
