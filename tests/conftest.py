@@ -53,6 +53,12 @@ def judge_url() -> str:
     return url
 
 
+# Node-text embeddings depend on the encoder and the text alone: one durable store for the whole
+# run (and its subprocesses), not one per test's isolated cache folder (reward.router.embedding_store).
+os.environ.setdefault("RUBRICSTREE_EMBEDDING_CACHE", str(Path(__file__).resolve().parents[1] / ".cache" /
+                                                         "test-embeddings.sqlite"))
+
+
 @pytest.fixture(scope="session")
 def smollm2_dir() -> Path:
     """SmolLM2-135M-Instruct as a Hugging Face folder (a real, bad judge), built once per machine

@@ -82,6 +82,7 @@ from reward.router.encoders import (  # noqa: F401  (re-exported: the router's p
     _encode_lock,
     _model_lock,
     _node_cache,
+    cached_passages,
     load_default_model,
     load_multilingual_model,
     node_text,
@@ -306,7 +307,12 @@ class EmbeddingRouter(Router):
                 emb = _node_cache[key]
             else:
                 texts, owner = self._node_texts()
-                emb = (self._encode(texts), np.asarray(owner))
+                if shareable:  # a named model: its node texts through the durable embedding store
+                    from reward.router.embedding_store import embed
+
+                    emb = (embed(f"st:{self.model_key}", texts, self._encode), np.asarray(owner))
+                else:
+                    emb = (self._encode(texts), np.asarray(owner))
                 if shareable:
                     _node_cache[key] = emb
             self._node_emb = emb
@@ -324,8 +330,9 @@ class EmbeddingRouter(Router):
                 return
             texts, owner = self._node_texts()
             with _encode_lock:
-                emb = (self._ml.passage(texts), np.asarray(owner), self._ml.passage(list(EMERGENCY_DESCRIPTIONS)),
-                       self._ml.passage(list(ROUTINE_DESCRIPTIONS)))
+                emb = (cached_passages(self._ml, self.multilingual_key, texts), np.asarray(owner),
+                       cached_passages(self._ml, self.multilingual_key, EMERGENCY_DESCRIPTIONS),
+                       cached_passages(self._ml, self.multilingual_key, ROUTINE_DESCRIPTIONS))
             self._ml_emb = _node_cache[key] = (emb[0], emb[1], emb[2], emb[3])
 
     def reads_multilingual(self, conversation: Conversation) -> bool:

@@ -121,3 +121,12 @@ def query_segments(conversation: Conversation, context: str | None, sentences: b
     if context and context.strip():
         segs.append(context)
     return list(dict.fromkeys(segs)) or [""]
+
+
+def cached_passages(encoder: Any, key: str | None, texts: Sequence[str]) -> Any:
+    """``encoder.passage(texts)`` through the durable embedding store (:mod:`reward.router.embedding_store`):
+    the safety net reads every prompt with the multilingual encoder too, so every process that
+    routes needs the node texts embedded by it (about a minute on two CPU cores), once per machine."""
+    from reward.router.embedding_store import embed
+
+    return embed(f"passage:{key}", texts, encoder.passage)
