@@ -60,7 +60,9 @@ def run_demo(out: Path, *, settings=None, progress: bool = True) -> dict:
     # The demo keeps its cache next to its outputs: a rerun is free and the user's cache is untouched.
     judge = JudgeSettings(model=str(model_dir)).build(cache=VerdictCache(out / "cache" / "verdicts.sqlite"))
     rt = build_router(settings, tree, judge)
-    reward = settings.build(judge, tree=tree, router=rt)
+    from reward.stages.build import output_scope
+
+    reward = settings.build(judge, tree=tree, router=rt, applicability_scope=output_scope(out))
     write_settings(settings_path(out / "scores.jsonl"), settings, judge, rollouts=DEMO_ROLLOUTS)
     meta = {"rollouts": f"{DEMO_ROLLOUTS} (bundled, our own invented conversations)",
             "taxonomy": f"{tree.name} ({len(tree.leaves)} leaves)",

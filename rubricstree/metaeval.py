@@ -70,10 +70,15 @@ def _judge_factory(settings: JudgeSettings, cache_dir: Path | None, no_cache: bo
     return make
 
 
-def _reward_factory(settings: RewardSettings, tree):
-    """``judge -> reward``: the reward of the settings on that judge (the one the trainers train on)."""
+def _reward_factory(settings: RewardSettings, tree, out: Path | None = None):
+    """``judge -> reward``: the reward of the settings on that judge (the one the trainers train on),
+    its applicability answers scoped to the run's output folder (a rerun resumes with them)."""
+    from reward.stages.build import output_scope
+
+    scope = output_scope(out) if out is not None else None
+
     def make(judge):
-        return settings.build(judge, tree=tree)
+        return settings.build(judge, tree=tree, applicability_scope=scope)
     return make
 
 
@@ -109,7 +114,7 @@ def run_command(
         settings = reward
         tree = load_tree(settings.tree)
         judge = _judge_factory(judge, cache_dir, no_cache)()
-        scorer = _reward_factory(settings, tree)(judge)
+        scorer = _reward_factory(settings, tree, out)(judge)
         meta = {"pairs": str(pairs), "labels": str(labels), "judge": judge.model_id, "taxonomy": tree.name,
                 "reward": settings.record()}
         summary = run_experts(prs, labs, reward=scorer, judge=judge, out_dir=out, baseline=baseline, bins=bins,
@@ -171,7 +176,7 @@ def stability_command(
         backbones = {f"judge{i + 1}:{s.url or Path(str(s.model)).name}": _judge_factory(s, cache_dir, False)
                      for i, s in enumerate(each)}
         tree = load_tree(reward.tree)
-        run = StabilityRun(load_rollouts(rollouts), backbones, _reward_factory(reward, tree), tree, out_dir=out,
+        run = StabilityRun(load_rollouts(rollouts), backbones, _reward_factory(reward, tree, out), tree, out_dir=out,
                            temperatures=_floats(temperatures, "--temperatures"), repeats=repeats,
                            modes=[m.strip() for m in modes.split(",") if m.strip()], baseline=baseline, seed=seed,
                            progress=progress, settings=reward.record())

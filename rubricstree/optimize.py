@@ -52,12 +52,14 @@ def _judge(settings: JudgeSettings, cache_dir: Path | None):
         return settings.build(cache=cache)
 
 
-def _reward(settings: RewardSettings, judge):
-    """The reward of the settings on ``judge`` (the stage-3 recipe by default, as trained)."""
+def _reward(settings: RewardSettings, judge, out: Path | None = None):
+    """The reward of the settings on ``judge`` (the stage-3 recipe by default, as trained), its
+    applicability answers scoped to the run's output (a rerun resumes with them)."""
+    from reward.stages.build import output_scope
     from rubricstree.progress import step
 
     with step(f"loading the {settings.router} router", enabled=settings.router == "embedding"):
-        return settings.build(judge)
+        return settings.build(judge, applicability_scope=output_scope(out) if out is not None else None)
 
 
 def _generator(model: str | None, generate_url: str | None, max_new_tokens: int, temperature: float, seed: int,
@@ -108,7 +110,7 @@ def handbook(
         rows = load_prompts(prompts)
         settings = reward
         judge = _judge(judge, cache_dir)  # routes (llm router) and caches
-        reward = _reward(settings, judge)
+        reward = _reward(settings, judge, out)
         log = OptimizeLog(out, {"prompts": str(prompts), "max_tokens": max_tokens, "tokenizer": tokenizer,
                                 "judge": judge.model_id, "reward": settings.record()})
         t0 = time.perf_counter()
@@ -152,7 +154,7 @@ def revise(
         rows = load_revise_rollouts(rollouts)
         recipe = reward
         judge = _judge(judge, cache_dir)
-        reward = _reward(recipe, judge)
+        reward = _reward(recipe, judge, out)
         gen, settings = _generator(model, generate_url, max_new_tokens, temperature, seed, batch_size,
                                    generate_concurrency)
         log = OptimizeLog(out, {"rollouts": str(rollouts), "rounds": rounds, "policy": _identity(model, generate_url),
@@ -206,7 +208,7 @@ def best_of_n(
         rows = load_prompts(prompts)
         recipe = reward
         judge = _judge(judge, cache_dir)
-        reward = _reward(recipe, judge)
+        reward = _reward(recipe, judge, out)
         gen, settings = _generator(model, generate_url, max_new_tokens, temperature, seed, batch_size,
                                    generate_concurrency)
         log = OptimizeLog(out, {"prompts": str(prompts), "n": n, "policy": _identity(model, generate_url),

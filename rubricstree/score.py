@@ -272,7 +272,9 @@ def score_command(
         tree = load_tree(settings.tree)
         cache = None if no_cache else VerdictCache(cache_dir / "verdicts.sqlite" if cache_dir else None)
         judge = judge.build(cache=cache if cache is not None else False)
-        reward = settings.build(judge, tree=tree, on_failure=on_failure)
+        from reward.stages.build import output_scope
+
+        reward = settings.build(judge, tree=tree, on_failure=on_failure, applicability_scope=output_scope(out))
     except (RubricsTreeError, ValueError, OSError) as exc:  # OSError: a judge model/tokenizer not found
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(getattr(exc, "exit_code", 2)) from exc  # a start-up past --deadline: 4

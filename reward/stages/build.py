@@ -12,7 +12,18 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["build_reward", "build_router"]
+__all__ = ["build_reward", "build_router", "output_scope"]
+
+
+def output_scope(path) -> str:
+    """The applicability scope of a command's run: its output path. A rerun into the same output
+    (a resume after a kill) reuses the run's applicability answers from the verdict cache; a run
+    into another output asks afresh, so a wrong "absent" is not carried into every later run
+    (``reward.router.applicability``)."""
+    import hashlib
+    from pathlib import Path
+
+    return "out-" + hashlib.sha256(str(Path(path).expanduser().resolve()).encode()).hexdigest()[:16]
 
 
 def build_router(settings, tree, judge: Any = None):

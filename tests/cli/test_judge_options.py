@@ -12,7 +12,7 @@ from rubricstree import app
 from rubricstree.judge_options import flags, judge_options
 
 JUDGE_COMMANDS = {
-    "score", "stress", "judge check", "eval healthbench", "meta-eval run", "meta-eval stability",
+    "score", "stress", "judge check", "judge calibrate", "eval healthbench", "meta-eval run", "meta-eval stability",
     "meta-eval healthbench", "optimize handbook", "optimize revise", "optimize best-of-n", "optimize report",
     "tree coverage", "tree propose", "synth eval-rubrics", "train filter", "route eval",
 }
