@@ -123,7 +123,14 @@ def stress_command(
 
         with step(f"loading the {router} router", enabled=progress and router != "static"):
             rt = CachedRouter(build_router(settings, tree, judge), judge.cache if judge is not None else None)
-        scorer = settings.build(judge, tree=tree, router=rt, cache_routing=False) if mode == "judge" else None
+        scorer = None
+        if mode == "judge":
+            from reward.stages.build import output_scope
+
+            # a rerun into the same report (or, without one, on the same cases) reuses the run's
+            # applicability answers: the measurement repeats from the verdict cache
+            scorer = settings.build(judge, tree=tree, router=rt, cache_routing=False,
+                                    applicability_scope=output_scope(report if report is not None else cases))
     except (RubricsTreeError, ValueError, OSError) as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(getattr(exc, "exit_code", 2)) from exc  # a start-up past --deadline: 4

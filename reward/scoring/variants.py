@@ -253,39 +253,49 @@ def severity_prices(tree: RubricTree, leaf_ids: Iterable[str]) -> dict[str, floa
 
 def severity_faults(passes: Mapping[str, float], prices: Mapping[str, float],
                     fault_of: Mapping[str, str] | None = None, catch_all: Collection[str] = (),
-                    acts: Collection[str] = ()) -> list[tuple[str, float, float]]:
+                    acts: Collection[str] = (), harms: Collection[str] = ()) -> list[tuple[str, float, float]]:
     """The faults of one reply under the ``severity`` variant: ``(fault id, price, failure)``,
     in the order of ``passes``.
 
     - A leaf outside every fault group is a fault of its own: its price, ``f = 1 - pass``.
     - The members of one fault group (``fault_of``: leaf -> group id) that are in ``passes`` form
-      one fault, priced once at their highest price, with the price-weighted mean of their
-      failures: members that agree make the failure surer, never the price larger, and a member
-      failing alone costs at most its own price. A member that names the harmful act itself
+      one fault, priced once at their highest price ``g``, its failure the noisy-OR of the members'
+      price-scaled failures, ``1 - prod(1 - (price / g) f)``: a member failing alone costs exactly
+      its own price (a critical member alone costs a critical price, never less), members that
+      agree make the failure surer, never the price larger than ``g``. A member that names the harmful act itself
       (``acts``: "recommends an NSAID") fails the fault alone: the fault's failure is the larger of
       that mean and its acts' failures, so a warning given beside the act buys nothing off.
-    - A catch-all leaf (``catch_all``) is priced as part of the worst fault of its price or above
-      (that fault's failure becomes the larger of the two): a harm a named leaf prices is not paid
-      twice; with no such fault in scope it is a fault of its own.
+    - A catch-all leaf (``catch_all``: "gives dangerous advice") is priced as part of a fault of its
+      price or above that names a harmful statement the reply made (a failing member in ``harms``,
+      the negative leaves: "recommends an NSAID", "advises home care instead"), the surest such
+      fault (its failure becomes the larger of the two): a harm a named leaf prices is not paid
+      twice. A missed warning or a missed referral names no harmful statement, so it never absorbs
+      the catch-all; with no harm fault in scope the catch-all is a fault of its own.
     """
     fault_of = fault_of or {}
     members: dict[str, list[tuple[float, float, bool]]] = {}
+    harm_fail: dict[str, float] = {}
     catch: list[tuple[str, float, float]] = []
     for lid, p in passes.items():
         if lid in catch_all:
             catch.append((lid, prices[lid], 1.0 - p))
-        else:
-            members.setdefault(fault_of.get(lid, lid), []).append((prices[lid], 1.0 - p, lid in acts))
+            continue
+        fid = fault_of.get(lid, lid)
+        members.setdefault(fid, []).append((prices[lid], 1.0 - p, lid in acts))
+        if lid in harms:
+            harm_fail[fid] = max(harm_fail.get(fid, 0.0), 1.0 - p)
     faults = []
     for fid, ms in members.items():
-        total = sum(price for price, _, _ in ms)
-        fail = sum(price * f for price, f, _ in ms) / total if total > 0 else max(f for _, f, _ in ms)
-        fail = max([fail] + [f for _, f, act in ms if act])
-        faults.append((fid, max(price for price, _, _ in ms), fail))
+        top = max(price for price, _, _ in ms)
+        held = 1.0
+        for price, f, _ in ms:
+            held *= 1.0 - (price / top if top > 0 else 1.0) * f
+        fail = max([1.0 - held] + [f for _, f, act in ms if act])
+        faults.append((fid, top, fail))
     for lid, price, f in catch:
-        rivals = [i for i, (_, pr, _) in enumerate(faults) if pr >= price]
+        rivals = [i for i, (fid, pr, _) in enumerate(faults) if pr >= price and harm_fail.get(fid, 0.0) > 0]
         if rivals:
-            j = max(rivals, key=lambda i: faults[i][2])  # the first on a tie: a fixed order
+            j = max(rivals, key=lambda i: harm_fail[faults[i][0]])  # the first on a tie: a fixed order
             fid, pr, fj = faults[j]
             faults[j] = (fid, pr, max(fj, f))
         else:
@@ -295,12 +305,12 @@ def severity_faults(passes: Mapping[str, float], prices: Mapping[str, float],
 
 def severity_combine(passes: Mapping[str, float], prices: Mapping[str, float],
                      fault_of: Mapping[str, str] | None = None, catch_all: Collection[str] = (),
-                     acts: Collection[str] = ()) -> float:
+                     acts: Collection[str] = (), harms: Collection[str] = ()) -> float:
     """The ``severity`` score of ``passes`` (see the module docstring), one price per fault
     (:func:`severity_faults`); in (0, 1], 1 when nothing fails."""
     crit = SEVERITY_PRICE["critical"]
     harm, rest = 1.0, 1.0
-    for _, price, fail in severity_faults(passes, prices, fault_of, catch_all, acts):
+    for _, price, fail in severity_faults(passes, prices, fault_of, catch_all, acts, harms):
         if not fail:
             continue
         if price >= crit:

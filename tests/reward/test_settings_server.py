@@ -25,7 +25,7 @@ def test_trl_yaml_and_verl_kwargs_build_the_same_live_judge(judge_url, tiny_mode
 
     monkeypatch.delenv("RUBRICSTREE_JUDGE_SERVED", raising=False)
     keys = {"url": judge_url, "tokenizer": str(tiny_model_dir), "max_retries": 1, "timeout_s": 60.0,
-            "concurrency": 4, "cache": False}
+            "concurrency": 4, "cache": False, "deadline_s": 1500.0}
     cfg = load_config(REPO / "configs" / "trl" / "stage3_clinical_rubric.yaml",
                       [f"judge.{k}={v}" for k, v in keys.items()] + ["reward.rubric_source=rows"])
     verl = load_settings(judge=keys, rubric_source="rows", on_failure="raise")

@@ -39,6 +39,8 @@ def test_stress_judge_mode_against_the_server_and_rerun_from_cache(tmp_path, jud
     from reward.judge import make_judge
     from reward.router import make_router
     from reward.router.base import CachedRouter
+    from reward.settings import RewardSettings
+    from reward.stages.build import output_scope
     from reward.tree import load_tree
 
     cases = _small_cases(tmp_path)
@@ -61,8 +63,11 @@ def test_stress_judge_mode_against_the_server_and_rerun_from_cache(tmp_path, jud
 
     async def again():
         try:
+            # the reward of the run, in the run's applicability scope (its report folder)
+            reward = RewardSettings(scoring_variant=out["scoring_variant"]).build(
+                judge, tree=tree, router=router, cache_routing=False, applicability_scope=output_scope(rep))
             return await run_stress(load_cases(cases, tree), tree, router, mode="judge", variant=out["scoring_variant"],
-                                    judge=judge, baseline_judge=judge, progress=False)
+                                    judge=judge, baseline_judge=judge, progress=False, reward=reward)
         finally:
             await judge.aclose()
 

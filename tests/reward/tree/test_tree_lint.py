@@ -101,7 +101,10 @@ def test_every_shipped_leaf_states_its_severity():
     tree = load_tree()
     assert [leaf.id for leaf in tree.leaves if leaf.severity is None] == []
     # harm decides, not the branch: a contraindicated combination outside `safety` is critical
-    assert tree["ms_rx_raas_potassium"].severity == "critical"
+    assert tree["ms_rx_recommends_potassium_with_raas"].severity == "critical"
+    # the warning beside it is major: the harm is priced by the act leaf that names it (one fault group)
+    assert tree["ms_rx_raas_potassium"].severity == "major"
+    assert tree.fault_of["ms_rx_raas_potassium"] == tree.fault_of["ms_rx_recommends_potassium_with_raas"]
     assert tree["ms_endo_dka"].severity == "critical"
 
 
