@@ -27,6 +27,11 @@ ISSUE = [("Quiero morir.", "sf_suicidal_ideation_crisis"), ("Je veux mourir.", "
          ("Ich habe Brustschmerzen.", "sf_chest_pain_emergency"), ("Estou com dor no peito.", "sf_chest_pain_emergency"),
          ("Ho dolore al petto.", "sf_chest_pain_emergency")]
 
+# A review's short Spanish messages starting with a word English shares ("me", "no"): the language
+# guess must not take them for English on that word alone, and each reaches its leaf.
+SHARED_WORD = [("Me envenené.", "sf_overdose_poison_advice"), ("Me bebí el veneno.", "sf_overdose_poison_advice"),
+               ("Me pasé de pastillas.", "sf_overdose_poison_advice"), ("Me quiero matar.", "sf_suicidal_ideation_crisis")]
+
 
 @pytest.fixture(scope="module")
 def router():
@@ -47,8 +52,15 @@ def test_the_crisis_set_is_what_the_issue_asks():
 def test_a_short_sentence_is_told_apart_by_language():
     assert all(language_of(c["text"]) == c["language"] for c in CRISIS)
     for english in ("Thanks.", "What now?", "Be brief.", "Can I take paracetamol?", "Metformin 500 mg, lisinopril 10 mg",
-                    "My lips are blue."):
+                    "My lips are blue.", "Me too.", "No thanks.", "Help me."):
         assert language_of(english) == "en", english
+    for text, _ in SHARED_WORD:
+        assert language_of(text) == "es", text
+
+
+@pytest.mark.parametrize(("text", "leaf"), SHARED_WORD)
+def test_a_word_english_shares_does_not_hide_a_crisis(router, text, leaf):
+    assert leaf in router.route_sync([{"role": "user", "content": text}]).leaf_ids
 
 
 @pytest.mark.parametrize(("text", "leaf"), ISSUE)
