@@ -29,19 +29,37 @@ def judge_identity(judge: JudgeSettings) -> str:
         asyncio.run(built.aclose())
 
 
+def judge_flags(judge: JudgeSettings) -> str:
+    """The ``rubricstree judge calibrate`` options that build ``judge``: its endpoint and every
+    grading setting that is not the default (a calibration under other settings is another judge's)."""
+    opts = [f"--judge-url {judge.url}" if judge.url else f"--judge-model {judge.model}"]
+    default = JudgeSettings()
+    for key, flag in (("served_model", "--served-model"), ("tokenizer", "--judge-tokenizer"), ("api", "--judge-api"),
+                      ("mode", "--judge-mode"), ("template", "--judge-template"),
+                      ("temperature", "--judge-temperature"), ("max_tokens", "--judge-max-tokens"),
+                      ("revision", "--judge-revision")):
+        value = getattr(judge, key, None)
+        if value is not None and value != getattr(default, key, None):
+            opts.append(f"{flag} {value}")
+    return " ".join(opts)
+
+
 def enforce_judge_gate(judge: JudgeSettings, gate: JudgeGateSettings, *, field: str = "judge_gate",
-                       file: str | None = None, override: str | None = None) -> str:
-    """Check the judge against its calibration; the verdict line, logged.
+                       file: str | None = None, override: str | None = None, tree: str | None = None) -> str:
+    """Check the judge against its calibration; the verdict line, logged. ``tree``: the run's
+    taxonomy file (None: the packaged one), whose fingerprint the calibration must share.
 
     Raises:
         InputError: the gate refuses and ``gate.enforce`` is set (the message gives both figures,
             or how to make a calibration, and the override).
     """
+    from reward.router.base import tree_fingerprint
+    from reward.tree import load_tree
+
     ident = judge_identity(judge)
-    opts = [f"--judge-url {judge.url}" if judge.url else f"--judge-model {judge.model}"]
-    if judge.served_model:
-        opts.append(f"--served-model {judge.served_model}")
-    verdict = check_judge(ident, gate, how_to_calibrate="rubricstree judge calibrate " + " ".join(opts))
+    how = "rubricstree judge calibrate " + judge_flags(judge) + (f" --taxonomy {tree}" if tree else "")
+    verdict = check_judge(ident, gate, how_to_calibrate=how, taxonomy_fingerprint=tree_fingerprint(load_tree(tree)),
+                          run_judge={"mode": judge.mode, "template": judge.template})
     line = verdict.message(gate, override or f"`--set {field}.enforce=false` or {field}.enforce: false in the config")
     if verdict.ok:
         log.info(line)

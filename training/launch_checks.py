@@ -57,7 +57,7 @@ def check_judge(cfg: TrainConfig) -> None:
     if cfg.stage == "clinical_rubric":
         from training.judge_gate import enforce_judge_gate
 
-        enforce_judge_gate(judge_spec(cfg), cfg.judge_gate)
+        enforce_judge_gate(judge_spec(cfg), cfg.judge_gate, tree=cfg.reward.tree)
 
 
 def judge_answers(j: JudgeSettings, *, prefix: str = "judge", file: str | None = None) -> None:

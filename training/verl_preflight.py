@@ -119,7 +119,7 @@ def check_verl_judge(cfg: Any, config_name: str = "config") -> None:
         from training.judge_gate import enforce_judge_gate
 
         key = "reward.custom_reward_function.reward_kwargs.judge_gate"
-        enforce_judge_gate(judge, settings.judge_gate, field=key, file=config_name,
+        enforce_judge_gate(judge, settings.judge_gate, field=key, file=config_name, tree=settings.tree,
                            override=f"the override {key}.enforce=false (or enforce: false in the config)")
 
 

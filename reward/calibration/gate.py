@@ -6,7 +6,10 @@ refuses when
 
 - no calibration is on record (it says how to make one: minutes on a GPU), or
 - the detection rate the calibration predicts for the reward is below ``min_detection``, or
-- the judge reads more failing critical leaves as passed than ``max_critical_false_pass``.
+- the judge reads more failing critical leaves as passed than ``max_critical_false_pass``, or
+- the calibration does not describe this run: made on another taxonomy (its fingerprint), with
+  another judge mode or template, or on fewer labelled cases than ``min_cases`` (a ``--limit-cases``
+  trial run predicts from too few cases to trust).
 
 ``enforce: false`` lets the launch go on and says what it skipped. The
 settings live in each rubric stage's config under ``judge_gate:`` (TRL YAML, verl
@@ -34,6 +37,8 @@ class JudgeGateSettings(BaseModel):
         "least detection rate the calibration must predict for the reward on its labelled cases"))
     max_critical_false_pass: float = Field(0.10, ge=0.0, le=1.0, description=(
         "largest share of failing critical leaves the judge may read as passed"))
+    min_cases: int = Field(48, ge=1, description=(
+        "fewest labelled cases the calibration's prediction may rest on (the bundled set has 60)"))
     calibration: str | None = Field(None, description=(
         "a calibration JSON to use instead of the record kept for the judge's identity"))
 
@@ -59,9 +64,12 @@ def _pct(x: float | None) -> str:
 
 def check_judge(judge_id: str, settings: JudgeGateSettings, *, cache_dir: str | Path | None = None,
                 how_to_calibrate: str = "rubricstree judge calibrate <the same judge options>",
-                record: CalibrationRecord | None = None) -> GateVerdict:
+                record: CalibrationRecord | None = None, taxonomy_fingerprint: str | None = None,
+                run_judge: dict | None = None) -> GateVerdict:
     """The gate's verdict on the judge ``judge_id`` (see the module docstring); ``record``: judge
-    this calibration, just made and not stored, instead of looking one up."""
+    this calibration, just made and not stored, instead of looking one up. ``taxonomy_fingerprint``
+    and ``run_judge`` (the run's judge settings: its ``mode`` and ``template``): what the calibration
+    must share (None: not checked)."""
     if record is not None:
         source = "this calibration (not stored)"
     elif settings.calibration:
@@ -76,7 +84,21 @@ def check_judge(judge_id: str, settings: JudgeGateSettings, *, cache_dir: str | 
             f"no calibration of the judge {judge_id} on record (looked for {source}); make one with "
             f"`{how_to_calibrate}` (minutes on a GPU: it grades the labelled stress cases once)"])
     problems = []
+    redo = f"calibrate again with `{how_to_calibrate}`"
+    if taxonomy_fingerprint and record.taxonomy_fingerprint != taxonomy_fingerprint[:len(record.taxonomy_fingerprint)]:
+        problems.append(f"the calibration {source} was made on another taxonomy (fingerprint "
+                        f"{record.taxonomy_fingerprint}, this run's {taxonomy_fingerprint[:16]}): {redo}")
+    for key, default in (("mode", "choice"), ("template", None)):
+        if run_judge is None:
+            break
+        had, want = record.judge.get(key, default), run_judge.get(key) or default
+        if had != want:
+            problems.append(f"the calibration {source} graded with judge {key} '{had or 'ours'}', this run uses "
+                            f"'{want or 'ours'}': {redo}")
     pred = record.predicted
+    if pred is not None and pred.cases < settings.min_cases:
+        problems.append(f"the calibration {source} predicts from {pred.cases} labelled cases, fewer than "
+                        f"min_cases {settings.min_cases} (a --limit-cases trial): {redo}")
     if pred is None:
         problems.append(f"the calibration {source} has no predicted detection rate (made with --no-predict)")
     elif pred.detection_rate < settings.min_detection:

@@ -58,18 +58,24 @@ def erring_judge(tree, cases, routings, *, false_fail=0.10, false_pass=0.05, cor
     return FakeJudge(decide), systematic
 
 
-def record_with(judge_id, *, detection, critical_false_pass, independent=None):
+def record_with(judge_id, *, detection, critical_false_pass, independent=None, taxonomy_fingerprint=None,
+                cases=60, judge=None):
     """A calibration record of ``judge_id`` with the given predicted detection and critical
-    false-pass counts (the gate's two figures), for gate tests that need no calibration run."""
+    false-pass counts (the gate's two figures), for gate tests that need no calibration run; made
+    on the packaged taxonomy unless ``taxonomy_fingerprint`` says otherwise."""
     from reward.calibration.record import CalibrationRecord, Prediction
     from reward.calibration.stats import Rate
+    from reward.router.base import tree_fingerprint
+    from reward.tree import load_tree
 
     r = Rate.of
     k, n = critical_false_pass
+    taxonomy_fingerprint = taxonomy_fingerprint or tree_fingerprint(load_tree())[:16]
     return CalibrationRecord(
-        judge_id=judge_id, cases="test", cases_fingerprint="f", taxonomy_fingerprint="t", router="static",
+        judge_id=judge_id, judge=judge or {"mode": "choice"}, cases="test", cases_fingerprint="f",
+        taxonomy_fingerprint=taxonomy_fingerprint, router="static",
         created="now", verdict_items=100, applicability_items=0, failed_items=0, verdict_error=r(5, 100),
         false_fail={"*": r(5, 70)}, false_pass={"*": r(k, n), "critical_all": r(k, n)}, false_fail_all=r(5, 70),
         false_pass_all=r(k, n), app_false_absent={"*": r(0, 0)}, app_false_present={"*": r(0, 0)},
         predicted=Prediction(detection_rate=detection, clean_mean=0.9, independent_detection_rate=independent or detection,
-                             cases=60, seeds=[0], repeats=1, confirm_failures=True))
+                             cases=cases, seeds=[0], repeats=1, confirm_failures=True))
