@@ -79,30 +79,39 @@ def smollm2_dir() -> Path:
     return build_smollm2(REPO_ROOT / ".cache" / "smollm2")
 
 
-@pytest.fixture(scope="session")
-def smollm2_url() -> str:
-    """The vLLM CPU server of SmolLM2 that ``scripts/run_tests.sh`` starts in the background while
-    the first tests run: its URL once it answers (waits up to 15 minutes for the start-up)."""
-    import time
-    import urllib.request
+@pytest.fixture(scope="module")
+def smollm2_url(smollm2_dir) -> str:
+    """A vLLM CPU server of SmolLM2, alive for the module that asks for it: ``$RUBRICSTREE_SMOLLM2_URL``
+    when set (a server of your own), else one this fixture starts with ``scripts/serve_judge.sh``
+    when ``$RUBRICSTREE_SMOLLM2_SERVE`` is set (``scripts/run_tests.sh`` sets it; the port is
+    ``$RUBRICSTREE_SMOLLM2_PORT``, default 8766) and stops, its whole process group, after the
+    module. Started here, not for the whole run: a second vLLM server beside the first for forty
+    minutes takes memory the training tests need."""
+    import subprocess
 
-    url_file = os.environ.get("RUBRICSTREE_SMOLLM2_URL_FILE")
-    if not url_file:
-        pytest.skip("no SmolLM2 judge server: set RUBRICSTREE_SMOLLM2_URL_FILE (make test starts one)")
-    deadline = time.monotonic() + 900
-    while time.monotonic() < deadline:
-        path = Path(url_file)
-        text = path.read_text().strip() if path.exists() else ""
-        if text.startswith("error"):
-            pytest.fail(f"the SmolLM2 judge server did not start: {text}")
-        if text.startswith("http"):
-            try:
-                with urllib.request.urlopen(text + "/v1/models", timeout=5):
-                    return text
-            except OSError:
-                pass
-        time.sleep(2)
-    pytest.fail(f"the SmolLM2 judge server did not come up within 15 minutes ({url_file})")
+    url = os.environ.get("RUBRICSTREE_SMOLLM2_URL")
+    if url:
+        yield url
+        return
+    if not os.environ.get("RUBRICSTREE_SMOLLM2_SERVE"):
+        pytest.skip("no SmolLM2 judge server: set RUBRICSTREE_SMOLLM2_URL, or RUBRICSTREE_SMOLLM2_SERVE=1 "
+                    "to start one (make test does)")
+    port = os.environ.get("RUBRICSTREE_SMOLLM2_PORT", "8766")
+    state = REPO / ".cache" / "test-server"
+    state.mkdir(parents=True, exist_ok=True)
+    pid, log = state / "smollm2.pid", state / "smollm2-server.log"
+    serve = [str(REPO / "scripts" / "serve_judge.sh"), "--pid-file", str(pid), "--port", port]
+    subprocess.run([*serve, "--stop"], check=False, timeout=120)
+    try:
+        res = subprocess.run([*serve, "--model", str(smollm2_dir), "--served-name", "smollm2", "--log", str(log)],
+                             capture_output=True, text=True, timeout=1200)
+        if res.returncode != 0 or not res.stdout.strip().startswith("http"):
+            tail = log.read_text(errors="replace")[-3000:] if log.exists() else ""
+            pytest.fail(f"the SmolLM2 judge server did not start (exit {res.returncode}): "
+                        f"{res.stderr[-1500:]}\n--- {log}\n{tail}")
+        yield res.stdout.strip().splitlines()[-1]
+    finally:
+        subprocess.run([*serve, "--stop"], check=False, timeout=120)
 
 
 @pytest.fixture(autouse=True)
