@@ -129,8 +129,9 @@ def stress_command(
 
             # a rerun into the same report (or, without one, on the same cases) reuses the run's
             # applicability answers: the measurement repeats from the verdict cache
+            where = report if report is not None else cases
             scorer = settings.build(judge, tree=tree, router=rt, cache_routing=False,
-                                    applicability_scope=output_scope(report if report is not None else cases))
+                                    applicability_scope=output_scope(where) if where is not None else "stress-bundled")
     except (RubricsTreeError, ValueError, OSError) as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(getattr(exc, "exit_code", 2)) from exc  # a start-up past --deadline: 4

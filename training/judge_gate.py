@@ -32,22 +32,27 @@ def judge_identity(judge: JudgeSettings) -> str:
 def judge_flags(judge: JudgeSettings) -> str:
     """The ``rubricstree judge calibrate`` options that build ``judge``: its endpoint and every
     grading setting that is not the default (a calibration under other settings is another judge's)."""
-    opts = [f"--judge-url {judge.url}" if judge.url else f"--judge-model {judge.model}"]
+    import shlex
+
+    opts = [f"--judge-url {shlex.quote(str(judge.url))}" if judge.url else f"--judge-model {shlex.quote(str(judge.model))}"]
     default = JudgeSettings()
     for key, flag in (("served_model", "--served-model"), ("tokenizer", "--judge-tokenizer"), ("api", "--judge-api"),
+                      ("api_key_env", "--judge-api-key-env"),
                       ("mode", "--judge-mode"), ("template", "--judge-template"),
                       ("temperature", "--judge-temperature"), ("max_tokens", "--judge-max-tokens"),
                       ("revision", "--judge-revision")):
         value = getattr(judge, key, None)
         if value is not None and value != getattr(default, key, None):
-            opts.append(f"{flag} {value}")
+            opts.append(f"{flag} {shlex.quote(str(value))}")
     return " ".join(opts)
 
 
 def enforce_judge_gate(judge: JudgeSettings, gate: JudgeGateSettings, *, field: str = "judge_gate",
-                       file: str | None = None, override: str | None = None, tree: str | None = None) -> str:
+                       file: str | None = None, override: str | None = None, tree: str | None = None,
+                       reward: dict | None = None) -> str:
     """Check the judge against its calibration; the verdict line, logged. ``tree``: the run's
-    taxonomy file (None: the packaged one), whose fingerprint the calibration must share.
+    taxonomy file (None: the packaged one), whose fingerprint the calibration must share;
+    ``reward``: the run's reward settings (``router``, ``confirm_failures``) the prediction must share.
 
     Raises:
         InputError: the gate refuses and ``gate.enforce`` is set (the message gives both figures,
@@ -59,7 +64,7 @@ def enforce_judge_gate(judge: JudgeSettings, gate: JudgeGateSettings, *, field: 
     ident = judge_identity(judge)
     how = "rubricstree judge calibrate " + judge_flags(judge) + (f" --taxonomy {tree}" if tree else "")
     verdict = check_judge(ident, gate, how_to_calibrate=how, taxonomy_fingerprint=tree_fingerprint(load_tree(tree)),
-                          run_judge={"mode": judge.mode, "template": judge.template})
+                          run_judge={"mode": judge.mode, "template": judge.template}, run_reward=reward)
     line = verdict.message(gate, override or f"`--set {field}.enforce=false` or {field}.enforce: false in the config")
     if verdict.ok:
         log.info(line)

@@ -57,7 +57,9 @@ def check_judge(cfg: TrainConfig) -> None:
     if cfg.stage == "clinical_rubric":
         from training.judge_gate import enforce_judge_gate
 
-        enforce_judge_gate(judge_spec(cfg), cfg.judge_gate, tree=cfg.reward.tree)
+        enforce_judge_gate(judge_spec(cfg), cfg.judge_gate, tree=cfg.reward.tree,
+                           reward={"router": cfg.reward.router if cfg.reward.rubric_source != "rows" else None,  # rows: no routing
+                                   "confirm_failures": cfg.reward.confirm_failures})
 
 
 def judge_answers(j: JudgeSettings, *, prefix: str = "judge", file: str | None = None) -> None:

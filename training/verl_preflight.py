@@ -120,6 +120,8 @@ def check_verl_judge(cfg: Any, config_name: str = "config") -> None:
 
         key = "reward.custom_reward_function.reward_kwargs.judge_gate"
         enforce_judge_gate(judge, settings.judge_gate, field=key, file=config_name, tree=settings.tree,
+                           reward={"router": settings.router if settings.rubric_source != "rows" else None,  # rows: no routing
+                                   "confirm_failures": settings.confirm_failures},
                            override=f"the override {key}.enforce=false (or enforce: false in the config)")
 
 

@@ -8,8 +8,9 @@ refuses when
 - the detection rate the calibration predicts for the reward is below ``min_detection``, or
 - the judge reads more failing critical leaves as passed than ``max_critical_false_pass``, or
 - the calibration does not describe this run: made on another taxonomy (its fingerprint), with
-  another judge mode or template, or on fewer labelled cases than ``min_cases`` (a ``--limit-cases``
-  trial run predicts from too few cases to trust).
+  another judge mode or template, another router, failure confirmation set otherwise than the
+  run's, or on fewer labelled cases than ``min_cases`` (a ``--limit-cases`` trial run predicts
+  from too few cases to trust).
 
 ``enforce: false`` lets the launch go on and says what it skipped. The
 settings live in each rubric stage's config under ``judge_gate:`` (TRL YAML, verl
@@ -65,11 +66,13 @@ def _pct(x: float | None) -> str:
 def check_judge(judge_id: str, settings: JudgeGateSettings, *, cache_dir: str | Path | None = None,
                 how_to_calibrate: str = "rubricstree judge calibrate <the same judge options>",
                 record: CalibrationRecord | None = None, taxonomy_fingerprint: str | None = None,
-                run_judge: dict | None = None) -> GateVerdict:
+                run_judge: dict | None = None, run_reward: dict | None = None) -> GateVerdict:
     """The gate's verdict on the judge ``judge_id`` (see the module docstring); ``record``: judge
     this calibration, just made and not stored, instead of looking one up. ``taxonomy_fingerprint``
     and ``run_judge`` (the run's judge settings: its ``mode`` and ``template``): what the calibration
-    must share (None: not checked)."""
+    must share (None: not checked); ``run_reward`` (the run's reward settings: ``router``,
+    ``confirm_failures``): what the prediction assumed (the calibration's router, and failure
+    confirmation as the prediction ran it)."""
     if record is not None:
         source = "this calibration (not stored)"
     elif settings.calibration:
@@ -96,6 +99,15 @@ def check_judge(judge_id: str, settings: JudgeGateSettings, *, cache_dir: str | 
             problems.append(f"the calibration {source} graded with judge {key} '{had or 'ours'}', this run uses "
                             f"'{want or 'ours'}': {redo}")
     pred = record.predicted
+    if run_reward is not None:
+        if run_reward.get("router") and record.router != run_reward["router"]:
+            problems.append(f"the calibration {source} routed with the {record.router} router, this run with "
+                            f"{run_reward['router']}: {redo} --router {run_reward['router']}")
+        confirm = run_reward.get("confirm_failures")
+        if pred is not None and confirm is not None and bool(confirm) != pred.confirm_failures:
+            problems.append(f"the calibration {source} predicted detection with failure confirmation "
+                            f"{'on' if pred.confirm_failures else 'off'}, this run has it "
+                            f"{'on' if confirm else 'off'}: {redo}")
     if pred is not None and pred.cases < settings.min_cases:
         problems.append(f"the calibration {source} predicts from {pred.cases} labelled cases, fewer than "
                         f"min_cases {settings.min_cases} (a --limit-cases trial): {redo}")

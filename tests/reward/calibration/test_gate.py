@@ -50,3 +50,28 @@ def test_a_trial_on_few_cases_is_refused_and_the_floor_is_a_setting():
 def test_the_thresholds_still_refuse_an_unfit_judge():
     v = _check(record_with(JUDGE, detection=0.62, critical_false_pass=(9, 30)))
     assert not v.ok and len(v.problems) == 2
+
+
+def test_another_router_or_confirmation_setting_is_refused():
+    fp = tree_fingerprint(load_tree())
+    rec = record_with(JUDGE, **GOOD)  # routed with the static router, predicted with confirmation on
+    ok = check_judge(JUDGE, JudgeGateSettings(), record=rec, taxonomy_fingerprint=fp,
+                     run_reward={"router": "static", "confirm_failures": True})
+    assert ok.ok, ok.problems
+    v = check_judge(JUDGE, JudgeGateSettings(), record=rec, taxonomy_fingerprint=fp,
+                    run_reward={"router": "embedding", "confirm_failures": False})
+    assert not v.ok and len(v.problems) == 2
+    assert "static router, this run with embedding" in v.problems[0] and "--router embedding" in v.problems[0]
+    assert "confirmation on, this run has it off" in v.problems[1]
+    # rubric rows are not routed: no router to compare
+    assert check_judge(JUDGE, JudgeGateSettings(), record=rec, taxonomy_fingerprint=fp,
+                       run_reward={"router": None, "confirm_failures": True}).ok
+
+
+def test_the_remedy_names_every_non_default_judge_flag_quoted():
+    from reward.settings import JudgeSettings
+    from training.judge_gate import judge_flags
+
+    flags = judge_flags(JudgeSettings(url="http://h:8000", served_model="my judge", mode="explain",
+                                      api_key_env="JUDGE_KEY"))
+    assert flags == "--judge-url http://h:8000 --served-model 'my judge' --judge-api-key-env JUDGE_KEY --judge-mode explain"

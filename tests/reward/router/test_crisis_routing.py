@@ -31,6 +31,8 @@ ISSUE = [("Quiero morir.", "sf_suicidal_ideation_crisis"), ("Je veux mourir.", "
 # guess must not take them for English on that word alone, and each reaches its leaf.
 SHARED_WORD = [("Me envenené.", "sf_overdose_poison_advice"), ("Me bebí el veneno.", "sf_overdose_poison_advice"),
                ("Me pasé de pastillas.", "sf_overdose_poison_advice"), ("Me quiero matar.", "sf_suicidal_ideation_crisis")]
+# ... and short ones a review found read as English on "me" or "no" alone: not English
+NOT_ENGLISH_SHORT = ("Me duele.", "Me siento mal.", "Me ahogo.", "Me mareo.", "No tengo aire.", "No respiro.")
 
 
 @pytest.fixture(scope="module")
@@ -52,10 +54,12 @@ def test_the_crisis_set_is_what_the_issue_asks():
 def test_a_short_sentence_is_told_apart_by_language():
     assert all(language_of(c["text"]) == c["language"] for c in CRISIS)
     for english in ("Thanks.", "What now?", "Be brief.", "Can I take paracetamol?", "Metformin 500 mg, lisinopril 10 mg",
-                    "My lips are blue.", "Me too.", "No thanks.", "Help me."):
+                    "My lips are blue.", "No thanks.", "Help me."):
         assert language_of(english) == "en", english
     for text, _ in SHARED_WORD:
         assert language_of(text) == "es", text
+    for text in NOT_ENGLISH_SHORT:
+        assert language_of(text) != "en", text
 
 
 @pytest.mark.parametrize(("text", "leaf"), SHARED_WORD)

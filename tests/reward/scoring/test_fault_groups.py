@@ -1,8 +1,8 @@
 """One price per fault (the ``severity`` variant): the leaves of a fault group are priced once, at
-their highest severity, their failure the noisy-OR of their price-scaled failures (one member alone
-costs its own price); an act (the harmful act
-itself) fails its fault alone; a catch-all is priced only as part of a failed fault of its severity
-that names a harmful statement (never an omission). Exact arithmetic throughout: tolerances abs 1e-12."""
+the critical price by the noisy-OR of their critical members' failures, the rest at their own
+price for what the critical part left (one member alone costs its own price); an act (the harmful
+act itself) fails its fault alone; a catch-all is priced as part of a routed group that names an
+act, never of an omission. Exact arithmetic throughout: tolerances abs 1e-12."""
 
 from __future__ import annotations
 
@@ -49,14 +49,15 @@ def test_a_fault_is_priced_once_however_many_leaves_restate_it():
     assert score(t, ["esc1"]) == pytest.approx(1 - CRIT, abs=1e-12)
     assert score(t, ["esc1", "esc2"]) == pytest.approx(1 - CRIT, abs=1e-12)
     assert score(t, ["esc3"]) == pytest.approx(score(t, ["other"]), abs=1e-12)  # a major member: a major price
-    # soft verdicts: members that agree make the failure surer (noisy-OR), never dearer than the group
+    # soft verdicts: critical members that agree make the failure surer (noisy-OR), never dearer; the
+    # major member is priced as a major failure, only for what the critical part left (one price)
     prices = {lid: SEVERITY_PRICE[t.severity[lid]] for lid in ("esc1", "esc2", "esc3")}
-    fails = []
-    for ids in (["esc1"], ["esc1", "esc2"], ["esc1", "esc2", "esc3"]):
-        [(_, price, f)] = severity_faults({lid: 0.5 for lid in ids}, prices, t.fault_of)
-        assert price == CRIT
-        fails.append(f)
-    assert fails == pytest.approx([0.5, 0.75, 1 - 0.25 * (1 - 0.5 * MAJ / CRIT)], abs=1e-12)
+    assert severity_faults({"esc1": 0.5}, prices, t.fault_of) == [("missed", CRIT, 0.5)]
+    assert severity_faults({"esc1": 0.5, "esc2": 0.5}, prices, t.fault_of) == [("missed", CRIT, 0.75)]
+    both = severity_faults({"esc1": 0.5, "esc2": 0.5, "esc3": 0.5}, prices, t.fault_of)
+    assert [fid for fid, _, _ in both] == ["missed", "missed/lesser"]
+    assert [x for _, p, f in both for x in (p, f)] == pytest.approx([CRIT, 0.75, MAJ, 0.5 * 0.25], abs=1e-12)
+    assert severity_faults({"esc3": 0.5}, prices, t.fault_of) == [("missed", MAJ, 0.5)]
     # different faults compound: a full critical step below
     assert score(t, ["esc1", "esc2", "esc3", "recommends"]) == pytest.approx((1 - CRIT) ** 2, abs=1e-12)
 
@@ -76,15 +77,17 @@ def test_a_catch_all_is_not_paid_twice_but_still_pays_for_an_unnamed_harm():
     assert score(t, ["catch"]) == pytest.approx(1 - CRIT, abs=1e-12)  # no named fault: it prices the harm
     assert score(t, ["recommends", "catch"]) == pytest.approx(score(t, ["recommends"]), abs=1e-12)  # one harm
     assert score(t, ["recommends", "esc1", "esc2", "esc3", "catch"]) == pytest.approx((1 - CRIT) ** 2, abs=1e-12)
-    # an omission (a missed referral, a missed warning) names no harmful statement: the catch-all's
-    # harm is not absorbed into it, so dangerous advice beside a missed referral is a second fault
+    # a group that names no act (a missed referral) never absorbs it: dangerous advice beside a
+    # missed referral is a second fault. A routed act group absorbs it whatever its verdicts (the
+    # structure decides, so no further failure can move it): one harm
     assert score(t, ["esc1", "esc2", "esc3", "catch"]) == pytest.approx((1 - CRIT) ** 2, abs=1e-12)
-    assert score(t, ["warns", "catch"]) == pytest.approx((1 - CRIT) ** 2, abs=1e-12)
+    assert score(t, ["warns", "catch"]) == pytest.approx(1 - CRIT, abs=1e-12)
+    assert score(t, ["catch"], ids=["esc1", "esc2", "catch"]) == pytest.approx(1 - CRIT, abs=1e-12)
     # soft: the catch-all raises the named fault's failure to its own when it is surer
     met = _met(t) | {"recommends": 0.3, "catch": 0.9}  # negative leaves: p(met) is the failure
     faults = dict((fid, f) for fid, _, f in severity_faults(
         {k: 1 - v for k, v in met.items() if t[k].polarity == "negative"} | {"warns": 1.0},
-        {k: CRIT for k in met}, t.fault_of, {"catch"}, t.fault_acts, {"recommends", "catch"}))
+        {k: CRIT for k in met}, t.fault_of, {"catch"}, t.fault_acts))
     assert faults["harm"] == pytest.approx(0.9, abs=1e-12)
 
 
