@@ -206,7 +206,9 @@ def test_stage3_epochs_share_one_cosine_horizon(smoke_env, judge_url, monkeypatc
                     "difficulty.n=2", "difficulty.max_new_tokens=4", "data.limit=2", "grpo.num_train_epochs=3",
                     "reward.rubric_source=rows", "grpo.max_completion_length=8")
     lrs = [h["learning_rate"] for h in _steps(result)]
-    assert lrs == [pytest.approx(1e-4), pytest.approx(0.75e-4), pytest.approx(0.25e-4)]
+    # the schedule is closed-form arithmetic on the step count (no model value enters): rel 1e-9
+    # tells 0.75 from 0.5 x peak by eight orders of magnitude
+    assert lrs == pytest.approx([1e-4, 0.75e-4, 0.25e-4], rel=1e-9)
 
 
 def test_cli_train_filter_and_run(tiny_model_dir, tmp_path, monkeypatch):
