@@ -29,16 +29,34 @@ stop() {
 }
 trap stop EXIT
 stop
-URL=$(scripts/serve_judge.sh --model "$MODEL" --served-name tiny --port "$PORT" \
-      --pid-file "$STATE/judge.pid" --log "$STATE/judge-server.log")
+# 1 GiB of KV cache: the tiny model's 4,096-token context needs a few MB of it, and the memory is
+# the training tests' (the default 2 GiB made the server's worker the machine's largest process).
+URL=$(VLLM_CPU_KVCACHE_SPACE=${VLLM_CPU_KVCACHE_SPACE:-1} scripts/serve_judge.sh --model "$MODEL" \
+      --served-name tiny --port "$PORT" --pid-file "$STATE/judge.pid" --log "$STATE/judge-server.log")
 echo "judge server ready at $URL"
 export RUBRICSTREE_JUDGE_URL="$URL" RUBRICSTREE_TINY_MODEL="$MODEL" RUBRICSTREE_SMOLLM2_MODEL="$SMOL" \
-       RUBRICSTREE_SMOLLM2_SERVE=1 RUBRICSTREE_SMOLLM2_PORT="$SMOL_PORT"
+       RUBRICSTREE_SMOLLM2_SERVE=1 RUBRICSTREE_SMOLLM2_PORT="$SMOL_PORT" \
+       RUBRICSTREE_JUDGE_LOG="$STATE/judge-server.log"
+
+# The machine's free memory and its three largest processes every 15 s, so that a server found dead
+# can be laid beside what the memory was doing (printed below when the run fails).
+MEMLOG="$STATE/memory.log"
+: >"$MEMLOG"
+( while sleep 15; do
+    echo "$(date +%T) $(awk '/MemAvailable/ {printf "avail_mb=%d", $2/1024}' /proc/meminfo)" \
+         "$(ps -eo rss,comm --sort=-rss | sed -n 2,4p | awk '{printf "%s=%dMB ", $2, $1/1024}')"
+  done >>"$MEMLOG" 2>/dev/null ) &
+MEMWATCH=$!
+trap 'kill $MEMWATCH 2>/dev/null; stop' EXIT
 set +e
 start=$(date +%s)
 .venv/bin/python -m pytest tests -q -p no:cacheprovider --durations=20 "$@"
 rc=$?
 set -e
 echo "run_tests.sh: pytest took $(( $(date +%s) - start )) s (exit $rc)"
-if [ $rc -ne 0 ]; then echo "--- last lines of the judge server log ---"; tail -n 40 "$STATE/judge-server.log"; fi
+if [ $rc -ne 0 ]; then
+  { echo "--- last lines of the judge server log ---"; tail -n 40 "$STATE/judge-server.log"
+    echo "--- the lowest free memory of the run (of $(wc -l <"$MEMLOG") samples, $MEMLOG) ---"
+    sort -t= -k2 -n "$MEMLOG" | head -n 3; } >&2
+fi
 exit $rc
