@@ -93,3 +93,22 @@ def test_stress_judge_mode_in_process_on_the_tiny_model(tmp_path, tiny_model_dir
     rows = [json.loads(line) for line in (tmp_path / "rep" / "cases.jsonl").read_text().splitlines()]
     assert len(rows) == 2
     _check_numbers(rows)
+
+
+@pytest.mark.server
+def test_stress_judge_mode_on_the_bundled_cases_without_a_report(tmp_path, judge_url, tiny_model_dir, monkeypatch):
+    """No --cases and no --report: judge mode once crashed building its applicability scope from
+    neither. The bundled cases (here two of them, for time) are the scope; a rerun scores the same."""
+    import reward.stress.cases as cases_module
+
+    small = _small_cases(tmp_path)
+    monkeypatch.setattr(cases_module, "default_cases_path", lambda: small)
+    args = ["stress", "--mode", "judge", "--judge-url", judge_url, "--judge-model", str(tiny_model_dir),
+            "--cache-dir", str(tmp_path / "cache"), "--json"]
+    first = runner.invoke(app, args)
+    assert first.exit_code == 0, first.output
+    out = json.loads(first.stdout.strip().splitlines()[-1])
+    assert out["cases"] == 2
+    again = runner.invoke(app, args)
+    assert again.exit_code == 0, again.output
+    assert json.loads(again.stdout.strip().splitlines()[-1]) == out
