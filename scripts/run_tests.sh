@@ -42,12 +42,15 @@ export RUBRICSTREE_JUDGE_URL="$URL" RUBRICSTREE_TINY_MODEL="$MODEL" RUBRICSTREE_
 # can be laid beside what the memory was doing (printed below when the run fails).
 MEMLOG="$STATE/memory.log"
 : >"$MEMLOG"
-( while sleep 15; do
+# It never fails the run (set +e), holds none of the script's output streams (a CI runner waits for
+# them to close), and ends with the script even when the script is killed without its trap.
+( set +e; exec >>"$MEMLOG" 2>/dev/null </dev/null
+  while kill -0 $$ 2>/dev/null && sleep 15; do
     echo "$(date +%T) $(awk '/MemAvailable/ {printf "avail_mb=%d", $2/1024}' /proc/meminfo)" \
          "$(ps -eo rss,comm --sort=-rss | sed -n 2,4p | awk '{printf "%s=%dMB ", $2, $1/1024}')"
-  done >>"$MEMLOG" 2>/dev/null ) &
+  done ) &
 MEMWATCH=$!
-trap 'kill $MEMWATCH 2>/dev/null; stop' EXIT
+trap 'kill "$MEMWATCH" 2>/dev/null || true; stop' EXIT
 set +e
 start=$(date +%s)
 .venv/bin/python -m pytest tests -q -p no:cacheprovider --durations=20 "$@"
@@ -57,6 +60,6 @@ echo "run_tests.sh: pytest took $(( $(date +%s) - start )) s (exit $rc)"
 if [ $rc -ne 0 ]; then
   { echo "--- last lines of the judge server log ---"; tail -n 40 "$STATE/judge-server.log"
     echo "--- the lowest free memory of the run (of $(wc -l <"$MEMLOG") samples, $MEMLOG) ---"
-    sort -t= -k2 -n "$MEMLOG" | head -n 3; } >&2
+    sort -t= -k2,2n "$MEMLOG" | sed -n 1,3p; } >&2 || true
 fi
 exit $rc

@@ -49,7 +49,7 @@ _LAST_ALIVE: list[str] = []  # the last test that found the judge server answeri
 _FOUND_DEAD: list[str] = []  # the first test that found it dead (its failure holds the post-mortem)
 
 
-def _post_mortem(url: str) -> str:
+def _post_mortem() -> str:
     """What a dead judge server left behind, for the failure message CI shows: the server log's
     last lines, the machine's free memory and largest processes, and any OOM kill the kernel
     logged (when it lets us read its log)."""
@@ -83,20 +83,33 @@ def judge_url(request) -> str:
     found it alive, not with a bare "connection refused" in whatever the test did next."""
     import httpx
 
+    from reward.serving import bounded_request, split_urls
+
     url = os.environ.get("RUBRICSTREE_JUDGE_URL")
     if not url:
         pytest.skip("no judge server: set RUBRICSTREE_JUDGE_URL (make test starts one)")
-    try:
-        httpx.get(url.rstrip("/") + ("/models" if url.rstrip("/").endswith("/v1") else "/v1/models"),
-                  timeout=60).raise_for_status()
-    except httpx.HTTPError as exc:
-        last = _LAST_ALIVE[-1] if _LAST_ALIVE else "none (dead from the start)"
+    key = os.environ.get("RUBRICSTREE_JUDGE_API_KEY")
+    headers = {"Authorization": f"Bearer {key}"} if key else {}
+    seconds = 3.0 if _FOUND_DEAD else 10.0  # once one test found it dead, the others need not wait
+    problem = None
+    for base in split_urls(url):
+        try:
+            with httpx.Client(headers=headers) as client:
+                status, _ = bounded_request(client, "GET", base + "/models", seconds=seconds)
+            if status != 200:
+                problem = f"{base} answers /models with status {status}"
+        except (httpx.HTTPError, TimeoutError, ValueError) as exc:
+            problem = f"{base} does not answer ({type(exc).__name__}: {exc})"
+        if problem:
+            break
+    if problem:
         if _FOUND_DEAD:
-            pytest.fail(f"the judge server at {url} does not answer ({type(exc).__name__}); found dead first by "
-                        f"{_FOUND_DEAD[0]}, whose failure holds the post-mortem", pytrace=False)
+            pytest.fail(f"the judge server: {problem}; found dead first by {_FOUND_DEAD[0]}, whose failure holds "
+                        "the post-mortem", pytrace=False)
         _FOUND_DEAD.append(request.node.nodeid)
-        pytest.fail(f"the judge server at {url} does not answer ({type(exc).__name__}: {exc}); the last test that "
-                    f"found it alive: {last}\n{_post_mortem(url)}", pytrace=False)
+        last = _LAST_ALIVE[-1] if _LAST_ALIVE else "none (dead from the start)"
+        pytest.fail(f"the judge server: {problem}; the last test that found it alive: {last}\n{_post_mortem()}",
+                    pytrace=False)
     _LAST_ALIVE[:] = [request.node.nodeid]
     return url
 

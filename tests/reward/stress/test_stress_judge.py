@@ -98,7 +98,8 @@ def test_stress_judge_mode_in_process_on_the_tiny_model(tmp_path, tiny_model_dir
 @pytest.mark.server
 def test_stress_judge_mode_on_the_bundled_cases_without_a_report(tmp_path, judge_url, tiny_model_dir, monkeypatch):
     """No --cases and no --report: judge mode once crashed building its applicability scope from
-    neither. The bundled cases (here two of them, for time) are the scope; a rerun scores the same."""
+    neither. The bundled cases (here two of them, for time) are the scope: a rerun asks the server
+    nothing and scores the same."""
     import reward.stress.cases as cases_module
 
     small = _small_cases(tmp_path)
@@ -109,6 +110,16 @@ def test_stress_judge_mode_on_the_bundled_cases_without_a_report(tmp_path, judge
     assert first.exit_code == 0, first.output
     out = json.loads(first.stdout.strip().splitlines()[-1])
     assert out["cases"] == 2
+    cached = _cached_rows(tmp_path / "cache")
     again = runner.invoke(app, args)
     assert again.exit_code == 0, again.output
     assert json.loads(again.stdout.strip().splitlines()[-1]) == out
+    assert _cached_rows(tmp_path / "cache") == cached > 0  # every verdict and applicability answer from the cache
+
+
+def _cached_rows(folder: Path) -> int:
+    """Rows of the durable verdict cache: each answer the judge gives is written there."""
+    import sqlite3
+
+    with sqlite3.connect(folder / "verdicts.sqlite") as db:
+        return db.execute("SELECT COUNT(*) FROM verdicts").fetchone()[0]
