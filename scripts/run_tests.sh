@@ -31,12 +31,18 @@ trap stop EXIT
 stop
 # 1 GiB of KV cache: the tiny model's 4,096-token context needs a few MB of it, and the memory is
 # the training tests' (the default 2 GiB made the server's worker the machine's largest process).
-URL=$(VLLM_CPU_KVCACHE_SPACE=${VLLM_CPU_KVCACHE_SPACE:-1} scripts/serve_judge.sh --model "$MODEL" \
-      --served-name tiny --port "$PORT" --pid-file "$STATE/judge.pid" --log "$STATE/judge-server.log")
+SERVE=(env "VLLM_CPU_KVCACHE_SPACE=${VLLM_CPU_KVCACHE_SPACE:-1}" "$ROOT/scripts/serve_judge.sh" --model "$MODEL" --served-name tiny --port "$PORT"
+       --pid-file "$STATE/judge.pid" --log "$STATE/judge-server.log")
+URL=$("${SERVE[@]}")
 echo "judge server ready at $URL"
+# The same command line restarts the server if it dies under a test; the test then runs once more,
+# and what happened is written to $RESTARTS and printed at the end (tests/_support/rt_judge_watch.py).
+RESTARTS="$STATE/judge-restarts.txt"
+rm -f "$RESTARTS"
 export RUBRICSTREE_JUDGE_URL="$URL" RUBRICSTREE_TINY_MODEL="$MODEL" RUBRICSTREE_SMOLLM2_MODEL="$SMOL" \
        RUBRICSTREE_SMOLLM2_SERVE=1 RUBRICSTREE_SMOLLM2_PORT="$SMOL_PORT" \
-       RUBRICSTREE_JUDGE_LOG="$STATE/judge-server.log"
+       RUBRICSTREE_JUDGE_LOG="$STATE/judge-server.log" RUBRICSTREE_JUDGE_RESTART="$(printf '%q ' "${SERVE[@]}")" \
+       RUBRICSTREE_JUDGE_RESTARTS="$RESTARTS"
 
 # The machine's free memory and its three largest processes every 15 s, so that a server found dead
 # can be laid beside what the memory was doing (printed below when the run fails).
@@ -57,6 +63,9 @@ start=$(date +%s)
 rc=$?
 set -e
 echo "run_tests.sh: pytest took $(( $(date +%s) - start )) s (exit $rc)"
+if [ -s "$RESTARTS" ]; then
+  { echo "--- the judge server died during the run and was restarted ($RESTARTS) ---"; cat "$RESTARTS"; } >&2 || true
+fi
 if [ $rc -ne 0 ]; then
   { echo "--- last lines of the judge server log ---"; tail -n 40 "$STATE/judge-server.log"
     echo "--- the lowest free memory of the run (of $(wc -l <"$MEMLOG") samples, $MEMLOG) ---"

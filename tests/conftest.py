@@ -45,74 +45,9 @@ def tiny_model_dir(tmp_path_factory) -> Path:
     return build_tiny_qwen3(tmp_path_factory.mktemp("tiny-qwen3"))
 
 
-_LAST_ALIVE: list[str] = []  # the last test that found the judge server answering
-_FOUND_DEAD: list[str] = []  # the first test that found it dead (its failure holds the post-mortem)
-
-
-def _post_mortem() -> str:
-    """What a dead judge server left behind, for the failure message CI shows: the server log's
-    last lines, the machine's free memory and largest processes, and any OOM kill the kernel
-    logged (when it lets us read its log)."""
-    import subprocess
-
-    parts = []
-    log = os.environ.get("RUBRICSTREE_JUDGE_LOG")
-    if log and Path(log).exists():
-        parts.append(f"--- last lines of {log}\n" + "\n".join(Path(log).read_text(errors="replace").splitlines()[-40:]))
-    try:
-        mem = dict(line.split(":", 1) for line in Path("/proc/meminfo").read_text().splitlines())
-        parts.append(f"--- memory: MemAvailable {mem['MemAvailable'].strip()} of {mem['MemTotal'].strip()}")
-        ps = subprocess.run(["ps", "-eo", "pid,rss,etimes,args", "--sort=-rss"], capture_output=True, text=True,
-                            timeout=10).stdout.splitlines()[:8]
-        parts.append("\n".join(line[:160] for line in ps))
-    except (OSError, KeyError, ValueError, subprocess.SubprocessError) as exc:
-        parts.append(f"(memory not read: {exc})")
-    try:
-        kern = subprocess.run(["dmesg"], capture_output=True, text=True, timeout=10).stdout.splitlines()
-        oom = [line for line in kern if re.search(r"out of memory|oom-kill|killed process", line, re.I)]
-        parts.append("--- kernel: " + ("\n".join(oom[-6:]) if oom else "no OOM kill in dmesg (or dmesg unreadable)"))
-    except (OSError, subprocess.SubprocessError):
-        parts.append("--- kernel: dmesg unavailable")
-    return "\n".join(parts)
-
-
-@pytest.fixture
-def judge_url(request) -> str:
-    """The judge server ``make test`` started (``$RUBRICSTREE_JUDGE_URL``), checked before each test
-    that asks for it: a server that died fails the test with its post-mortem and the last test that
-    found it alive, not with a bare "connection refused" in whatever the test did next."""
-    import httpx
-
-    from reward.serving import bounded_request, split_urls
-
-    url = os.environ.get("RUBRICSTREE_JUDGE_URL")
-    if not url:
-        pytest.skip("no judge server: set RUBRICSTREE_JUDGE_URL (make test starts one)")
-    key = os.environ.get("RUBRICSTREE_JUDGE_API_KEY")
-    headers = {"Authorization": f"Bearer {key}"} if key else {}
-    seconds = 3.0 if _FOUND_DEAD else 10.0  # once one test found it dead, the others need not wait
-    problem = None
-    for base in split_urls(url):
-        try:
-            with httpx.Client(headers=headers) as client:
-                status, _ = bounded_request(client, "GET", base + "/models", seconds=seconds)
-            if status != 200:
-                problem = f"{base} answers /models with status {status}"
-        except (httpx.HTTPError, TimeoutError, ValueError) as exc:
-            problem = f"{base} does not answer ({type(exc).__name__}: {exc})"
-        if problem:
-            break
-    if problem:
-        if _FOUND_DEAD:
-            pytest.fail(f"the judge server: {problem}; found dead first by {_FOUND_DEAD[0]}, whose failure holds "
-                        "the post-mortem", pytrace=False)
-        _FOUND_DEAD.append(request.node.nodeid)
-        last = _LAST_ALIVE[-1] if _LAST_ALIVE else "none (dead from the start)"
-        pytest.fail(f"the judge server: {problem}; the last test that found it alive: {last}\n{_post_mortem()}",
-                    pytrace=False)
-    _LAST_ALIVE[:] = [request.node.nodeid]
-    return url
-
+# The judge server's fixture, its post-mortem and its restart-and-rerun (tests/_support/rt_judge_watch.py);
+# imported here, where pytest looks for fixtures and hooks.
+from rt_judge_watch import judge_url, pytest_runtest_protocol, pytest_terminal_summary  # noqa: E402, F401
 
 # Node-text embeddings depend on the encoder and the text alone: one durable store for the whole
 # run (and its subprocesses), not one per test's isolated cache folder (reward.router.embedding_store).
