@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -20,6 +19,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+from rt_net import free_port
 from rt_paths import REPO_ROOT
 from typer.testing import CliRunner
 
@@ -44,15 +44,9 @@ PROMPTS = ["I have crushing chest pain.", "My child has a fever of 39C.", "Can I
 ANSWERS = ["Call emergency services now.", "It is probably nothing; wait and see."]
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture
 def proxy(judge_url, tmp_path):
-    port, stats = _free_port(), tmp_path / "proxy_stats.json"
+    port, stats = free_port(), tmp_path / "proxy_stats.json"
     proc = subprocess.Popen([sys.executable, str(ROOT / "scripts" / "fault_proxy.py"), "--upstream",
                              judge_url.rstrip("/").removesuffix("/v1"), "--port", str(port), "--rate", "0.2",
                              "--seed", "7", "--hang-s", "60", "--stats", str(stats)],

@@ -14,6 +14,7 @@ import sys
 import textwrap
 from pathlib import Path
 
+from rt_net import free_port
 from rt_paths import REPO_ROOT
 
 STUB_SERVER = '''
@@ -74,21 +75,13 @@ def test_c_after(judge_url):
 '''
 
 
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def _session(tmp_path: Path, tests: str, *, restart: bool) -> tuple[subprocess.CompletedProcess, Path]:
     (tmp_path / "stub_server.py").write_text(STUB_SERVER)
     (tmp_path / "stub_serve.py").write_text(STUB_SERVE)
     (tmp_path / "conftest.py").write_text("from rt_judge_watch import judge_url, pytest_runtest_protocol, "
                                           "pytest_terminal_summary  # noqa: F401\n")
     (tmp_path / "test_inner.py").write_text(textwrap.dedent(tests))
-    port, pid = _free_port(), tmp_path / "judge.pid"
+    port, pid = free_port(), tmp_path / "judge.pid"
     serve = [sys.executable, str(tmp_path / "stub_serve.py"), "--pid-file", str(pid), "--port", str(port)]
     url = subprocess.run(serve, capture_output=True, text=True, timeout=60, check=True).stdout.strip()
     restarts = tmp_path / "restarts.txt"

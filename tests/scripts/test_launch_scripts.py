@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from rt_net import free_port
 from rt_paths import REPO_ROOT
 
 REPO = REPO_ROOT
@@ -84,14 +85,6 @@ http.server.HTTPServer(("127.0.0.1", port), H).serve_forever()
 '''
 
 
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def test_eval_checkpoint_puts_policy_and_judge_on_their_own_gpus(tmp_path, fake_gpu):
     """On a multi-GPU machine a large judge must not be squeezed into half of GPU 0 beside the
     policy; several judge GPUs give it tensor parallelism."""
@@ -104,7 +97,7 @@ def test_eval_checkpoint_puts_policy_and_judge_on_their_own_gpus(tmp_path, fake_
     (bin_ / "rubricstree").chmod(0o755)
     rec = tmp_path / "rec"
     rec.mkdir()
-    pp, jp = _free_port(), _free_port()
+    pp, jp = free_port(), free_port()
     env = {**fake_gpu, "FAKE_RECORD": str(rec), "VLLM_PYTHON": str(bin_ / "python"),
            "RUBRICSTREE_BIN": str(bin_ / "rubricstree"), "JUDGE_CUDA_VISIBLE_DEVICES": "1,2"}
     res = run("eval_checkpoint.sh", "/ckpt/fv-8b", "--judge", "Qwen/Qwen3-32B", "--policy-port", str(pp),
@@ -130,14 +123,14 @@ def test_eval_checkpoint_uses_training_budgets_and_passes_no_thinking(tmp_path, 
     env = {**fake_gpu, "FAKE_RECORD": str(rec), "VLLM_PYTHON": str(bin_ / "python"),
            "RUBRICSTREE_BIN": str(bin_ / "rubricstree")}
     common = ("/ckpt/fv-8b", "--judge", "Qwen/Qwen3-32B", "--mcq", "mcq.jsonl", "--out", str(tmp_path / "out"))
-    res = run("eval_checkpoint.sh", *common, "--policy-port", str(_free_port()), "--judge-port", str(_free_port()),
+    res = run("eval_checkpoint.sh", *common, "--policy-port", str(free_port()), "--judge-port", str(free_port()),
               cwd=tmp_path, env=env)
     assert res.returncode == 0, res.stderr[-2000:]
     hb, mcq = (rec / "rubricstree.txt").read_text().splitlines()
     assert "--max-new-tokens" not in hb and "--length-adjust" not in hb and "--no-thinking" not in hb
     (rec / "rubricstree.txt").unlink()
-    res = run("eval_checkpoint.sh", *common, "--no-thinking", "--policy-port", str(_free_port()),
-              "--judge-port", str(_free_port()), cwd=tmp_path, env=env)
+    res = run("eval_checkpoint.sh", *common, "--no-thinking", "--policy-port", str(free_port()),
+              "--judge-port", str(free_port()), cwd=tmp_path, env=env)
     assert res.returncode == 0, res.stderr[-2000:]
     hb, mcq = (rec / "rubricstree.txt").read_text().splitlines()
     assert "--no-thinking" in hb and "--no-thinking" in mcq

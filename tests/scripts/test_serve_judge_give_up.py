@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 import pytest
+from rt_net import free_port
 from rt_paths import REPO_ROOT
 
 pytestmark = pytest.mark.slow
@@ -28,12 +28,6 @@ child = subprocess.Popen([sys.executable, "-c",
 open({pids!r}, "w").write(f"{{os.getpid()}} {{child.pid}}")
 time.sleep(600)  # never answers /v1/models
 """
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _alive(pid: int) -> bool:
@@ -55,7 +49,7 @@ def test_giving_up_stops_the_whole_server_and_removes_the_pid_file(tmp_path):
            "PATH": "/usr/bin:/bin"}
     try:
         res = subprocess.run(["bash", str(REPO_ROOT / "scripts/serve_judge.sh"), "--model", "/models/tiny",
-                              "--port", str(_free_port()), "--pid-file", str(pid_file), "--log",
+                              "--port", str(free_port()), "--pid-file", str(pid_file), "--log",
                               str(tmp_path / "log")], check=False, env=env, capture_output=True, text=True,
                              timeout=60)
         assert res.returncode != 0 and "not ready after 3s" in res.stderr, (res.stdout, res.stderr)
@@ -97,7 +91,7 @@ def test_a_server_that_listens_but_never_answers_is_given_up_within_the_wait(tmp
     env = {**os.environ, "VLLM_PYTHON": str(fake), "JUDGE_WAIT_S": "3", "JUDGE_STOP_S": "2",
            "PATH": "/usr/bin:/bin"}
     res = subprocess.run(["bash", str(REPO_ROOT / "scripts/serve_judge.sh"), "--model", "/models/tiny",
-                          "--port", str(_free_port()), "--pid-file", str(tmp_path / "judge.pid"), "--log",
+                          "--port", str(free_port()), "--pid-file", str(tmp_path / "judge.pid"), "--log",
                           str(tmp_path / "log")], check=False, env=env, capture_output=True, text=True,
                          timeout=60)  # a guard against a hang, not a timing: the script must give up by itself
     assert res.returncode != 0 and "not ready after 3s" in res.stderr, (res.stdout, res.stderr)

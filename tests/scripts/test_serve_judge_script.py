@@ -8,7 +8,6 @@ from __future__ import annotations
 import http.server
 import os
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -16,6 +15,7 @@ from functools import partial
 from pathlib import Path
 
 import pytest
+from rt_net import free_port
 from rt_paths import REPO_ROOT
 
 REPO = REPO_ROOT
@@ -31,12 +31,6 @@ class H(http.server.BaseHTTPRequestHandler):
     def log_message(self, *a): pass
 http.server.HTTPServer(("127.0.0.1", port), H).serve_forever()
 """
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _run(tmp_path: Path, port: int, served: str) -> subprocess.CompletedProcess:
@@ -76,12 +70,12 @@ def test_taken_port_exits_non_zero(tmp_path, occupied_port):
 
 
 def test_server_listing_another_model_is_not_ready(tmp_path):
-    res = _run(tmp_path, _free_port(), "someone-else")
+    res = _run(tmp_path, free_port(), "someone-else")
     assert res.returncode != 0 and "does not serve 'tiny'" in res.stderr, (res.stdout, res.stderr)
 
 
 def test_the_right_model_is_reported_ready(tmp_path):
-    port = _free_port()
+    port = free_port()
     res = _run(tmp_path, port, "tiny")
     assert res.returncode == 0 and res.stdout.strip() == f"http://127.0.0.1:{port}", res.stderr
 

@@ -1,5 +1,5 @@
 """A real vLLM server of the tiny model started by scripts/serve_judge.sh under the name
-``gpt-4.1`` (port 18261, bfloat16, VLLM_SERVER_DEV_MODE=1 so it answers /server_info):
+``gpt-4.1`` (on a free port, bfloat16, VLLM_SERVER_DEV_MODE=1 so it answers /server_info):
 
 - item 1 (review of issue 24): the served name is not an identity. An evaluation's record of
   this judge (over the token-id and the chat API) names its endpoint and the weights the server
@@ -23,6 +23,7 @@ import time
 from pathlib import Path
 
 import pytest
+from rt_net import free_port
 from rt_paths import REPO_ROOT
 
 from reward.healthbench.variants import VARIANTS
@@ -31,9 +32,6 @@ from training.eval.comparability import comparability
 from training.eval.judge_record import grading_fields, served_judge_record
 
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(not Path("/proc").is_dir(), reason="reads /proc")]
-
-PORT = 18261
-URL = f"http://127.0.0.1:{PORT}/v1"
 
 
 def _group(pgid: int) -> list[int]:
@@ -57,11 +55,11 @@ def spoof_server(tmp_path_factory):
     if not model or not Path(model, "config.json").is_file():
         pytest.skip("no tiny model: set RUBRICSTREE_TINY_MODEL (make test builds one)")
     tmp = tmp_path_factory.mktemp("spoof")
-    pid_file = tmp / "judge.pid"
+    pid_file, port = tmp / "judge.pid", free_port()
     env = {**os.environ, "VLLM_SERVER_DEV_MODE": "1", "JUDGE_DTYPE": "bfloat16", "JUDGE_WAIT_S": "450",
            "JUDGE_MAX_LEN": "2048", "VLLM_CPU_KVCACHE_SPACE": "1"}
     cmd = ["bash", str(REPO_ROOT / "scripts/serve_judge.sh"), "--model", model, "--served-name", "gpt-4.1",
-           "--port", str(PORT), "--pid-file", str(pid_file), "--log", str(tmp / "server.log"),
+           "--port", str(port), "--pid-file", str(pid_file), "--log", str(tmp / "server.log"),
            "--", "--enforce-eager"]  # no compilation: about two minutes shorter a start on CPU
     try:
         res = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=480, check=False)
@@ -73,7 +71,7 @@ def spoof_server(tmp_path_factory):
         log = (tmp / "server.log").read_text()[-3000:] if (tmp / "server.log").exists() else ""
         pytest.fail(f"serve_judge.sh failed: {res.stderr}\n{log}")
     pid = int(pid_file.read_text())
-    yield {"pid": pid, "pid_file": pid_file}
+    yield {"pid": pid, "pid_file": pid_file, "port": port, "url": f"http://127.0.0.1:{port}/v1"}
     if _group(pid):  # a failed stop test must not leave the server behind
         os.killpg(pid, signal.SIGKILL)
 
@@ -93,13 +91,14 @@ def _published_metrics(record: dict) -> dict:
 
 @pytest.mark.parametrize("api", ["auto", "chat"])
 def test_a_local_server_named_gpt41_is_not_the_reference_grader(spoof_server, api):
-    record = served_judge_record(URL, api, "gpt-4.1")
+    url = spoof_server["url"]
+    record = served_judge_record(url, api, "gpt-4.1")
     assert record["model"] == "gpt-4.1" and record["backend"] == ("http" if api == "auto" else "chat")
-    assert record["endpoints"] == [URL] and record["root"]
+    assert record["endpoints"] == [url] and record["root"]
     v = comparability(_published_metrics(record))
     assert v["comparable_to_published"] is False
     notes = " | ".join(v["comparability_notes"])
-    assert f"served at {URL}, not by OpenAI" in notes and "reports local weights" in notes
+    assert f"served at {url}, not by OpenAI" in notes and "reports local weights" in notes
     assert "not gpt-4.1" not in notes  # the name itself is fine: the identity is not
     # the same run graded at OpenAI's endpoint with no local weights is the comparable one
     hosted = {**record, "endpoints": ["https://api.openai.com/v1"], "root": None}
@@ -109,20 +108,21 @@ def test_a_local_server_named_gpt41_is_not_the_reference_grader(spoof_server, ap
 def test_the_identity_carries_the_dtype_the_server_reports(spoof_server):
     from reward.judge.server_facts import server_facts
 
-    facts = server_facts(URL)
+    url = spoof_server["url"]
+    facts = server_facts(url)
     assert facts["dtype"] == "bfloat16" and facts["vllm"] and "cache_dtype" in facts
     assert "quantization" in facts
-    identity = served_judge_record(URL, "auto", "gpt-4.1")["identity"]  # the same served_model_id as HTTPJudge's
+    identity = served_judge_record(url, "auto", "gpt-4.1")["identity"]  # the same served_model_id as HTTPJudge's
     assert "dtype=bfloat16" in identity and f"vllm={facts['vllm']}" in identity
 
 
 def test_stop_ends_the_whole_process_group_and_closes_the_port(spoof_server):
-    pid = spoof_server["pid"]
+    pid, port = spoof_server["pid"], spoof_server["port"]
     before = _group(pid)
     assert len(before) >= 2, before  # the API process and the engine core it started
     t0 = time.monotonic()
     res = subprocess.run(["bash", str(REPO_ROOT / "scripts/serve_judge.sh"), "--stop", "--pid-file",
-                          str(spoof_server["pid_file"]), "--port", str(PORT)],
+                          str(spoof_server["pid_file"]), "--port", str(port)],
                          capture_output=True, text=True, timeout=90, check=False)
     assert res.returncode == 0, res.stderr
     assert _group(pid) == [] and not any(Path(f"/proc/{p}").exists() and p in _group(pid) for p in before)
@@ -130,5 +130,5 @@ def test_stop_ends_the_whole_process_group_and_closes_the_port(spoof_server):
     import socket
 
     with socket.socket() as s:
-        assert s.connect_ex(("127.0.0.1", PORT)) != 0  # nothing listens any more
+        assert s.connect_ex(("127.0.0.1", port)) != 0  # nothing listens any more
     assert time.monotonic() - t0 < 60

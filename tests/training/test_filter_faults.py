@@ -12,24 +12,18 @@ a sample's text does: it tests the sampling, not a reward."""
 from __future__ import annotations
 
 import json
-import socket
 import subprocess
 import sys
 import time
 
 import httpx
 import pytest
+from rt_net import free_port
 from rt_paths import REPO_ROOT
 
 from training.difficulty import DifficultyConfig, FilterRefused, run_filter
 
 QUESTIONS = 30
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _data(tmp_path):
@@ -58,7 +52,7 @@ def _kept(splits) -> set[str]:
 
 @pytest.fixture
 def proxy(judge_url, tmp_path):
-    port, stats = _free_port(), tmp_path / "proxy.json"
+    port, stats = free_port(), tmp_path / "proxy.json"
     proc = subprocess.Popen([sys.executable, str(REPO_ROOT / "scripts/fault_proxy.py"), "--upstream",
                              judge_url.rstrip("/").removesuffix("/v1"), "--port", str(port), "--rate", "0.3",
                              "--faults", "hang", "--hang-s", "60", "--seed", "3", "--stats", str(stats)],

@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from rt_net import free_port
 from rt_paths import REPO_ROOT
 
 pytest.importorskip("torch")
@@ -25,8 +26,8 @@ WORKER = REPO / "tests" / "_support" / "rt_fsdp2_worker.py"
 def _torchrun(model: Path, out: Path, report: Path, *args: str) -> dict:
     env = {**os.environ, "PYTHONPATH": f"{REPO}{os.pathsep}{os.environ.get('PYTHONPATH', '')}",
            "OMP_NUM_THREADS": "1", "CUDA_VISIBLE_DEVICES": ""}
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_port", "18231",
-           str(WORKER), str(model), str(out), str(report), *args]
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2",
+           "--master_port", str(free_port()), str(WORKER), str(model), str(out), str(report), *args]
     res = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=600, check=False)
     assert res.returncode == 0, res.stderr[-4000:]
     return json.loads(report.read_text())

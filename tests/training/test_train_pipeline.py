@@ -11,6 +11,7 @@ import subprocess
 import sys
 
 import pytest
+from rt_net import free_port
 from rt_paths import REPO_ROOT, judge_venv_python
 
 pytestmark = [pytest.mark.slow, pytest.mark.server]
@@ -35,9 +36,10 @@ def test_pipeline_runs_the_stages_in_order_and_resumes(tmp_path, judge_url, tiny
     env = {"RUBRICSTREE_RUN_ROOT": str(tmp_path / "fv"), "RUBRICSTREE_TINY_MODEL": str(tiny_model_dir),
            "RUBRICSTREE_JUDGE_URL": judge_url}
     vllm = _vllm_python()
+    port = free_port()
     if vllm:  # serve the base model for the filter, as on a GPU machine
         # no graph compilation for the tiny policy (about two minutes of each CPU start; wiring only)
-        env.update({"PIPELINE_SERVE": "1", "VLLM_PYTHON": vllm, "POLICY_PORT": "18232",
+        env.update({"PIPELINE_SERVE": "1", "VLLM_PYTHON": vllm, "POLICY_PORT": str(port),
                     "POLICY_VLLM_ARGS": "--enforce-eager"})
     res = _run(env)
     assert res.returncode == 0, res.stderr[-3000:]
@@ -52,7 +54,7 @@ def test_pipeline_runs_the_stages_in_order_and_resumes(tmp_path, judge_url, tiny
         with pytest.raises(OSError):  # nothing answers on the policy port any more
             import urllib.request
 
-            urllib.request.urlopen("http://127.0.0.1:18232/v1/models", timeout=3)
+            urllib.request.urlopen(f"http://127.0.0.1:{port}/v1/models", timeout=3)
     # stage 2 trained from stage 1's checkpoint, stage 3 from stage 2's
     assert f"stage2_error_rubric starts from {s1}" in res.stderr
     assert f"stage3_clinical_rubric starts from {s2}" in res.stderr

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 from rt_gpu import gpu_machine
+from rt_net import free_port
 from rt_paths import REPO_ROOT
 
 REPO = REPO_ROOT
@@ -74,18 +75,10 @@ def _fake_vllm(tmp_path: Path) -> dict:
     return {"VLLM_PYTHON": str(bin_ / "python")}
 
 
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def test_serve_judge_passes_tensor_parallel_length_memory_and_quantisation_to_vllm(tmp_path):
     env = {**_machine(tmp_path, 2, 81559), **_fake_vllm(tmp_path)}
     base = {k: v for k, v in os.environ.items() if not k.startswith(("CUDA_VISIBLE", "VLLM"))}
-    port = _free_port()
+    port = free_port()
     res = subprocess.run(
         ["bash", str(REPO / "scripts/serve_judge.sh"), "--model", "Qwen/Qwen3-32B", "--port", str(port),
          "--pid-file", str(tmp_path / "pid"), "--log", str(tmp_path / "log"), "--",

@@ -19,8 +19,11 @@ from rt_paths import REPO_ROOT
 pytest.importorskip("verl")
 
 SAVE = r'''
-import os, sys, torch, torch.distributed as dist
-os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT="18235", RANK="0", WORLD_SIZE="1", LOCAL_RANK="0")
+import os, socket, sys, torch, torch.distributed as dist
+with socket.socket() as s:  # a free port for the group's store (a fixed one fails when another job holds it)
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK="0", WORLD_SIZE="1", LOCAL_RANK="0")
 dist.init_process_group("gloo")
 from omegaconf import OmegaConf
 from torch.distributed.device_mesh import init_device_mesh

@@ -9,7 +9,6 @@ retried like one, and a failure with its reason (never cached) when it does not 
 from __future__ import annotations
 
 import math
-import socket
 import subprocess
 import sys
 import time
@@ -17,6 +16,7 @@ import time
 import httpx
 import pytest
 from rt_fakes import _WordTokenizer
+from rt_net import free_port
 from rt_paths import REPO_ROOT
 
 from reward.judge import JudgeItem, Message
@@ -80,16 +80,10 @@ def test_one_answer_reply_then_a_good_one_gives_the_good_verdict():
     assert v.ok and v.p_yes == pytest.approx(0.7)
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.mark.server
 def test_a_gateway_keeping_one_answer_fails_visibly_on_the_real_server(judge_url, tmp_path):
     """Every reply of the real vLLM judge passed through a proxy that keeps one logprob."""
-    port = _free_port()
+    port = free_port()
     proc = subprocess.Popen([sys.executable, str(REPO_ROOT / "scripts" / "fault_proxy.py"), "--upstream",
                              judge_url.rstrip("/").removesuffix("/v1"), "--port", str(port), "--rate", "1.0",
                              "--faults", "oneanswer"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

@@ -13,13 +13,13 @@ from __future__ import annotations
 import http.server
 import json
 import os
-import socket
 import threading
 from pathlib import Path
 
 import numpy as np
 import pytest
 from rt_fakes import _WordTokenizer
+from rt_net import free_port
 
 from reward.errors import InputError
 from reward.judge import identity
@@ -152,10 +152,6 @@ def test_a_root_that_is_no_model_folder_is_not_read(root):
 
 
 # ---------------------------------------------------------------- N3: served identity
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture
@@ -182,7 +178,7 @@ def test_served_judge_without_identity_is_refused_for_caching_unless_a_revision_
     from reward.judge.http import HTTPJudge
 
     cache = VerdictCache(tmp_path / "v.sqlite")
-    dead = f"http://127.0.0.1:{_free_port()}/v1"
+    dead = f"http://127.0.0.1:{free_port()}/v1"
     for url in (dead, rootless_server):
         with pytest.raises(InputError, match="revision") as exc:
             HTTPJudge(url, "judge", tokenizer=_WordTokenizer(), cache=cache)
@@ -196,7 +192,7 @@ def test_served_judge_without_identity_is_refused_for_caching_unless_a_revision_
 def test_revision_from_the_environment_reaches_every_command(tmp_path, monkeypatch):
     from reward.judge import make_judge
 
-    dead = f"http://127.0.0.1:{_free_port()}/v1"
+    dead = f"http://127.0.0.1:{free_port()}/v1"
     with pytest.raises(InputError, match="RUBRICSTREE_JUDGE_REVISION"):
         make_judge(judge_url=dead, served_model="judge", tokenizer=_WordTokenizer(), judge_api="completions",
                    cache=VerdictCache(tmp_path / "v.sqlite"))
@@ -224,7 +220,7 @@ def test_chat_judge_not_listed_by_its_server_is_refused_for_caching(tmp_path, ro
 
     cache = VerdictCache(tmp_path / "v.sqlite")
     assert ChatJudge(rootless_server, "judge", cache=cache).cache is cache  # listed: a known name
-    for url in (rootless_server, f"http://127.0.0.1:{_free_port()}/v1"):
+    for url in (rootless_server, f"http://127.0.0.1:{free_port()}/v1"):
         with pytest.raises(InputError, match="revision"):
             ChatJudge(url, "another-grader", cache=cache)
         assert ChatJudge(url, "another-grader", cache=cache, revision="r1").model_id.endswith("!r1")

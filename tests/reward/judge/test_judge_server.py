@@ -228,7 +228,10 @@ def test_grade_sync_twice_on_one_judge(judge_url, tiny_model_dir):
     first = judge.grade_sync(batch)
     second = judge.grade_sync(batch)
     assert all(v.ok for v in first + second)
-    assert [v.p_yes for v in first] == pytest.approx([v.p_yes for v in second], abs=1e-6)
+    # the same items asked twice: the second request reads the first's prefix from vLLM's prefix
+    # cache and computes only the rest, so p_yes agrees to float32 noise, not bit for bit (1e-4,
+    # the bound of test_in_process_backend_agrees_with_server and of test_judge_prefix)
+    assert [v.p_yes for v in first] == pytest.approx([v.p_yes for v in second], abs=1e-4)
 
 
 def test_cache_identity_includes_what_the_server_serves(judge, judge_url):
