@@ -35,13 +35,14 @@ SERVE=(env "VLLM_CPU_KVCACHE_SPACE=${VLLM_CPU_KVCACHE_SPACE:-1}" "$ROOT/scripts/
        --pid-file "$STATE/judge.pid" --log "$STATE/judge-server.log")
 URL=$("${SERVE[@]}")
 echo "judge server ready at $URL"
-# The same command line restarts the server if it dies under a test; the test then runs once more,
-# and what happened is written to $RESTARTS and printed at the end (tests/_support/rt_judge_watch.py).
+# The same command line (as a JSON list: no shell quoting to undo) restarts the server if it dies
+# under a test; the test then runs once more, and what happened is written to $RESTARTS and printed
+# at the end with the dead server's log and the memory's lowest point (tests/_support/rt_judge_watch.py).
 RESTARTS="$STATE/judge-restarts.txt"
-rm -f "$RESTARTS"
+rm -f "$RESTARTS" "$STATE"/judge-server.log.died-*
 export RUBRICSTREE_JUDGE_URL="$URL" RUBRICSTREE_TINY_MODEL="$MODEL" RUBRICSTREE_SMOLLM2_MODEL="$SMOL" \
        RUBRICSTREE_SMOLLM2_SERVE=1 RUBRICSTREE_SMOLLM2_PORT="$SMOL_PORT" \
-       RUBRICSTREE_JUDGE_LOG="$STATE/judge-server.log" RUBRICSTREE_JUDGE_RESTART="$(printf '%q ' "${SERVE[@]}")" \
+       RUBRICSTREE_JUDGE_LOG="$STATE/judge-server.log" RUBRICSTREE_JUDGE_RESTART="$(.venv/bin/python -c 'import json, sys; print(json.dumps(sys.argv[1:]))' "${SERVE[@]}")" \
        RUBRICSTREE_JUDGE_RESTARTS="$RESTARTS"
 
 # The machine's free memory and its three largest processes every 15 s, so that a server found dead
@@ -64,10 +65,13 @@ rc=$?
 set -e
 echo "run_tests.sh: pytest took $(( $(date +%s) - start )) s (exit $rc)"
 if [ -s "$RESTARTS" ]; then
-  { echo "--- the judge server died during the run and was restarted ($RESTARTS) ---"; cat "$RESTARTS"; } >&2 || true
+  { echo "--- the judge server died during the run and was restarted ($RESTARTS) ---"; cat "$RESTARTS"
+    for died in "$STATE"/judge-server.log.died-*; do
+      [ -f "$died" ] && { echo "--- last lines of $died ---"; tail -n 40 "$died"; }
+    done; } >&2 || true
 fi
-if [ $rc -ne 0 ]; then
-  { echo "--- last lines of the judge server log ---"; tail -n 40 "$STATE/judge-server.log"
+if [ $rc -ne 0 ] || [ -s "$RESTARTS" ]; then
+  { [ $rc -ne 0 ] && { echo "--- last lines of the judge server log ---"; tail -n 40 "$STATE/judge-server.log"; }
     echo "--- the lowest free memory of the run (of $(wc -l <"$MEMLOG") samples, $MEMLOG) ---"
     sort -t= -k2,2n "$MEMLOG" | sed -n 1,3p; } >&2 || true
 fi

@@ -8,19 +8,24 @@ twenty server tests after it failed with "connection refused"; nothing said why.
   fails the first such test with a post-mortem (the server log's last lines, free memory, the
   largest processes, OOM kills from the kernel log) and names the last test that found it alive.
 - When ``scripts/run_tests.sh`` says how to restart the server (``$RUBRICSTREE_JUDGE_RESTART``, its
-  own command line), a test that failed while the server died under it is run once more after
+  own command line as a JSON list), a test that failed while the server died under it is run once more after
   the server is restarted, at most twice per session. The first attempt is never hidden: its
   failure, the post-mortem and the rerun's outcome are printed in a "judge server restarts"
   section of pytest's summary and written to ``$RUBRICSTREE_JUDGE_RESTARTS`` (run_tests.sh prints
   that file at the end, pass or fail). A test that kills the server each time fails on its
-  rerun as before, so a request that crashes the server still shows up as a failure.
+  rerun as before, so a request that crashes the server still shows up as a failure. Unset
+  ``$RUBRICSTREE_JUDGE_RESTART`` (``scripts/run_tests.sh`` always sets it) and a dead server fails
+  every later server test instead.
+- Only tests that name ``judge_url`` among their arguments are rerun: the docs tests, which ask for
+  it by ``request.getfixturevalue`` inside one module-wide scratch folder, are not (a rerun would
+  run their blocks twice in the same folder); the next test that names it restarts the server.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import re
-import shlex
 import subprocess
 import time
 from pathlib import Path
@@ -28,6 +33,10 @@ from pathlib import Path
 import pytest
 
 MAX_RESTARTS = 2
+START_S = 300  # the most one restart may take to answer (the tiny model's server starts in about 60 s)
+# run_tests.sh's environment, as it was before any test module changed this process's (a restart
+# must not inherit, say, a test's MASTER_PORT)
+_ENV_AT_START = dict(os.environ)
 _LAST_ALIVE: list[str] = []  # the last test that found the judge server answering
 _FOUND_DEAD: list[str] = []  # the first test that found it dead since the last (re)start
 _RESTARTS: list[str] = []  # one text per restart, for the summary
@@ -98,32 +107,45 @@ def judge_url(request) -> str:
     return url
 
 
-def _restart(restart: str) -> str:
+def _restart(cmd: list[str]) -> str:
     """Stop what is left of the server (its process group, its port), keep its log, start it again
-    with run_tests.sh's own command line; returns what happened, for the summary."""
-    cmd = shlex.split(restart)
+    with run_tests.sh's own command line, in run_tests.sh's environment; returns what happened.
+    A start is given START_S (serve_judge.sh's own wait, then a margin): a server that cannot start
+    in five minutes on a machine that just lost one will not help the rest of the run."""
+    env = {**_ENV_AT_START, "JUDGE_WAIT_S": str(START_S)}
     log = os.environ.get("RUBRICSTREE_JUDGE_LOG")
-    subprocess.run([*cmd, "--stop"], capture_output=True, text=True, timeout=180, check=False)
+    subprocess.run([*cmd, "--stop"], capture_output=True, text=True, timeout=120, check=False, env=env)
     kept = ""
     if log and Path(log).exists():
         kept_path = Path(f"{log}.died-{len(_RESTARTS) + 1}")
         Path(log).replace(kept_path)
         kept = f"; its log is kept in {kept_path}"
     t0 = time.monotonic()
-    res = subprocess.run(cmd, capture_output=True, text=True, timeout=900, check=False)
+    try:
+        res = subprocess.run(cmd, capture_output=True, text=True, timeout=START_S + 60, check=False, env=env)
+    except subprocess.TimeoutExpired:
+        subprocess.run([*cmd, "--stop"], capture_output=True, timeout=120, check=False, env=env)
+        return f"the restart did not finish in {START_S + 60} s and was stopped{kept}"
     took = f"{time.monotonic() - t0:.0f} s"
     if res.returncode != 0:
         return f"the restart failed (exit {res.returncode}, {took}){kept}: {res.stderr[-1500:]}"
     return f"restarted in {took}{kept}"
 
 
+def _write_note(text: str) -> None:
+    note = os.environ.get("RUBRICSTREE_JUDGE_RESTARTS")
+    if note:
+        with open(note, "a", encoding="utf-8") as fh:
+            fh.write(text + "\n\n")
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_protocol(item, nextitem):
     """Run a test that asks for the judge server; when it failed and the server is dead after it,
     restart the server and run the test once more (see the module's docstring)."""
-    restart = os.environ.get("RUBRICSTREE_JUDGE_RESTART")
+    raw = os.environ.get("RUBRICSTREE_JUDGE_RESTART")
     url = os.environ.get("RUBRICSTREE_JUDGE_URL")
-    if not restart or not url or "judge_url" not in getattr(item, "fixturenames", ()):
+    if not raw or not url or "judge_url" not in getattr(item, "fixturenames", ()):
         return None
     from _pytest.runner import runtestprotocol
 
@@ -132,18 +154,31 @@ def pytest_runtest_protocol(item, nextitem):
     failed = [r for r in reports if r.failed]
     problem = server_problem(url, 10.0) if failed and len(_RESTARTS) < MAX_RESTARTS else None
     if problem:
-        autopsy = post_mortem()
-        what = _restart(restart)
-        first = "\n".join(f"[{r.when}] {str(r.longrepr)[-1200:]}" for r in failed)
+        # where it died: under this test (it found the server alive at set-up), or before it
+        if _FOUND_DEAD and _FOUND_DEAD[-1] == item.nodeid:
+            last = _LAST_ALIVE[-1] if _LAST_ALIVE else "none"
+            where = f"found dead at the set-up of {item.nodeid}; the last test that found it alive: {last}"
+        else:
+            where = f"died under {item.nodeid}"
+        head = f"{item.nodeid}: the judge server {where} ({problem})"
+        first = "\n".join(f"[{r.when}] {str(r.longrepr)[:1200]}" for r in failed)
+        autopsy = ""
+        try:
+            autopsy = post_mortem()
+            _write_note(f"{head}\nThe post-mortem:\n{autopsy}")  # written before the restart: kept if it fails
+            what = _restart(json.loads(raw))
+        except Exception as exc:  # noqa: BLE001 (any failure here must not end the run; it is said instead)
+            what = f"the restart raised {type(exc).__name__}: {exc}"
         _FOUND_DEAD.clear()
-        reports = runtestprotocol(item, nextitem=nextitem, log=False)  # the rerun: a fresh request and tmp_path
-        outcome = "failed again" if any(r.failed for r in reports) else "passed"
-        _RESTARTS.append(f"{item.nodeid}: the judge server died under it ({problem}); {what}; the rerun {outcome}.\n"
-                         f"The first attempt's failure:\n{first}\nThe post-mortem:\n{autopsy}")
-        note = os.environ.get("RUBRICSTREE_JUDGE_RESTARTS")
-        if note:
-            with open(note, "a", encoding="utf-8") as fh:
-                fh.write(_RESTARTS[-1] + "\n\n")
+        if what.startswith("restarted"):
+            item._report_sections.clear()  # the rerun's captured output only, not both attempts'
+            reports = runtestprotocol(item, nextitem=nextitem, log=False)  # a fresh request and tmp_path
+            outcome = "the rerun failed again" if any(r.failed for r in reports) else "the rerun passed"
+        else:
+            outcome = "no rerun: the first attempt's failure stands"
+        _RESTARTS.append(f"{head}; {what}; {outcome}.\nThe first attempt's failure:\n{first}\n"
+                         f"The post-mortem:\n{autopsy}")
+        _write_note(f"{head}; {what}; {outcome}.\nThe first attempt's failure:\n{first}")
     for report in reports:
         item.ihook.pytest_runtest_logreport(report=report)
     item.ihook.pytest_runtest_logfinish(nodeid=item.nodeid, location=item.location)
