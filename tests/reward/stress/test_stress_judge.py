@@ -118,8 +118,7 @@ def test_stress_judge_mode_on_the_bundled_cases_without_a_report(tmp_path, judge
 
 
 def _cached_rows(folder: Path) -> int:
-    """Rows of the durable verdict cache: each answer the judge gives is written there."""
-    import sqlite3
+    """Verdicts in the run's durable cache: each answer the judge gives is stored there."""
+    from reward.judge.cache import VerdictCache
 
-    with sqlite3.connect(folder / "verdicts.sqlite") as db:
-        return db.execute("SELECT COUNT(*) FROM verdicts").fetchone()[0]
+    return len(VerdictCache(folder / "verdicts.sqlite"))
