@@ -42,7 +42,11 @@ test-fast: test-unit
 lint: setup
 	$(VENV)/bin/ruff check .
 
-test: setup judge-env lint
+# The two environments install side by side (-j2; -O keeps each one's output together): they share
+# nothing, and each install spends much of its time waiting on unpacking and the registry.
+test:
+	$(MAKE) --no-print-directory -j2 -O setup judge-env
+	$(MAKE) --no-print-directory lint
 	bash scripts/run_tests.sh
 
 clean:

@@ -60,7 +60,13 @@ MEMWATCH=$!
 trap 'kill "$MEMWATCH" 2>/dev/null || true; stop' EXIT
 set +e
 start=$(date +%s)
-.venv/bin/python -m pytest tests -q -p no:cacheprovider --durations=20 "$@"
+# Two pytest workers (pytest-xdist; TEST_WORKERS=0 runs in one process): every test that uses a vLLM
+# server runs in one of them, in order, and the other tests run file by file beside it
+# (tests/conftest.py: xdist_group).
+WORKERS=${TEST_WORKERS:-2}
+XDIST=()
+[ "$WORKERS" != 0 ] && XDIST=(-n "$WORKERS" --dist loadgroup)
+.venv/bin/python -m pytest tests -q -p no:cacheprovider --durations=20 "${XDIST[@]}" "$@"
 rc=$?
 set -e
 echo "run_tests.sh: pytest took $(( $(date +%s) - start )) s (exit $rc)"

@@ -49,6 +49,19 @@ def tiny_model_dir(tmp_path_factory) -> Path:
 # imported here, where pytest looks for fixtures and hooks.
 from rt_judge_watch import judge_url, pytest_runtest_protocol, pytest_terminal_summary  # noqa: E402, F401
 
+# Under pytest-xdist (scripts/run_tests.sh: two workers beside the judge server on a 2-core machine)
+# each worker, and what it starts, computes on one thread: torch's default of one thread per core
+# in every worker made OpenMP's threads wait on each other (the embedding-heavy tests ran 3x slower
+# than alone). Set after rt_judge_watch has kept run_tests.sh's environment for a server restart.
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    for _var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ.setdefault(_var, "1")
+
+# typer/rich draw CLI errors in boxes as wide as the terminal (80 columns without one), wrapping long
+# paths mid-name; tests that look for a path in an error read it unwrapped at this width. Under
+# pytest-xdist every tmp path is 10 characters longer (popen-gwN/).
+os.environ.setdefault("COLUMNS", "200")
+
 # Node-text embeddings depend on the encoder and the text alone: one durable store for the whole
 # run (and its subprocesses), not one per test's isolated cache folder (reward.router.embedding_store).
 os.environ.setdefault("RUBRICSTREE_EMBEDDING_CACHE", str(Path(__file__).resolve().parents[1] / ".cache" /
@@ -179,3 +192,65 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.slow)
         if names & {"judge_url", "smollm2_url"}:
             item.add_marker(pytest.mark.server)
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        _write_groups(items)
+
+
+# Modules that start vLLM servers of their own (each takes ~1.5 GB and both cores while it starts).
+OWN_SERVERS = {"test_served_dtype_server.py", "test_served_name_is_not_identity.py", "test_serve_judge_script.py",
+               "test_serve_judge_give_up.py", "test_calibrate_smollm2.py"}
+VLLM_GROUP = "vllm-servers"
+
+
+def run_group(item) -> str:
+    """Where a test runs under ``pytest -n N --dist loadgroup`` (scripts/run_tests.sh): every test
+    that talks to the judge server, or starts a vLLM server of its own, runs in one worker, in
+    collection order, as without xdist (the fault and stability tests count on a server that
+    answers one request at a time; two vLLM servers starting at once would starve each other);
+    every other test runs with the rest of its file (module fixtures built once, tests in their
+    written order)."""
+    if item.get_closest_marker("server") is not None or item.path.name in OWN_SERVERS:
+        return VLLM_GROUP
+    return item.nodeid.split("::", 1)[0]
+
+
+# pytest-xdist's own loadgroup reads xdist_group marks by renaming each test's node id, which pytest
+# 9.2's structured node ids no longer allow (xdist 3.8 sets an attribute pytest stopped reading): the
+# workers write each test's group to a file at collection, and the controller's scheduler reads it.
+def _groups_file(controller_pid: int) -> Path:
+    import tempfile
+
+    return Path(tempfile.gettempdir()) / f"rubricstree-test-groups-{controller_pid}.json"
+
+
+def _write_groups(items) -> None:
+    import json
+
+    path = _groups_file(os.getppid())  # a worker is the controller's child (execnet's popen gateway)
+    tmp = path.with_suffix(f".{os.getpid()}.tmp")
+    tmp.write_text(json.dumps({item.nodeid: run_group(item) for item in items}), encoding="utf-8")
+    os.replace(tmp, path)  # every worker collects the same tests: whichever lands last, the map is whole
+
+
+def pytest_xdist_make_scheduler(config, log):
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    import atexit
+    import json
+
+    from xdist.scheduler import LoadScopeScheduling
+
+    path = _groups_file(os.getpid())
+    atexit.register(lambda: path.unlink(missing_ok=True))
+
+    class ByTestGroup(LoadScopeScheduling):
+        """Load-balances whole groups (run_group); a test the map lacks goes with its file."""
+
+        groups: dict[str, str] | None = None
+
+        def _split_scope(self, nodeid: str) -> str:
+            if self.groups is None:  # read once, when the workers have collected (schedule() runs then)
+                self.groups = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+            return self.groups.get(nodeid) or nodeid.split("::", 1)[0]
+
+    return ByTestGroup(config, log)
