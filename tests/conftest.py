@@ -57,11 +57,6 @@ if os.environ.get("PYTEST_XDIST_WORKER"):
     for _var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
         os.environ.setdefault(_var, "1")
 
-# typer/rich draw CLI errors in boxes as wide as the terminal (80 columns without one), wrapping long
-# paths mid-name; tests that look for a path in an error read it unwrapped at this width. Under
-# pytest-xdist every tmp path is 10 characters longer (popen-gwN/).
-os.environ.setdefault("COLUMNS", "200")
-
 # Node-text embeddings depend on the encoder and the text alone: one durable store for the whole
 # run (and its subprocesses), not one per test's isolated cache folder (reward.router.embedding_store).
 os.environ.setdefault("RUBRICSTREE_EMBEDDING_CACHE", str(Path(__file__).resolve().parents[1] / ".cache" /
@@ -122,6 +117,25 @@ def smollm2_url(smollm2_dir) -> str:
         yield res.stdout.strip().splitlines()[-1]
     finally:
         subprocess.run([*serve, "--stop"], check=False, timeout=120)
+
+
+@pytest.fixture(autouse=True)
+def _wide_cli_boxes(monkeypatch):
+    """typer/rich draw CLI errors in boxes as wide as the terminal (80 columns without one), wrapping
+    long paths mid-name; under pytest-xdist every tmp path is 10 characters longer (popen-gwN/). Each
+    test's consoles are 200 columns wide (rich reads COLUMNS when a console is made); pytest's own
+    output keeps the terminal's width."""
+    monkeypatch.setenv("COLUMNS", "200")
+
+
+@pytest.fixture(autouse=True)
+def _judge_only_for_server_tests(request, monkeypatch):
+    """A test outside the vLLM servers' group (run_group) runs beside the server tests under
+    pytest-xdist: it gets no ``$RUBRICSTREE_JUDGE_URL``, so a request to the judge server it did not
+    declare fails here instead of reaching a server that other tests count on computing one request
+    at a time."""
+    if run_group(request.node) != VLLM_GROUP:
+        monkeypatch.delenv("RUBRICSTREE_JUDGE_URL", raising=False)
 
 
 @pytest.fixture(autouse=True)
@@ -192,8 +206,7 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.slow)
         if names & {"judge_url", "smollm2_url"}:
             item.add_marker(pytest.mark.server)
-    if os.environ.get("PYTEST_XDIST_WORKER"):
-        _write_groups(items)
+    _write_groups(config, items)
 
 
 # Modules that start vLLM servers of their own (each takes ~1.5 GB and both cores while it starts).
@@ -215,42 +228,76 @@ def run_group(item) -> str:
 
 
 # pytest-xdist's own loadgroup reads xdist_group marks by renaming each test's node id, which pytest
-# 9.2's structured node ids no longer allow (xdist 3.8 sets an attribute pytest stopped reading): the
-# workers write each test's group to a file at collection, and the controller's scheduler reads it.
-def _groups_file(controller_pid: int) -> Path:
-    import tempfile
+# 9.2's structured node ids no longer allow (xdist 3.8 sets an attribute pytest stopped reading). So:
+# the controller names a file for the run, each worker writes every test's group to it at
+# collection, and the controller's scheduler (ByTestGroup, for every load-balancing --dist mode)
+# reads it. A missing file or test stops the run: a silent fallback would put server tests on two
+# workers at once.
+GROUPS_KEY = pytest.StashKey[Path]()
 
-    return Path(tempfile.gettempdir()) / f"rubricstree-test-groups-{controller_pid}.json"
+
+def pytest_configure(config):
+    if getattr(config, "workerinput", None) is None and config.pluginmanager.hasplugin("xdist") \
+            and config.getoption("numprocesses", None):
+        import tempfile
+
+        fd, name = tempfile.mkstemp(prefix="rubricstree-test-groups-", suffix=".json")
+        os.close(fd)
+        config.stash[GROUPS_KEY] = Path(name)
 
 
-def _write_groups(items) -> None:
+def pytest_unconfigure(config):
+    path = config.stash.get(GROUPS_KEY, None)
+    if path is not None:
+        path.unlink(missing_ok=True)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node):
+    path = node.config.stash.get(GROUPS_KEY, None)
+    if path is not None:
+        node.workerinput["rubricstree_groups"] = str(path)
+
+
+def _write_groups(config, items) -> None:
     import json
 
-    path = _groups_file(os.getppid())  # a worker is the controller's child (execnet's popen gateway)
+    name = getattr(config, "workerinput", {}).get("rubricstree_groups")
+    if not name:
+        return
+    path = Path(name)
     tmp = path.with_suffix(f".{os.getpid()}.tmp")
     tmp.write_text(json.dumps({item.nodeid: run_group(item) for item in items}), encoding="utf-8")
     os.replace(tmp, path)  # every worker collects the same tests: whichever lands last, the map is whole
 
 
+@pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config, log):
-    if config.getvalue("dist") != "loadgroup":
+    if config.getvalue("dist") not in ("load", "loadgroup", "loadscope", "loadfile", "worksteal"):
         return None
-    import atexit
     import json
 
     from xdist.scheduler import LoadScopeScheduling
 
-    path = _groups_file(os.getpid())
-    atexit.register(lambda: path.unlink(missing_ok=True))
+    path = config.stash.get(GROUPS_KEY, None)
 
     class ByTestGroup(LoadScopeScheduling):
-        """Load-balances whole groups (run_group); a test the map lacks goes with its file."""
+        """Load-balances whole groups (run_group), the vLLM servers' group first: the longest one."""
 
         groups: dict[str, str] | None = None
 
         def _split_scope(self, nodeid: str) -> str:
             if self.groups is None:  # read once, when the workers have collected (schedule() runs then)
-                self.groups = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
-            return self.groups.get(nodeid) or nodeid.split("::", 1)[0]
+                text = path.read_text(encoding="utf-8") if path is not None and path.is_file() else ""
+                self.groups = json.loads(text) if text.strip() else {}
+            if nodeid not in self.groups:
+                raise RuntimeError(f"tests/conftest.py: no test group for {nodeid} in {path} (the workers write "
+                                   "it at collection); refusing to schedule server tests on several workers")
+            return self.groups[nodeid]
+
+        def _assign_work_unit(self, node) -> None:
+            if VLLM_GROUP in self.workqueue:
+                self.workqueue.move_to_end(VLLM_GROUP, last=False)
+            super()._assign_work_unit(node)
 
     return ByTestGroup(config, log)

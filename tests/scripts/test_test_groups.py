@@ -26,15 +26,16 @@ UNIT_FILES = ["tests/reward/test_settings.py", "tests/reward/tree/test_taxonomy.
 
 def test_server_tests_share_one_worker_and_files_stay_whole(tmp_path):
     env = {k: v for k, v in os.environ.items() if not k.startswith(("RUBRICSTREE_JUDGE", "RUBRICSTREE_SMOLLM2",
-                                                                    "PYTEST_XDIST", "RUBRICSTREE_TINY"))}
+                                                                    "PYTEST_", "FORCE_COLOR", "PY_COLORS"))}
     res = subprocess.run([sys.executable, "-m", "pytest", *SERVER_FILES, *UNIT_FILES, "-n", "2", "--dist", "loadgroup",
-                          "-v", "-p", "no:cacheprovider", "--basetemp", str(tmp_path / "inner")],
+                          "-v", "--color=no", "-p", "no:cacheprovider", "--basetemp", str(tmp_path / "inner")],
                          cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=600)
     assert res.returncode == 0, res.stdout[-4000:] + res.stderr[-2000:]
+    assert "scheduling tests via ByTestGroup" in res.stdout, res.stdout[:3000]
     workers: dict[str, set[str]] = defaultdict(set)  # file -> workers that ran its tests
     server_workers: set[str] = set()
     for line in res.stdout.splitlines():
-        m = re.match(r"^\[(gw\d+)\] \[\s*\d+%\] \w+ (tests/[^:\s]+)::", line)
+        m = re.match(r"^\[(gw\d+)\] (?:\[\s*[\d/]+%?\] )?\w+ (tests/[^:\s]+)::", line)
         if m:
             workers[m.group(2)].add(m.group(1))
             if m.group(2) in SERVER_FILES:
