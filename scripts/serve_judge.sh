@@ -116,10 +116,14 @@ if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then
 else
   # CPU: small KV cache, float32 (exact agreement with the in-process backend on CPU), and
   # 32-token cache blocks (the smallest the CPU attention kernel takes) so shared prefixes
-  # are reused at a fine grain.
+  # are reused at a fine grain. No chunked prefill: vLLM (0.32) rewinds a seeded request's
+  # generator when its prompt was computed in part, which a CPU generator refuses ("CPU Generator
+  # does not use offset"), and the engine dies; a prompt is now always computed whole, in one step
+  # (max-num-batched-tokens is at least the context length).
   VLLM_TARGET_DEVICE=cpu VLLM_CPU_KVCACHE_SPACE=${VLLM_CPU_KVCACHE_SPACE:-2} \
     $SETSID nohup "$PY" -m vllm.entrypoints.openai.api_server --model "$MODEL" "${COMMON[@]}" \
     --dtype "${JUDGE_DTYPE:-float32}" --max-model-len "${JUDGE_MAX_LEN:-4096}" --block-size 32 \
+    --no-enable-chunked-prefill --max-num-batched-tokens "${JUDGE_MAX_LEN:-4096}" \
     "${EXTRA[@]}" >"$LOG" 2>&1 &
 fi
 PID=$!

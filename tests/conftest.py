@@ -131,11 +131,11 @@ def _wide_cli_boxes(monkeypatch):
 @pytest.fixture(autouse=True)
 def _judge_only_for_server_tests(request, monkeypatch):
     """A test outside the vLLM servers' group (run_group) runs beside the server tests under
-    pytest-xdist: it gets no ``$RUBRICSTREE_JUDGE_URL``, so a request to the judge server it did not
-    declare fails here instead of reaching a server that other tests count on computing one request
-    at a time."""
-    if run_group(request.node) != VLLM_GROUP:
-        monkeypatch.delenv("RUBRICSTREE_JUDGE_URL", raising=False)
+    pytest-xdist: its ``$RUBRICSTREE_JUDGE_URL`` is a closed port (configs that name a judge still
+    load), so a request to the judge server it did not declare fails here instead of reaching a
+    server that other tests count on computing one request at a time."""
+    if run_group(request.node) != VLLM_GROUP and os.environ.get("RUBRICSTREE_JUDGE_URL"):
+        monkeypatch.setenv("RUBRICSTREE_JUDGE_URL", "http://127.0.0.1:9/v1")
 
 
 @pytest.fixture(autouse=True)
