@@ -57,7 +57,7 @@ from reward.judge.cache import VerdictCache
 from reward.judge.chat_choice import NO_WORDS, YES_WORDS, choice_verdict, p_yes_from_top, sums_from_top  # noqa: F401
 from reward.judge.endpoints import EndpointPool
 from reward.judge.identity import chat_model_id, require_identity
-from reward.judge.parsing import explain_parser, parse_json_object
+from reward.judge.parsing import EXPLAIN_REGEX, explain_parser, parse_json_object
 from reward.judge.signature import PROBE_ITEMS, PROBE_TIMEOUT_S, check_numbers
 from reward.judge.special_tokens import DEFAULT_GUARD, SpecialTokenGuard, added_tokens
 from reward.judge.startup import establish, post_json
@@ -80,9 +80,6 @@ EXPLAIN_SCHEMA = {
     "required": ["explanation", "criteria_met"],
     "additionalProperties": False,
 }
-# vLLM's JSON-schema grammar admits any whitespace, and a weak model can spend its whole budget on
-# blanks; on vLLM the verdict is constrained by this whitespace-free pattern instead.
-EXPLAIN_REGEX = r'\{"explanation": "[^"\\\n]{0,400}", "criteria_met": (true|false)\}'
 
 
 def template_messages(template: Template, item: JudgeItem, guard: SpecialTokenGuard = DEFAULT_GUARD

@@ -10,8 +10,10 @@ two answer tokens requested by id (``logprob_token_ids``; older servers fall bac
 logprobs). vLLM applies the grammar mask before computing logprobs, so the normalised p_yes is
 the constrained probability of answering yes.
 
-explain mode: a JSON object ``{"explanation", "criteria_met"}`` (constrained by a JSON schema
-when the server supports it), parsed robustly, with a bounded number of attempts.
+explain mode: a JSON object ``{"explanation", "criteria_met"}``, constrained by a whitespace-free
+regular expression (``parsing.EXPLAIN_REGEX``: a JSON schema lets a weak model spend its budget on
+blanks), parsed robustly, with a bounded number of attempts. Its verdicts are keyed ``+re``: the
+JSON-schema verdicts of earlier versions are another grader's.
 
 JSON generation (``Judge.generate_json``): the caller's schema goes in ``structured_outputs``
 (``{"json": schema}``, or ``{"regex": ...}`` when the caller gives one), through the same
@@ -30,7 +32,7 @@ from reward.judge.base import Judge
 from reward.judge.cache import VerdictCache
 from reward.judge.endpoints import EndpointPool
 from reward.judge.identity import require_identity, served_model_id
-from reward.judge.parsing import explain_parser, logprobs_by_token_id, parse_json_object
+from reward.judge.parsing import EXPLAIN_REGEX, explain_parser, logprobs_by_token_id, parse_json_object
 from reward.judge.render import PromptRenderer, load_tokenizer
 from reward.judge.replies import choice_p_yes, completion_text, usage_counts
 from reward.judge.signature import PROBE_ITEMS, PROBE_TIMEOUT_S, check_numbers
@@ -47,13 +49,6 @@ from reward.serving import (
 )
 
 log = logging.getLogger(__name__)
-
-EXPLAIN_SCHEMA = {
-    "type": "object",
-    "properties": {"explanation": {"type": "string"}, "criteria_met": {"type": "boolean"}},
-    "required": ["explanation", "criteria_met"],
-}
-
 
 class HTTPJudge(ServedTransport, Judge):
     """Judge served by one or more vLLM (or other OpenAI-compatible) endpoints.
@@ -122,6 +117,8 @@ class HTTPJudge(ServedTransport, Judge):
                                    weights=known.weights if known else None,
                                    tokenizer=tokenizer_fingerprint(renderer))
         super().__init__(renderer, model_id=model_id, config=config, cache=cache, concurrency=concurrency)
+        if self.config.mode == "explain" and self.config.constrained:
+            self.model_id += "+re"  # constrained by EXPLAIN_REGEX (a JSON schema before): other verdicts
         # the numbers each endpoint computes, against each other and against this identity's history
         check_numbers(known, model, self._headers, self._probe_answers, cache, self.model_id)
 
@@ -200,7 +197,7 @@ class HTTPJudge(ServedTransport, Judge):
         body = {"model": self.model, "prompt": ids, "max_tokens": cfg.max_explain_tokens,
                 "temperature": cfg.temperature}
         if cfg.constrained:
-            body["structured_outputs"] = {"json": EXPLAIN_SCHEMA}
+            body["structured_outputs"] = {"regex": EXPLAIN_REGEX}
         parse = explain_parser(cfg.parse)
         last = "no attempt"
         for attempt in range(cfg.explain_attempts):

@@ -98,6 +98,13 @@ def parse_explain_reference(text: str) -> tuple[bool, str] | None:
     return obj["criteria_met"], str(obj.get("explanation", ""))
 
 
+# An explain verdict on vLLM is constrained by this whitespace-free pattern (both backends): vLLM's
+# JSON-schema grammar admits any whitespace, and a weak model spends its whole budget on blanks
+# (the tiny test model and SmolLM2 reached max_tokens on most verdicts, retried them, and most still
+# failed; with the pattern every verdict closes within its 400-character explanation).
+EXPLAIN_REGEX = r'\{"explanation": "[^"\\\n]{0,400}", "criteria_met": (true|false)\}'
+
+
 def explain_parser(name: str):
     """``parse_explain`` (robust) or ``parse_explain_reference`` by the judge config's ``parse``."""
     return parse_explain_reference if name == "reference" else parse_explain
