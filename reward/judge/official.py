@@ -24,6 +24,7 @@ import os
 from pathlib import Path
 
 from reward.errors import InputError
+from reward.judge.parsing import EXPLAIN_REGEX
 
 OFFICIAL_TEMPLATE_SHA256 = "2adffd51fd259554ebcd036ad1072d4aa2b7ce3aec2bbffe36271f911632ed3c"
 # openai/simple-evals main, the commit that added HealthBench ("healthbench"); the template is
@@ -52,10 +53,16 @@ REFERENCE_GRADER = {
 }
 
 
+# which pattern constrained the verdicts: a baseline graded under another one (or under the JSON
+# schema the completions backend used before) differs in its grader settings
+_PATTERN_SHA = hashlib.sha256(EXPLAIN_REGEX.encode()).hexdigest()[:8]
+
+
 def grader_settings_record(config) -> dict:
     """The explain-mode sampling a ``JudgeConfig`` sends, as ``metrics.json`` records it."""
     return {"temperature": config.temperature, "max_tokens": config.max_explain_tokens,
-            "response_format": "json verdict (schema or regex)" if config.constrained else None,
+            "response_format": (f"json verdict (vLLM: pattern {_PATTERN_SHA}; hosted APIs: JSON schema)"
+                                if config.constrained else None),
             "retry": ("same settings" if config.retry_temperature is None
                       else f"temperature >= {config.retry_temperature:g} with a seed"),
             "parse": config.parse, "attempts": config.explain_attempts}

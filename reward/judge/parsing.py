@@ -99,9 +99,12 @@ def parse_explain_reference(text: str) -> tuple[bool, str] | None:
 
 
 # An explain verdict on vLLM is constrained by this whitespace-free pattern (both backends): vLLM's
-# JSON-schema grammar admits any whitespace, and a weak model spends its whole budget on blanks
-# (the tiny test model and SmolLM2 reached max_tokens on most verdicts, retried them, and most still
-# failed; with the pattern every verdict closes within its 400-character explanation).
+# JSON-schema grammar admits any whitespace, and a weak model spends its whole budget on blanks (the
+# tiny test model reached max_tokens on most verdicts and was retried; with the pattern its verdicts
+# close within the 400-character explanation when max_tokens leaves room for it, 512 by default).
+# A control character other than a line break inside the explanation still fails json.loads and is
+# retried like any unparseable answer. Changing the pattern changes what a verdict is: change the
+# completions backend's "+re" key suffix (reward/judge/http.py) with it.
 EXPLAIN_REGEX = r'\{"explanation": "[^"\\\n]{0,400}", "criteria_met": (true|false)\}'
 
 

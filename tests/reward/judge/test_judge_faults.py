@@ -18,6 +18,7 @@ from reward.judge import JudgeConfig, JudgeItem, Message, Verdict
 from reward.judge.cache import VerdictCache
 from reward.judge.http import HTTPJudge
 from reward.judge.inprocess import _choice_verdict
+from reward.judge.parsing import EXPLAIN_REGEX
 
 CONV = (Message(role="user", content="I have chest pain."),)
 
@@ -195,3 +196,42 @@ def test_a_real_unparseable_answer_is_still_resampled():
 
     [v] = _judge(handler, config=JudgeConfig(mode="explain")).grade_sync(_items(1))
     assert v.ok and v.met is False and bodies[1]["temperature"] == 0.7
+
+
+@pytest.mark.parametrize(("config", "constraint", "suffix"), [
+    (JudgeConfig(mode="explain"), {"regex": EXPLAIN_REGEX}, True),
+    (JudgeConfig(mode="explain", constrained=False), None, False),
+    (JudgeConfig(mode="choice"), {"choice": ["yes", "no"]}, False),
+])
+def test_explain_verdicts_are_constrained_by_the_pattern_and_keyed_apart(config, constraint, suffix):
+    """The completions backend constrains an explain verdict with the whitespace-free pattern (the
+    JSON schema it sent before let a weak judge spend its budget on blanks), and only those verdicts
+    carry the "+re" key suffix: the schema's verdicts of earlier versions are not served to them."""
+    bodies = []
+
+    def handler(request):
+        bodies.append(json.loads(request.content))
+        if config.mode == "choice":
+            return _raw(GOOD)
+        return httpx.Response(200, json={"choices": [{"text": '{"explanation": "ok", "criteria_met": true}'}]})
+
+    judge = _judge(handler, config=config)
+    [v] = judge.grade_sync(_items(1))
+    assert v.ok and v.met is True
+    assert bodies[0].get("structured_outputs") == constraint
+    assert judge.model_id.endswith("+re") is suffix
+    unsuffixed = _judge(handler, config=JudgeConfig(mode="explain", constrained=False)).model_id
+    assert judge.model_id.removesuffix("+re").removesuffix("+free") == unsuffixed.removesuffix("+free")
+
+
+def test_the_pattern_admits_the_verdict_and_no_padding():
+    """What the pattern lets through parses; the blanks a JSON-schema grammar admits do not match."""
+    import re
+
+    from reward.judge.parsing import explain_parser
+
+    ok = '{"explanation": "The reply names the emergency number.", "criteria_met": false}'
+    assert re.fullmatch(EXPLAIN_REGEX, ok) and explain_parser("robust")(ok) == (False, "The reply names the emergency number.")
+    assert not re.fullmatch(EXPLAIN_REGEX, '{ "explanation": "x", "criteria_met": true}')
+    assert not re.fullmatch(EXPLAIN_REGEX, '{"explanation": "x",\n"criteria_met": true}')
+    assert not re.fullmatch(EXPLAIN_REGEX, '{"explanation": "' + "x" * 401 + '", "criteria_met": true}')

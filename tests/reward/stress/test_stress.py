@@ -304,12 +304,15 @@ def test_oracle_with_the_embedding_router_default_meets_the_target(tree, cases):
 
     Under judge noise 0.1 with failure confirmation (the reward's default), the clean replies keep
     a mean >= 0.85 and detection stays within 0.01 of the issue's 0.90 target, on the mean of
-    seeds 0-9. The tolerance: detection's expectation sits on the target (0.898 over 40 seeds on
-    the 2-core machine of issue 36, 0.904 on seeds 0-2 where it was first measured); one seed's
-    1,200 draws move it by about 0.01 (sd), so a mean of 3 seeds at a bar of exactly 0.90 failed on
-    one clean clone and passed on another. The change the bar guards against is far below it:
-    without confirmation detection is 0.74, and the same seeds must show confirmation's gain
-    (paired: the same first readings, at least 0.10 on each of seeds 0-2; measured 0.14-0.19)."""
+    seeds 0-9. The tolerance: detection's expectation sits on the target, not above it. The same
+    code gave 0.904 on seeds 0-2 on the machine where it was first measured and 0.899 on a clean
+    clone of issue 36 (seeds are fixed: the difference is the machine's, not found; the routing
+    figures agree), where the expectation over 40 seeds is 0.898 (per-seed sd 0.008: the 10-seed
+    mean is good to about 0.003). A 3-seed mean at a bar of exactly 0.90 failed there; the 0.01 is
+    headroom for that machine-to-machine difference (seen on two machines). What the bar guards
+    against is far below it: without confirmation detection is 0.74, and the same seeds must show
+    confirmation's gain (paired: the same first readings, at least 0.10 on each of seeds 0-2;
+    measured 0.14-0.19)."""
     routings = _embedding_routings(tree, cases)
     table = oracle_variant_table(tree, cases, routings, 0.02)
     ours, paper = table[DEFAULT_SCORING_VARIANT], table["paper"]
