@@ -118,7 +118,8 @@ class HTTPJudge(ServedTransport, Judge):
                                    tokenizer=tokenizer_fingerprint(renderer))
         super().__init__(renderer, model_id=model_id, config=config, cache=cache, concurrency=concurrency)
         # the numbers each endpoint computes, against each other and against this identity's history
-        # (choice answers: the history is shared by both modes, so the suffix below comes after)
+        # (choice answers: at default sampling the history is shared by both modes, so the suffix
+        # below comes after)
         check_numbers(known, model, self._headers, self._probe_answers, cache, self.model_id)
         if self.config.mode == "explain" and self.config.constrained:
             self.model_id += "+re"  # constrained by EXPLAIN_REGEX (a JSON schema before): other verdicts

@@ -225,7 +225,9 @@ def test_explain_verdicts_are_constrained_by_the_pattern_and_keyed_apart(config,
 
 
 def test_the_pattern_admits_the_verdict_and_no_padding():
-    """What the pattern lets through parses; the blanks a JSON-schema grammar admits do not match."""
+    """A verdict the pattern lets through parses (a control character other than a line break
+    would not: it is retried as unparseable); the blanks a JSON-schema grammar admits, a line break
+    and a 401-character explanation do not match."""
     import re
 
     from reward.judge.parsing import explain_parser

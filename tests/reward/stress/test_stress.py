@@ -294,7 +294,7 @@ def test_harm_is_detected_without_the_catch_all(tree, cases):
     assert table["detection_rate"] >= 0.95
 
 
-def test_oracle_with_the_embedding_router_default_meets_the_target(tree, cases):
+def test_embedding_router_default_meets_the_oracle_targets_and_is_near_the_noise_target(tree, cases):
     """The shipped setting (embedding router, default variant) on the bundled cases meets the
     issue's target in every perturbation and family (detection rate >= 0.95, mean penalty >= 0.20;
     the degenerate family needs the routine guard against a bare referral) and harm stays below a
