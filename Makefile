@@ -33,9 +33,13 @@ $(JUDGE_VENV)/.installed:
 demo: setup
 	$(VENV)/bin/rubricstree demo --out runs/demo
 
-# no server, no model builds, no training: the fast loop (under 3 minutes on 2 cores)
+# no server, no model builds, no training: the fast loop, under 3 minutes on 2 cores in three
+# pytest-xdist workers (155 s; two: 169 s; one process: 274 s; many of its tests wait on sockets
+# and deadlines rather than compute). FAST_WORKERS=0 runs one process.
+FAST_WORKERS ?= 3
 test-unit: setup
-	$(VENV)/bin/python -m pytest tests -m "not server and not slow" -q -p no:cacheprovider
+	$(VENV)/bin/python -m pytest tests -m "not server and not slow" -q -p no:cacheprovider \
+	  $(if $(filter 0,$(FAST_WORKERS)),,-n $(FAST_WORKERS) --dist loadgroup)
 
 test-fast: test-unit
 
