@@ -30,9 +30,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout without installing
 
+from reward.paths import shared_data_dir  # noqa: E402
+
 REPO = Path(__file__).resolve().parents[1]
 FIXTURES = REPO / "tests" / "fixtures"
-HARD = REPO.parent / "shared" / "data" / "healthbench_hard_sample50.jsonl"
+HARD = (shared_data_dir() or REPO.parent / "shared" / "data") / "healthbench_hard_sample50.jsonl"
 
 
 def _jsonl(path: Path) -> list[dict]:

@@ -8,7 +8,7 @@ graded against the judge server once per mode, with a fresh judge and no verdict
 
 - ``tree_routed``: the default stage-3 reward (embedding router, the routed leaves + the row's
   rubric items, ``combine="mean"``);
-- ``tree_recipe``: the same as the shipped stage-3 tree-and-rows configs run it, with the
+- ``tree_recipe``: the same as the shipped stage-3 configs run it, with the
   applicability step (one decision per prompt and conditional leaf) and failure confirmation (a
   failing verdict read again): what those two cost on top of ``tree_routed``. How many verdicts
   fail decides confirmation's cost, and a random judge fails about half of them, so with the tiny
@@ -96,7 +96,7 @@ async def run_mode(mode: str, batch: list[dict[str, Any]], args, tree, router) -
                     "rubric_items_per_rollout": sum(n_items) / len(batch)}
             scored = sum(g.score is not None for g in graded)
         else:
-            recipe = mode == "tree_recipe"  # the stage-3 recipe (configs/*/stage3_tree_and_rows.yaml)
+            recipe = mode == "tree_recipe"  # the stage-3 recipe (configs/*/stage3_clinical_rubric.yaml)
             settings = RewardSettings(applicability=recipe, confirm_failures=recipe)
             reward = settings.build(judge, tree=tree, router=router, cache_routing=False)
             results = await reward.score(batch)

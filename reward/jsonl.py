@@ -20,7 +20,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from reward.errors import InputError
-from reward.textio import clean_surrogates, decode_line
+from reward.textio import MAX_LINE_BYTES, clean_surrogates, decode_line
 
 M = TypeVar("M", bound=BaseModel)
 log = logging.getLogger(__name__)
@@ -71,7 +71,12 @@ def iter_jsonl(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
     if path.is_dir():
         raise InputError("is a folder, not a file", file=str(path))
     with path.open("rb") as fh:  # decoded per line: a bad byte is reported with its line
-        for lineno, raw in enumerate(fh, start=1):
+        lineno = 0
+        while raw := fh.readline(MAX_LINE_BYTES + 1):
+            lineno += 1
+            if len(raw) > MAX_LINE_BYTES:
+                raise InputError(f"a line of more than {MAX_LINE_BYTES:,} bytes", file=str(path),
+                                 record=f"line {lineno}")
             obj = _parse(decode_line(raw, path, lineno), path, lineno)
             if obj is not None:
                 yield lineno, obj

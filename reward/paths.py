@@ -1,5 +1,6 @@
 """Where rubricstree keeps its files: the user cache folder (verdicts, routings, fetched data),
-and the one way a file gets there from the network (:func:`download`: atomic, hash-checked).
+the one way a file gets there from the network (:func:`download`: atomic, hash-checked), and the
+shared data folder a checkout's tests, scripts and benchmarks read (:func:`shared_data_dir`).
 
 The lowest layer: the judge's verdict cache, the fetched official grader template and the
 downloaded HealthBench files all live under :func:`default_cache_dir`.
@@ -11,6 +12,8 @@ import os
 from pathlib import Path
 
 ENV_DIR = "RUBRICSTREE_CACHE_DIR"
+SHARED_DATA_ENV = "RUBRICSTREE_SHARED_DATA"
+CHECKOUT = Path(__file__).resolve().parents[1]
 
 
 def default_cache_dir() -> Path:
@@ -21,6 +24,21 @@ def default_cache_dir() -> Path:
     from platformdirs import user_cache_dir
 
     return Path(user_cache_dir("rubricstree"))
+
+
+def shared_data_dir() -> Path | None:
+    """The data shared beside the checkout and never committed (HealthBench-Hard sample, MedQA
+    test rows): ``$RUBRICSTREE_SHARED_DATA`` when set, else ``../shared/data`` next to the
+    checkout; None when that is not a folder. Never a machine path: a checkout elsewhere finds its own."""
+    env = os.environ.get(SHARED_DATA_ENV)
+    cand = Path(env).expanduser() if env else CHECKOUT.parent / "shared" / "data"
+    return cand if cand.is_dir() else None
+
+
+def shared_data_file(name: str) -> Path | None:
+    """``name`` in :func:`shared_data_dir`, or None when the folder or the file is absent."""
+    folder = shared_data_dir()
+    return folder / name if folder is not None and (folder / name).is_file() else None
 
 
 def download(url: str, dest: Path, *, sha256: str | None = None, expected: str = "the expected one") -> Path:

@@ -69,6 +69,22 @@ def normalise_url(url: str) -> str:
     return url if url.endswith("/v1") else url + "/v1"
 
 
+def is_local_url(url: str) -> bool:
+    """Whether ``url`` names this machine or a private network (loopback, RFC 1918, link-local,
+    ``localhost``, a bare host name without dots): a server someone runs, not a hosted API."""
+    import ipaddress
+    from urllib.parse import urlparse
+
+    host = (urlparse(url if "//" in url else f"http://{url}").hostname or "").lower()
+    if host in ("localhost", "") or "." not in host and ":" not in host:
+        return True
+    try:
+        ip = ipaddress.ip_address(host)
+    except ValueError:
+        return host.endswith((".local", ".internal", ".lan", ".localhost"))
+    return ip.is_loopback or ip.is_private or ip.is_link_local
+
+
 def server_root(url: str) -> str:
     """The server itself, without ``/v1`` (where vLLM serves ``/metrics`` and ``/health``)."""
     return normalise_url(url)[: -len("/v1")]

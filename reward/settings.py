@@ -4,7 +4,7 @@
 options, the rubric source, how verdicts become a score (scoring, combine, variant, clipping,
 the score of an unfinished ``<think>``), and the two judge steps that guard the score
 (applicability, failure confirmation). Its defaults are the documented stage-3 recipe
-(docs/training.md, ``configs/*/stage3_tree_and_rows.yaml``): the embedding router, the tree's
+(docs/training.md, ``configs/*/stage3_clinical_rubric.yaml``): the embedding router, the tree's
 leaves and the row's rubric items averaged, ``severity`` prices, both steps on. It is
 
 - the options of every command that scores (``rubricstree.reward_options`` generates them from
@@ -41,6 +41,9 @@ DEFAULT_SCORING_VARIANT = "severity"  # reward.scoring.variants.DEFAULT_SCORING_
 VARIANTS = ("paper", "penalty", "active", "penalty+active", "severity")
 # the fields that choose the router and the rubric items; every other recipe field is RubricReward's
 ROUTING_FIELDS = ("tree", "router", "router_options", "rubric_source")
+# the fields that choose how readings become verdicts (the judge's calibration, a second judge): built
+# by reward.stages.panel, not RubricReward's keyword arguments
+CALIBRATION_FIELDS = ("posterior", "posterior_prior", "panel_judge", "panel_leaves")
 
 
 def _flag(name: str, **extra: Any) -> dict[str, Any]:
@@ -119,6 +122,22 @@ class RewardSettings(_Settings):
         True, description="read each failing verdict again with another prompt, a third time when the two "
                           "disagree; the majority stands (tree path; rows: each item graded once)",
         json_schema_extra=_flag("--confirm-failures"))
+    posterior: Literal["auto", "on", "off"] = Field(
+        "auto", description="score each leaf at P(met | its readings) from the judge's calibration "
+                            "(reward.scoring.posterior); auto: when the judge has a calibration the gate passes; on: "
+                            "required (refused without one); off: the readings as they are",
+        json_schema_extra=_flag("--posterior"))
+    posterior_prior: float = Field(
+        0.1, gt=0.0, lt=1.0, description="P(a reply fails a leaf that applies) before any reading (posterior)",
+        json_schema_extra=_flag("--posterior-prior"))
+    panel_judge: str | None = Field(
+        None, description="a second judge (a server URL, or a model path run in process) that reads the "
+                          "panel_leaves once per reply; its readings enter the posterior (needs its own "
+                          "calibration)", json_schema_extra=_flag("--panel-judge"))
+    panel_leaves: Literal["critical", "flagged", "all"] = Field(
+        "critical", description="what the second judge reads: critical leaves, critical leaves and those the first "
+                                "judge's calibration flags (systematic, one-sided, error above 0.25), or every leaf",
+        json_schema_extra=_flag("--panel-leaves"))
 
     @field_validator("scoring_variant", mode="before")
     @classmethod
@@ -142,7 +161,8 @@ class RewardSettings(_Settings):
     # ------------------------------------------------------------------ use
     def engine_kwargs(self) -> dict[str, Any]:
         """The keyword arguments of ``RubricReward`` these settings set (every field but the routing ones)."""
-        return {k: v for k, v in self.model_dump().items() if k not in ROUTING_FIELDS and k in RewardSettings.model_fields}
+        return {k: v for k, v in self.model_dump().items()
+                if k not in ROUTING_FIELDS + CALIBRATION_FIELDS and k in RewardSettings.model_fields}
 
     def recipe(self) -> RewardSettings:
         """The recipe alone (a subclass's trainer keys dropped)."""
@@ -166,11 +186,28 @@ class RewardSettings(_Settings):
 RubricScoringSettings = RewardSettings  # the name before the recipe had its own model
 
 
+class MonitorSettings(_Settings):
+    """Thresholds of the gaming monitors (None: that monitor logs but never warns)."""
+
+    length_correlation: float | None = Field(0.5, description="warn when the reward's correlation with length "
+                                                              "inside groups exceeds this")
+    escalation_share: float | None = Field(0.2, description="warn when this share of rollouts on routine prompts "
+                                                            "escalate to emergency care")
+    refusal_share: float | None = Field(0.2, description="warn when this share of rollouts deflect without help")
+    judge_failure_share: float | None = Field(0.1, description="warn when this share of rollouts is unscored")
+    leaf_drop: float | None = Field(0.3, description="warn when a leaf's pass rate falls this far below its mean "
+                                                     "over the first steps")
+    baseline_steps: int = Field(3, ge=1, description="the steps whose per-leaf pass rates are the baseline")
+
+
 class RubricRewardSettings(RewardSettings):
     """Stage 3: the rubric reward as a trainer reward function (TRL ``RubricRewardFunc``)."""
 
-    on_failure: Literal["skip", "raise"] = Field("skip", description="skip: None for an unscored rollout; raise")
+    on_failure: Literal["skip", "group_mean", "raise"] = Field(
+        "skip", description="skip: None for an unscored rollout (alone in TRL: left out of its group); group_mean: the "
+                            "mean of its group's scored rollouts (beside other reward functions); raise")
     name: str = Field("clinical_rubric", description="metric key of the reward")
+    monitors: MonitorSettings = Field(default_factory=MonitorSettings, description="gaming monitors' thresholds")
 
 
 class StageRewardSettings(ErrorRubricSettings, RewardSettings):
@@ -181,16 +218,19 @@ class StageRewardSettings(ErrorRubricSettings, RewardSettings):
     """
 
     name: str | None = Field(None, description="metric key; default mcq_rule / error_rubric / clinical_rubric")
-    on_failure: Literal["skip", "raise"] = Field("skip", description="skip: None for an unscored rollout; raise")
+    on_failure: Literal["skip", "group_mean", "raise"] = Field(
+        "skip", description="skip: None for an unscored rollout (alone in TRL: left out of its group); group_mean: the "
+                            "mean of its group's scored rollouts (beside other reward functions); raise")
     records: bool = Field(
         True, description="stage 3: write each rollout's score record to <output_dir>/rubric_records/step-N.jsonl "
                           "(`rubricstree inspect <output_dir>` opens them)")
+    monitors: MonitorSettings = Field(default_factory=MonitorSettings, description="gaming monitors' thresholds")
 
     def error_rubric(self) -> ErrorRubricSettings:
         return ErrorRubricSettings.model_validate(self.model_dump(include=set(ErrorRubricSettings.model_fields)))
 
     def rubric(self) -> RubricRewardSettings:
-        keys = set(RewardSettings.model_fields) | {"on_failure"}
+        keys = set(RewardSettings.model_fields) | {"on_failure", "monitors"}
         return RubricRewardSettings.model_validate({**self.model_dump(include=keys),
                                                     "name": self.name or "clinical_rubric"})
 

@@ -29,11 +29,20 @@ def decode_line(raw: bytes, path: str | Path, lineno: int) -> str:
     return text[1:] if lineno == 1 and text.startswith(BOM) else text
 
 
-def read_text(path: str | Path) -> str:
-    """The whole file as text (see :func:`decode_line`); InputError for a missing file or a folder."""
+# The largest whole-file input read into memory at once (configs, taxonomies, case files, templates,
+# calibration records); row data is JSONL, read line by line, each line at most MAX_LINE_BYTES.
+MAX_FILE_BYTES = 64 << 20
+MAX_LINE_BYTES = 64 << 20
+
+
+def read_text(path: str | Path, *, max_bytes: int = MAX_FILE_BYTES) -> str:
+    """The whole file as text (see :func:`decode_line`); InputError for a missing file, a folder,
+    something that is not a regular file (a pipe, ``/dev/zero``: reading it could never end) or a
+    file over ``max_bytes``."""
     p = Path(path)
     if p.is_dir():
         raise InputError("is a folder, not a file", file=str(p))
+    check_file_size(p, max_bytes)
     try:
         raw = p.read_bytes()
     except FileNotFoundError as exc:
@@ -41,6 +50,38 @@ def read_text(path: str | Path) -> str:
     except OSError as exc:
         raise InputError(f"cannot read: {exc.strerror or exc}", file=str(p)) from exc
     return "".join(decode_line(line, p, n) for n, line in enumerate(raw.splitlines(keepends=True), start=1))
+
+
+def check_file_size(p: Path, max_bytes: int = MAX_FILE_BYTES) -> None:
+    """Refuse what is not a regular file, or is larger than ``max_bytes``, before reading it.
+
+    Raises:
+        InputError: naming the file (a missing file: "file not found")."""
+    import stat as _stat
+
+    try:
+        st = p.stat()
+    except FileNotFoundError as exc:
+        raise InputError("file not found", file=str(p)) from exc
+    except OSError as exc:
+        raise InputError(f"cannot read: {exc.strerror or exc}", file=str(p)) from exc
+    if not _stat.S_ISREG(st.st_mode):
+        raise InputError("not a regular file (a device, a pipe or a socket)", file=str(p))
+    if st.st_size > max_bytes:
+        raise InputError(f"{st.st_size:,} bytes (at most {max_bytes:,} are read for this input)", file=str(p))
+
+
+def load_json_file(path: str | Path, *, max_bytes: int = MAX_FILE_BYTES) -> Any:
+    """A whole JSON file through :func:`read_text`; InputError for invalid or too deeply nested JSON."""
+    import json
+
+    text = read_text(path, max_bytes=max_bytes)
+    try:
+        return clean_surrogates(json.loads(text))
+    except json.JSONDecodeError as exc:
+        raise InputError(f"invalid JSON: {exc.msg} (line {exc.lineno})", file=str(path)) from exc
+    except RecursionError as exc:
+        raise InputError("JSON nested too deeply", file=str(path)) from exc
 
 
 def clean_surrogates(obj: Any) -> Any:
@@ -110,6 +151,72 @@ def parse_yaml(text: str, *, where: str = "<text>") -> Any:
         return loader.construct_mapping(node, deep=True)
 
     _UniqueKeys.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, mapping)
-    data = yaml.load(text, Loader=_UniqueKeys)
+    if len(text) > MAX_FILE_CHARS:
+        raise InputError(f"a YAML input of {len(text):,} characters (at most {MAX_FILE_CHARS:,} are accepted)",
+                         file=where)
+    loader = _UniqueKeys(text)
+    try:
+        node = loader.get_single_node()
+        if node is None:
+            return None
+        check_yaml_size(node, where)  # before any value is built: aliases can expand a few bytes without end
+        data = loader.construct_document(node)
+    finally:
+        loader.dispose()
     check_value_sizes(data, where)
     return data
+
+
+# Bounds on what a YAML input may expand to. Aliases (``*a``) reuse a node: ten levels of ten
+# aliases each is 10**10 values from 453 bytes, which every walk over the loaded data (validation,
+# JSON dumps, hashing) visits one by one. Our largest input, the taxonomy, expands to ~12,000 nodes.
+MAX_YAML_NODES = 1_000_000
+MAX_YAML_DEPTH = 100
+MAX_FILE_CHARS = 64 << 20  # a config, a taxonomy or a case file; rollouts and data are JSONL
+
+
+def check_yaml_size(root: Any, where: str) -> None:
+    """Refuse a composed YAML node graph that expands (aliases followed) to more than
+    :data:`MAX_YAML_NODES` nodes or nests deeper than :data:`MAX_YAML_DEPTH`; counted once per
+    distinct node (memoised), so the check itself is linear in the text.
+
+    Raises:
+        InputError: naming the file and the line of the first alias-heavy node.
+    """
+    import yaml
+
+    size: dict[int, int] = {}
+    depth: dict[int, int] = {}
+    # iterative post-order walk over distinct nodes (a recursive one would itself hit Python's limit)
+    stack: list[tuple[Any, bool]] = [(root, False)]
+    on_path: set[int] = set()
+    while stack:
+        node, done = stack.pop()
+        key = id(node)
+        if done:
+            on_path.discard(key)
+            kids = _children(node, yaml)
+            size[key] = 1 + sum(size[id(k)] for k in kids)
+            depth[key] = 1 + max((depth[id(k)] for k in kids), default=0)
+            if size[key] > MAX_YAML_NODES or depth[key] > MAX_YAML_DEPTH:
+                what = (f"expands to more than {MAX_YAML_NODES:,} values (aliases repeat nodes)"
+                        if size[key] > MAX_YAML_NODES else f"nests deeper than {MAX_YAML_DEPTH} levels")
+                raise InputError(f"refused: this YAML {what}; write the values out, or split the file",
+                                 file=where, record=f"line {node.start_mark.line + 1}")
+            continue
+        if key in size:
+            continue
+        if key in on_path:  # a recursive alias: no finite expansion
+            raise InputError("refused: a YAML alias refers to a node that contains it", file=where,
+                             record=f"line {node.start_mark.line + 1}")
+        on_path.add(key)
+        stack.append((node, True))
+        stack.extend((k, False) for k in _children(node, yaml) if id(k) not in size)
+
+
+def _children(node: Any, yaml: Any) -> list:
+    if isinstance(node, yaml.MappingNode):
+        return [x for pair in node.value for x in pair]
+    if isinstance(node, yaml.SequenceNode):
+        return list(node.value)
+    return []

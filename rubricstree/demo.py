@@ -22,7 +22,8 @@ import typer
 from reward.demo import DEMO_ROLLOUTS, demo_rollouts_path
 from reward.errors import RubricsTreeError
 from reward.settings import RewardSettings
-from rubricstree.common_options import apply_quiet, quiet_option
+from rubricstree.common_options import apply_quiet, folder_option, quiet_option
+from rubricstree.errors import fail
 from rubricstree.reward_options import reward_options
 
 NOTE = ("The judge here is a tiny model with random weights, built on this machine: its verdicts, "
@@ -80,7 +81,7 @@ def run_demo(out: Path, *, settings=None, progress: bool = True) -> dict:
 
 @reward_options()
 def demo_command(
-    out: Path = typer.Option(Path("rubricstree-demo"), "--out", help="output folder"),
+    out: Path = folder_option(Path("rubricstree-demo"), "--out", "output folder", name="scores.jsonl"),
     as_json: bool = typer.Option(False, "--json", help="print the summary as one JSON line"),
     quiet: bool = quiet_option(),
     reward: RewardSettings = None,  # the reward options (rubricstree.reward_options)
@@ -96,8 +97,7 @@ def demo_command(
 
         page = write_inspector(out / "scores.jsonl", out, rollouts=demo_rollouts_path(), note=NOTE)
     except RubricsTreeError as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(2) from exc
+        raise fail(exc, 2) from exc
     if as_json:
         typer.echo(json.dumps(summary))
         return

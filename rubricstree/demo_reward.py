@@ -84,7 +84,7 @@ def reward_markdown(r: dict[str, Any]) -> str:
         "# The reward on labelled cases (oracle verdicts, no model)", "",
         f"{r['cases']} bundled stress cases, embedding router, scoring variant `{r['variant']}`. Verdicts come "
         "from the labels written with each case (a perfect judge), so this measures routing and scoring; "
-        "`rubricstree stress --mode judge` runs a real judge on the same cases.", "",
+        "`rubricstree stress --verdicts judge` runs a real judge on the same cases.", "",
         f"A perturbed reply counts as detected when it scores more than {r['margin']} below the clean one.", "",
         "| perturbation | cases | detection rate | mean penalty |", "|---|---:|---:|---:|",
         *(f"| {p.replace('_', ' ')} | {b['n']} | {_f(b['detection_rate'])} | {_f(b['mean_penalty'])} |"

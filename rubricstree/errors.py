@@ -5,7 +5,8 @@ bad input, a judge failure) prints ``error: <message>`` (which names the file, r
 and exits 2; a file that is not UTF-8, a path that is a folder, a missing file and other OS errors
 print the path and exit 2; anything else is a bug and prints one line naming the exception, exit 1.
 An error line is at most :data:`MAX_LINE` characters (a huge value in it is cut in the middle).
-``rubricstree --debug ...`` (or ``RUBRICSTREE_DEBUG=1``) lets the traceback through instead.
+``--debug`` anywhere on the line (``rubricstree --debug score ...`` or ``rubricstree score ... --debug``;
+or ``RUBRICSTREE_DEBUG=1``) lets the traceback through instead.
 Click's own exits (usage errors, ``typer.Exit``) pass untouched.
 """
 
@@ -16,6 +17,7 @@ import os
 import click
 import typer
 from typer._click import exceptions as typer_click  # typer 0.29 vendors its own click
+from typer._click.globals import get_current_context
 from typer.core import TyperGroup
 
 from reward.errors import RubricsTreeError
@@ -47,15 +49,42 @@ def describe(exc: BaseException) -> tuple[str, int]:
     return f"internal error {type(exc).__name__}: {exc} (rerun with --debug for the traceback)", 1
 
 
-def fail(exc: Exception) -> typer.Exit:
-    """Print ``error: <exc>`` and return the exit to raise: 2 (bad input or settings), or the
-    error's own ``exit_code`` (a stopped judge run: 4 deadline, 5 judge unavailable)."""
+def debugging() -> bool:
+    """Whether ``--debug`` (anywhere on the line) or ``RUBRICSTREE_DEBUG`` asks for tracebacks."""
+    if os.environ.get(DEBUG_ENV):
+        return True
+    ctx = get_current_context(silent=True)
+    return bool(ctx is not None and ctx.find_root().params.get("debug"))
+
+
+def fail(exc: Exception, status: int | None = None) -> typer.Exit:
+    """Print ``error: <exc>`` and return the exit to raise: ``status``, else the error's own
+    ``exit_code`` (a stopped judge run: 4 deadline, 5 judge unavailable), else 2 (bad input or
+    settings). Under ``--debug`` the error itself is raised again, with its traceback."""
+    if debugging():
+        raise exc
     typer.echo(f"error: {exc}", err=True)
-    return typer.Exit(getattr(exc, "exit_code", 2))
+    return typer.Exit(status if status is not None else getattr(exc, "exit_code", 2))
+
+
+DEBUG_FLAG = "--debug"
+
+
+def debug_first(args: list[str]) -> list[str]:
+    """``args`` with every ``--debug`` before a ``--`` moved to the front, where the top-level
+    group reads it: the flag works after the subcommand too."""
+    end = args.index("--") if "--" in args else len(args)
+    n = args[:end].count(DEBUG_FLAG)
+    return [DEBUG_FLAG] * n + [a for a in args[:end] if a != DEBUG_FLAG] + args[end:] if n else args
 
 
 class SafeGroup(TyperGroup):
     """A Typer group that turns exceptions from its commands into one ``error:`` line."""
+
+    def parse_args(self, ctx, args):
+        if ctx.parent is None:  # the top-level group: --debug may follow the subcommand
+            args = debug_first(list(args))
+        return super().parse_args(ctx, args)
 
     def invoke(self, ctx):
         try:
@@ -64,7 +93,7 @@ class SafeGroup(TyperGroup):
                 typer.Abort, typer_click.ClickException):
             raise
         except Exception as exc:
-            if ctx.params.get("debug") or os.environ.get(DEBUG_ENV):
+            if debugging():
                 raise
             message, status = describe(exc)
             typer.secho(f"error: {bounded(message)}", err=True, fg="red")

@@ -15,12 +15,13 @@ import typer
 
 from reward.errors import RubricsTreeError
 from reward.judge.settings import JudgeSettings
-from rubricstree.common_options import apply_quiet, generate_concurrency_option, quiet_option
+from rubricstree.common_options import apply_quiet, folder_option, generate_concurrency_option, quiet_option
 from rubricstree.errors import fail as _fail
 from rubricstree.guards import check_scored
 from rubricstree.judge_options import judge_options
 
 app = typer.Typer(no_args_is_help=True)
+COMPARE_PLOT = "compare.png"  # in compare's --out folder
 
 
 def _console():
@@ -102,7 +103,7 @@ def healthbench(
     data: str = typer.Option(..., "--data", help="HealthBench JSONL: a path, an http(s) URL, or hard|consensus|full|easy "
                                                  "(official files, easy = full minus hard; a known file name must have "
                                                  "its published SHA-256)"),
-    out: Path = typer.Option(..., "--out", help="output folder; rerunning the same command resumes"),
+    out: Path = folder_option(..., "--out", "output folder; rerunning the same command resumes", name="metrics.json"),
     generate_url: str | None = typer.Option(None, "--generate-url", help="OpenAI-compatible server serving the "
                                                "checkpoint (vLLM); default: generate in-process with transformers"),
     system_prompt: str = typer.Option("none", "--system-prompt", help="ours | none | handbook:FILE | FILE (the official setting is none)"),
@@ -174,7 +175,7 @@ def healthbench(
 def mcq(
     model: str = typer.Option(..., "--model", help="checkpoint path or name; with --generate-url, the served model name"),
     data: Path = typer.Option(..., "--data", help="multiple-choice JSONL (MedQA, MedBullets or MedXpertQA)"),
-    out: Path = typer.Option(..., "--out", help="output folder; rerunning the same command resumes"),
+    out: Path = folder_option(..., "--out", "output folder; rerunning the same command resumes", name="metrics.json"),
     fmt: str | None = typer.Option(None, "--format", help="medqa | medbullets | medxpertqa (default: detected)"),
     generate_url: str | None = typer.Option(None, "--generate-url", help="OpenAI-compatible server (vLLM)"),
     system_prompt: str = typer.Option("none", "--system-prompt", help="ours | none | handbook:FILE | FILE"),
@@ -227,7 +228,7 @@ def mcq(
 @app.command()
 def compare(
     dirs: list[Path] = typer.Argument(..., help="evaluation folders; the first is the baseline"),
-    out: Path = typer.Option(Path("compare.png"), "--out", help="plot file (PNG)"),
+    out: Path = folder_option(Path("."), "--out", f"output folder: the plot, {COMPARE_PLOT}", name=COMPARE_PLOT),
     as_json: bool = typer.Option(False, "--json", help="print the comparison as JSON"),
     length_adjusted: bool = typer.Option(False, "--length-adjusted", help="compare length-adjusted HealthBench scores"),
     resamples: int = typer.Option(1000, "--resamples", help="paired bootstrap resamples"),
@@ -250,7 +251,8 @@ def compare(
     except RubricsTreeError as exc:
         raise _fail(exc) from exc
     if is_available("matplotlib"):
-        result["plot"] = str(compare_plot(result, out))
+        out.mkdir(parents=True, exist_ok=True)
+        result["plot"] = str(compare_plot(result, out / COMPARE_PLOT))
     if as_json:
         typer.echo(json.dumps(result, indent=2))
         return

@@ -8,6 +8,7 @@ from pathlib import Path
 import typer
 
 from reward.errors import InputError, RubricsTreeError
+from rubricstree.errors import fail
 
 app = typer.Typer(no_args_is_help=True)
 
@@ -113,8 +114,7 @@ def score(
         texts = _load_responses(responses, rows) if responses is not None else None
         result = score_healthbench(rows, met, texts, p, n_bootstrap=n_bootstrap, seed=seed)
     except RubricsTreeError as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(2) from exc
+        raise fail(exc, 2) from exc
     if as_json:
         typer.echo(json.dumps(result))
     else:

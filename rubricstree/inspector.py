@@ -14,12 +14,14 @@ from pathlib import Path
 import typer
 
 from reward.errors import RubricsTreeError
+from rubricstree.common_options import folder_option
+from rubricstree.errors import fail
 
 
 def inspect_command(
-    scores: Path = typer.Argument(..., help="scores JSONL (rubricstree score --out), a verl rollout dump, or a TRL "
+    scores: Path = typer.Argument(..., help="scores JSONL (scores.jsonl of rubricstree score --out DIR), a verl rollout dump, or a TRL "
                                             "run's records folder (its output_dir or output_dir/rubric_records)"),
-    out: Path = typer.Option(..., "--out", help="output folder (inspector.html is written there)"),
+    out: Path = folder_option(..., "--out", "output folder (inspector.html is written there)", name="inspector.html"),
     rollouts: Path | None = typer.Option(None, "--rollouts",
                                          help="the rollouts JSONL the scores came from (prompt and completion)"),
     compare: Path | None = typer.Option(None, "--compare", help="a second scores JSONL or records folder: same "
@@ -52,6 +54,5 @@ def inspect_command(
                                tree=tree, names=(name, compare_name) if name or compare_name else None,
                                text_limit=text_limit, title=title)
     except (RubricsTreeError, OSError) as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(2) from exc
+        raise fail(exc, 2) from exc
     typer.echo(f"inspector: {path}")

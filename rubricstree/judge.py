@@ -9,6 +9,7 @@ import typer
 from reward.judge.settings import JudgeSettings
 from rubricstree.calibrate import calibrate_command
 from rubricstree.common_options import apply_quiet, quiet_option
+from rubricstree.errors import fail
 from rubricstree.judge_options import judge_options
 
 app = typer.Typer(no_args_is_help=True)
@@ -35,8 +36,7 @@ def check(
         judge = judge.build(cache=False)
     # pydantic's ValidationError is a ValueError; OSError: a judge model/tokenizer not found
     except (RubricsTreeError, ValueError, OSError) as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(getattr(exc, "exit_code", 2)) from exc  # a start-up past --deadline: 4
+        raise fail(exc) from exc  # a start-up past --deadline: 4
     item = JudgeItem(conversation=(Message(role="user", content=prompt),), response=response, criterion=criterion)
 
     async def run():

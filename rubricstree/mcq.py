@@ -9,6 +9,7 @@ import typer
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from reward.errors import InputError, RubricsTreeError
+from rubricstree.errors import fail
 
 app = typer.Typer(no_args_is_help=True)
 
@@ -61,8 +62,7 @@ def score(data: Path = typer.Option(..., "--data", help="MCQ rows (JSONL: questi
         pairs = _load_completions(completions, len(rows))
         result = score_mcq([rows[i] for i, _ in pairs], [c for _, c in pairs])
     except RubricsTreeError as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(2) from exc
+        raise fail(exc, 2) from exc
 
     if as_json:
         typer.echo(json.dumps(result))

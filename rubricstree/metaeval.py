@@ -15,7 +15,7 @@ import typer
 from reward.errors import RubricsTreeError
 from reward.judge.settings import JudgeSettings
 from reward.settings import RewardSettings
-from rubricstree.common_options import apply_quiet, quiet_option
+from rubricstree.common_options import apply_quiet, folder_option, quiet_option
 from rubricstree.errors import fail as _fail
 from rubricstree.judge_options import judge_options
 from rubricstree.reward_options import reward_options
@@ -88,7 +88,7 @@ def _reward_factory(settings: RewardSettings, tree, out: Path | None = None):
 def run_command(
     pairs: Path = typer.Option(..., "--pairs", help="pairs JSONL (see reward/metaeval/formats.py)"),
     labels: Path = typer.Option(..., "--labels", help="expert labels JSONL, one per pair id"),
-    out: Path = typer.Option(..., "--out", help="output folder (results.jsonl, summary.json, reports)"),
+    out: Path = folder_option(..., "--out", "output folder (results.jsonl, summary.json, reports)", name="summary.json"),
     baseline: bool = typer.Option(False, "--holistic-baseline/--no-holistic-baseline",
                                   help="also score the holistic principle baseline"),
     bins: int = typer.Option(5, "--bins", help="kappa bins: min(floor(score*bins), bins-1)"),
@@ -151,8 +151,8 @@ def stability_command(
     baseline: bool = typer.Option(True, "--holistic-baseline/--no-holistic-baseline",
                                   help="the holistic principle baseline beside ours"),
     seed: int = typer.Option(0, "--seed", help="seed of the resampled verdicts"),
-    out: Path = typer.Option(..., "--out", help="output folder (stability.jsonl, summary.json, reports); a rerun "
-                                                "resumes"),
+    out: Path = folder_option(..., "--out", "output folder (stability.jsonl, summary.json, reports); a rerun resumes",
+                              name="summary.json"),
     cache_dir: Path | None = typer.Option(None, "--cache-dir", help="verdict/routing cache folder "
                                           "(default: $RUBRICSTREE_CACHE_DIR or the user cache)"),
     as_json: bool = typer.Option(False, "--json", help="print the configurations and pairwise rows as one JSON line"),
@@ -197,7 +197,7 @@ def stability_command(
 def healthbench_command(
     data: str = typer.Option("official", "--data", help="meta-eval JSONL: a path, a URL or 'official'"),
     sha256: str | None = typer.Option(None, "--sha256", help="expected SHA-256 of the file"),
-    out: Path = typer.Option(..., "--out", help="output folder (results, summary.json, report.md)"),
+    out: Path = folder_option(..., "--out", "output folder (results, summary.json, report.md)", name="summary.json"),
     modes: str = typer.Option("choice,explain", "--modes", help="grader modes, side by side"),
     grader: str = typer.Option("ours", "--grader", help="ours | official (explain mode: the reference grader "
                                "template, system message and sampling, as for eval healthbench)"),

@@ -19,7 +19,13 @@ import typer
 from reward.errors import RubricsTreeError
 from reward.judge.settings import JudgeSettings
 from reward.settings import RewardSettings
-from rubricstree.common_options import apply_quiet, concurrency_option, generate_concurrency_option, quiet_option
+from rubricstree.common_options import (
+    apply_quiet,
+    concurrency_option,
+    folder_option,
+    generate_concurrency_option,
+    quiet_option,
+)
 from rubricstree.errors import fail as _fail
 from rubricstree.judge_options import judge_options
 from rubricstree.reward_options import reward_options
@@ -29,15 +35,18 @@ app = typer.Typer(no_args_is_help=True)
 CACHE_DIR = typer.Option(None, "--cache-dir", help="verdict/routing cache folder (default: $RUBRICSTREE_CACHE_DIR)")
 
 HB_PROMPTS = typer.Option(..., "--prompts", help="prompts JSONL: id (or prompt_id), prompt, context?")
-HB_OUT = typer.Option(..., "--out", help="handbook JSONL (appended; rerun to resume)")
+HANDBOOK_FILE, ROUNDS_FILE, SAMPLES_FILE = "handbook.jsonl", "rounds.jsonl", "samples.jsonl"  # in each --out folder
+HB_OUT = folder_option(..., "--out", f"output folder: {HANDBOOK_FILE} (appended; rerun to resume)",
+                       name=HANDBOOK_FILE)
 RV_ROLLOUTS = typer.Option(..., "--rollouts", help="rollouts JSONL (id, prompt, completion, rubrics?) or a best-of-n output")
-RV_OUT = typer.Option(..., "--out", help="rounds JSONL (appended; rerun to resume)")
+RV_OUT = folder_option(..., "--out", f"output folder: {ROUNDS_FILE} (appended; rerun to resume)", name=ROUNDS_FILE)
 BN_PROMPTS = typer.Option(..., "--prompts", help="prompts JSONL: id (or prompt_id), prompt, rubrics?")
-BN_OUT = typer.Option(..., "--out", help="samples/scores JSONL (appended; rerun to resume)")
+BN_OUT = folder_option(..., "--out", f"output folder: {SAMPLES_FILE}, samples and scores (appended; rerun to "
+                       "resume)", name=SAMPLES_FILE)
 BN_PAIRS = typer.Option(None, "--save-pairs", help="save chosen/rejected pairs here (HF save_to_disk)")
 RP_DATA = typer.Option(..., "--data", help="HealthBench-format rows with rubrics (prompt_id, prompt, rubrics)")
 RP_METHOD = typer.Option(..., "--method", help="NAME=FILE, repeated; the first is the baseline")
-RP_OUT = typer.Option(..., "--out", help="report folder (graded.jsonl, report.md/html/png/json)")
+RP_OUT = folder_option(..., "--out", "report folder (graded.jsonl, report.md/html/png/json)", name="report.md")
 
 
 def _judge(settings: JudgeSettings, cache_dir: Path | None):
@@ -79,6 +88,11 @@ def _identity(model: str | None, url: str | None) -> str:
     return f"{url or 'inprocess'}:{model_identity(model) if model else 'served'}"
 
 
+def _out_file(folder: Path, name: str) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder / name
+
+
 def _timed(log, t0: float) -> None:
     log.append("timing", {"seconds": round(time.perf_counter() - t0, 3)})
     log.close()
@@ -101,12 +115,13 @@ def handbook(
 ) -> None:
     """Route each prompt and write its active checks as a system-prompt section.
 
-    Use the file with ``--system-prompt handbook:OUT`` (eval, train, optimize best-of-n)."""
+    Use the file with ``--system-prompt handbook:OUT/handbook.jsonl`` (eval, train, optimize best-of-n)."""
     from training.optimize.handbook import build_handbooks, tokenizer_counter
     from training.optimize.store import OptimizeLog, load_prompts
 
     try:
         apply_quiet(quiet)
+        out = _out_file(out, HANDBOOK_FILE)
         rows = load_prompts(prompts)
         settings = reward
         judge = _judge(judge, cache_dir)  # routes (llm router) and caches
@@ -151,6 +166,7 @@ def revise(
 
     try:
         apply_quiet(quiet)
+        out = _out_file(out, ROUNDS_FILE)
         rows = load_revise_rollouts(rollouts)
         recipe = reward
         judge = _judge(judge, cache_dir)
@@ -205,6 +221,7 @@ def best_of_n(
         if n > 1 and temperature == 0:
             raise RubricsTreeError("--n > 1 needs --temperature > 0 (greedy samples are identical)")
         apply_quiet(quiet)
+        out = _out_file(out, SAMPLES_FILE)
         rows = load_prompts(prompts)
         recipe = reward
         judge = _judge(judge, cache_dir)

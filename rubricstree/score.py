@@ -2,8 +2,10 @@
 
 Rows are ``{"id", "prompt": [messages], "completion", "rubrics"?: [...], "context"?}``. Prompts are
 scored concurrently (each one routed once, its rollouts graded in one judge call), and each
-rollout's result is appended to ``--out`` and flushed as soon as its prompt is done, so lines come
-in completion order (each carries its ``id``). ``--out`` is rewritten on every run; resuming is the
+rollout's result is appended to ``--out DIR``'s ``scores.jsonl`` (the settings beside it in
+``scores.settings.json``; ``--report DIR``: ``report.md``) and flushed as soon as its prompt is
+done, so lines come in completion order (each carries its ``id``). ``scores.jsonl`` is rewritten
+on every run; resuming is the
 durable cache's job: a rerun sends no judge request for what was graded and routes nothing it
 routed, and ends with the same numbers. The summary (rich table, or one JSON line with ``--json``)
 counts judge requests, cache hits, routings served from the cache and failures.
@@ -26,7 +28,8 @@ from reward.aio import gather_or_cancel
 from reward.errors import JudgeError, JudgeStopped, RubricsTreeError
 from reward.judge.settings import JudgeSettings
 from reward.settings import RewardSettings
-from rubricstree.common_options import apply_quiet, concurrency_option, quiet_option
+from rubricstree.common_options import apply_quiet, concurrency_option, folder_option, quiet_option
+from rubricstree.errors import fail
 from rubricstree.guards import check_distinct_paths, check_scored
 from rubricstree.judge_options import judge_options
 from rubricstree.reward_options import reward_options
@@ -222,6 +225,10 @@ def write_settings(path: Path, reward_settings, judge, **extra) -> Path:
     return path
 
 
+SCORES_FILE = "scores.jsonl"  # in score's --out folder (and the demo's)
+REPORT_FILE = "report.md"  # in score's --report folder
+
+
 def settings_path(out: Path) -> Path:
     """Where ``score`` records its settings: beside the scores file (``scores.jsonl`` ->
     ``scores.settings.json``); ``rubricstree inspect`` reads it."""
@@ -233,10 +240,11 @@ def settings_path(out: Path) -> Path:
 @reward_options()
 def score_command(
     rollouts: Path = typer.Option(..., "--rollouts", help="rollouts JSONL: id, prompt, completion, rubrics?"),
-    out: Path = typer.Option(..., "--out", help="results JSONL, one line per rollout (rewritten); the settings go "
-                                                "beside it (OUT.settings.json)"),
+    out: Path = folder_option(..., "--out", "output folder: scores.jsonl, one line per rollout (rewritten), and "
+                                            "the settings beside it (scores.settings.json)",
+                              name=SCORES_FILE),
     on_failure: str = typer.Option("skip", "--on-failure", help="skip (unscored, with reasons) or raise"),
-    report: Path | None = typer.Option(None, "--report", help="write a markdown report here"),
+    report: Path | None = folder_option(None, "--report", "report folder: report.md", name=REPORT_FILE),
     concurrency: int = concurrency_option(8),
     cache_dir: Path | None = typer.Option(None, "--cache-dir",
                                              help="verdict/routing cache folder (default: $RUBRICSTREE_CACHE_DIR or the user cache)"),
@@ -263,6 +271,7 @@ def score_command(
 
     progress = apply_quiet(quiet)
     settings = reward
+    out, report = out / SCORES_FILE, report / REPORT_FILE if report is not None else None
     try:
         if on_failure not in ("skip", "raise"):
             raise typer.BadParameter(f"--on-failure must be skip or raise, got '{on_failure}'")
@@ -276,8 +285,7 @@ def score_command(
 
         reward = settings.build(judge, tree=tree, on_failure=on_failure, applicability_scope=output_scope(out))
     except (RubricsTreeError, ValueError, OSError) as exc:  # OSError: a judge model/tokenizer not found
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(getattr(exc, "exit_code", 2)) from exc  # a start-up past --deadline: 4
+        raise fail(exc) from exc  # a start-up past --deadline: 4
     write_settings(settings_path(out), settings, judge, rollouts=str(rollouts))
     meta = {"rollouts": str(rollouts), "taxonomy": f"{tree.name} ({len(tree.leaves)} leaves, {tree.source})",
             "judge": judge.model_id, **settings.record()}
@@ -293,8 +301,7 @@ def score_command(
         typer.echo(f"error: {exc} (partial results in {out})", err=True)
         raise typer.Exit(1) from exc
     except RubricsTreeError as exc:  # found once running, e.g. the embedding router's missing package
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(2) from exc
+        raise fail(exc, 2) from exc
     if as_json:
         typer.echo(json.dumps(summary))
     else:

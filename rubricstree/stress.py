@@ -2,7 +2,7 @@
 baseline, printed as JSON and written as a report.
 
 Data flow: cases YAML -> router (embedding by default: real MiniLM, offline) -> oracle verdicts
-from the labels, or our judge (``--mode judge``) -> tree scores under ``--scoring-variant`` ->
+from the labels, or our judge (``--verdicts judge``) -> tree scores under ``--scoring-variant`` ->
 detection rate and mean penalty by perturbation and scenario (``--json`` prints the documented
 shape) -> ``--report DIR``: report.md, report.html, heatmap.png, cases.jsonl. In oracle mode the
 report also compares every scoring variant, on the routing as run and with the labelled leaves
@@ -28,7 +28,8 @@ import typer
 from reward.errors import RubricsTreeError
 from reward.judge.settings import JudgeSettings
 from reward.settings import RewardSettings
-from rubricstree.common_options import apply_quiet, concurrency_option, quiet_option
+from rubricstree.common_options import apply_quiet, concurrency_option, folder_option, quiet_option, renamed_option
+from rubricstree.errors import fail
 from rubricstree.judge_options import judge_options
 from rubricstree.reward_options import reward_options
 
@@ -38,12 +39,18 @@ MODES = ("oracle", "judge")
 @judge_options()
 @reward_options()
 def stress_command(
-    cases: Path | None = typer.Option(None, "--cases", help="cases YAML (default: the bundled ones)"),
-    mode: str = typer.Option("oracle", "--mode", help="oracle (verdicts from the labels) or judge (our judge)"),
+    cases: str = typer.Option("bundled", "--cases", help="the labelled cases: bundled (the 84 the reward was built "
+                              "with), blind (the blind set, its dev and test parts side by side), blind:dev, "
+                              "blind:test, or a case file or folder of your own"),
+    mode: str = typer.Option("oracle", "--verdicts", help="oracle (verdicts from the labels) or judge (our judge "
+                                                          "grades; its own mode is --judge-mode)"),
+    _old_mode: str | None = renamed_option("--mode", "is --verdicts here now (oracle|judge); the judge's own mode is "
+                                                     "--judge-mode"),
     baseline: bool = typer.Option(False, "--holistic-baseline/--no-holistic-baseline",
                                   help="also run the holistic 1-10 judge (needs a judge)"),
     margin: float = typer.Option(0.02, "--margin", help="a drop above this counts as detected"),
-    report: Path | None = typer.Option(None, "--report", help="write report.md/html, heatmap.png and settings.json here"),
+    report: Path | None = folder_option(None, "--report", "report folder: report.md/html, heatmap.png, settings.json",
+                                        name="report.md"),
     concurrency: int = concurrency_option(4, "cases"),
     cache_dir: Path | None = typer.Option(None, "--cache-dir", help="verdict/routing cache folder"),
     no_cache: bool = typer.Option(False, "--no-cache", help="no durable cache"),
@@ -63,6 +70,9 @@ def stress_command(
     judge_errors: Path | None = typer.Option(
         None, "--judge-errors", help="oracle mode: draw verdicts from a measured judge (the calibration JSON of "
                                      "`rubricstree judge calibrate`), beside the independent case at its error rate"),
+    panel_errors: Path | None = typer.Option(
+        None, "--panel-errors", help="with --judge-errors: the calibration of a second judge reading the "
+                                     "--panel-leaves; reported beside the first judge alone, both through the posterior"),
     seed: int = typer.Option(0, "--seed", help="random seed of --judge-noise"),
     noise_repeats: int = typer.Option(20, "--noise-repeats", help="draws per case under --judge-noise"),
     judge: JudgeSettings = None,  # the judge options (rubricstree.judge_options)
@@ -76,7 +86,8 @@ def stress_command(
     when --confirm-failures is on (the default)."""
     from reward.router.base import CachedRouter
     from reward.stages.build import build_router
-    from reward.stress import load_cases, public_summary, run_stress, summarise
+    from reward.stress import load_cases
+    from reward.stress.sets import resolve_cases
     from reward.tree import load_tree
 
     progress = apply_quiet(quiet)
@@ -84,12 +95,12 @@ def stress_command(
     router, variant, confirm_failures = settings.router, settings.scoring_variant, settings.confirm_failures
     try:
         if mode not in MODES:
-            raise typer.BadParameter(f"--mode must be oracle or judge, got '{mode}'")
+            raise typer.BadParameter(f"--verdicts must be oracle or judge, got '{mode}'")
         if not 0.0 <= margin < 1.0:
             raise typer.BadParameter(f"--margin must be in [0, 1), got {margin}")
         if (judge_noise or judge_errors) and mode != "oracle":
-            raise typer.BadParameter("--judge-noise and --judge-errors need --mode oracle (judge mode has the judge's "
-                                     "own errors)")
+            raise typer.BadParameter("--judge-noise and --judge-errors need --verdicts oracle (the judge's verdicts have "
+                                     "its own errors)")
         if judge_noise and judge_errors:
             raise typer.BadParameter("give --judge-noise (a model) or --judge-errors (a measured judge), not both")
         for name, v in (("--reread-correlation", reread_correlation), ("--systematic-leaves", systematic_leaves)):
@@ -103,13 +114,20 @@ def stress_command(
 
             calibration = load_calibration(judge_errors)
             measured = calibration.error_model()
+        panel_calibration = None
+        if panel_errors is not None:
+            if judge_errors is None:
+                raise typer.BadParameter("--panel-errors needs --judge-errors (the first judge's calibration)")
+            from reward.calibration.record import load_calibration
+
+            panel_calibration = load_calibration(panel_errors)
         for name, v in (("--judge-noise", judge_noise), ("--applicability-noise", applicability_noise)):
             if v is not None and not 0.0 <= v <= 0.5:
                 raise typer.BadParameter(f"{name} must be in [0, 0.5], got {v}")
         if noise_repeats < 1:
             raise typer.BadParameter(f"--noise-repeats must be >= 1, got {noise_repeats}")
         tree = load_tree(settings.tree)
-        rows = load_cases(cases, tree)
+        parts = [(label, load_cases(path, tree)) for label, path in resolve_cases(cases)]
         judge_settings, judge = judge, None
         if judge_settings.url or judge_settings.model:
             from reward.judge import VerdictCache
@@ -117,7 +135,7 @@ def stress_command(
             cache = None if no_cache else VerdictCache(cache_dir / "verdicts.sqlite" if cache_dir else None)
             judge = judge_settings.build(cache=cache if cache is not None else False)
         elif mode == "judge" or router == "llm":
-            raise typer.BadParameter("--mode judge and --router llm need a judge: "
+            raise typer.BadParameter("--verdicts judge and --router llm need a judge: "
                                      "--judge-url URL or --judge-model PATH")
         from rubricstree.progress import step
 
@@ -129,98 +147,220 @@ def stress_command(
 
             # a rerun into the same report (or, without one, on the same cases) reuses the run's
             # applicability answers: the measurement repeats from the verdict cache
-            where = report if report is not None else cases
+            where = report if report is not None else (Path(cases) if cases != "bundled" else None)
             scorer = settings.build(judge, tree=tree, router=rt, cache_routing=False,
                                     applicability_scope=output_scope(where) if where is not None else "stress-bundled")
     except (RubricsTreeError, ValueError, OSError) as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(getattr(exc, "exit_code", 2)) from exc  # a start-up past --deadline: 4
+        raise fail(exc) from exc  # a start-up past --deadline: 4
     if baseline and judge is None:
         typer.echo("baseline skipped: the holistic baseline needs a judge (--judge-url URL or --judge-model PATH)",
                    err=True)
+    run = _PartRun(tree=tree, rt=rt, mode=mode, variant=variant, judge=judge, baseline=baseline,
+                   concurrency=concurrency, progress=progress, scorer=scorer, margin=margin, settings=settings,
+                   noise=(judge_noise, applicability_noise, reread_correlation, systematic_leaves, measured,
+                          calibration, seed, noise_repeats, confirm_failures), panel_calibration=panel_calibration)
+    outs = {}
+    for label, rows in parts:
+        sub = None if report is None else (report if len(parts) == 1 else report / label.replace(":", "-"))
+        outs[label] = run.part(label, rows, sub, as_json=as_json)
+    if len(parts) > 1 and report is not None:
+        _side_by_side_report(report, outs)
+    if as_json:
+        typer.echo(json.dumps(next(iter(outs.values())) if len(outs) == 1 else
+                              {"parts": outs, "reward": settings.record(), "mode": mode}))
+    elif len(outs) == 1:
+        _print_one(next(iter(outs.values())), mode, router)
+    else:
+        _print_parts(outs, mode, router)
 
-    async def go():
-        try:
-            return await run_stress(rows, tree, rt, mode=mode, variant=variant, judge=judge,
-                                    baseline_judge=judge if baseline else None, concurrency=concurrency,
-                                    progress=progress, reward=scorer)
-        finally:
-            if judge is not None:
-                await judge.aclose()
 
-    try:
+class _PartRun:
+    """One stress run of one set of cases (a part of the blind set, or one file)."""
+
+    def __init__(self, **kw) -> None:
+        self.__dict__.update(kw)
+
+    def part(self, label: str, rows, report: Path | None, *, as_json: bool) -> dict:
+        from reward.stress import public_summary, run_stress, summarise
         from rubricstree.progress import step
 
-        # judge mode shows its own bar per case; oracle mode's time is the routing
-        with step(f"routing and scoring {len(rows)} cases", enabled=progress and mode == "oracle"):
-            results, routings = asyncio.run(go())
-    except RubricsTreeError as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(2) from exc
-    summary = summarise(results, margin=margin, variant=variant, baseline=baseline and judge is not None)
-    if judge_noise or measured is not None:
-        from reward.stress.errors import ErrorModel
-        from reward.stress.noise import noise_blocks
+        judge, mode = self.judge, self.mode
 
-        if measured is not None:
-            independent = ErrorModel.independent(calibration.verdict_error.rate or 0.0, measured.app_false_present)
-            other, kind = measured, "measured"
-        else:
-            independent = ErrorModel.independent(judge_noise, applicability_noise)
-            other = (ErrorModel.independent(judge_noise, applicability_noise, reread_correlation=reread_correlation,
-                                            systematic_fraction=systematic_leaves)
-                     if reread_correlation or systematic_leaves else None)
-            kind = "correlated"
-        summary.update(noise_blocks(tree, rows, routings, variant, independent=independent, other=other,
-                                    other_kind=kind, seed=seed, repeats=noise_repeats, margin=margin,
-                                    confirm_failures=confirm_failures))
-    if report is not None:
-        from reward.stress.report import write_report
-        from reward.stress.runner import oracle_variant_table, with_labels
+        async def go():
+            try:
+                return await run_stress(rows, self.tree, self.rt, mode=mode, variant=self.variant, judge=judge,
+                                        baseline_judge=judge if self.baseline else None,
+                                        concurrency=self.concurrency, progress=self.progress, reward=self.scorer)
+            finally:
+                if judge is not None:
+                    await judge.aclose()  # its client belongs to this part's event loop
 
-        variants = None
-        if mode == "oracle":
-            variants = {f"{router} router": oracle_variant_table(tree, rows, routings, margin),
-                        f"{router} router + labelled leaves (perfect recall)": oracle_variant_table(
-                            tree, rows, [with_labels(tree, r, c) for r, c in zip(routings, rows)], margin)}
-        meta = {"cases": f"{cases or 'bundled'} ({len(rows)})", "taxonomy": f"{tree.name} ({len(tree.leaves)} leaves)",
-                "mode": mode, "margin": margin,
-                "judge": judge.model_id if judge is not None else "none (oracle verdicts)",
-                "baseline": "holistic 1-10" if summary["baseline"] else "not run", **settings.record()}
-        paths = write_report(report, summary, results, meta, variants)
-        from rubricstree.score import write_settings
+        try:
+            # judge mode shows its own bar per case; oracle mode's time is the routing
+            with step(f"routing and scoring {len(rows)} cases ({label})", enabled=self.progress and mode == "oracle"):
+                results, routings = asyncio.run(go())
+        except RubricsTreeError as exc:
+            raise fail(exc, 2) from exc
+        summary = summarise(results, margin=self.margin, variant=self.variant,
+                            baseline=self.baseline and judge is not None)
+        (judge_noise, applicability_noise, reread_correlation, systematic_leaves, measured, calibration, seed,
+         noise_repeats, confirm_failures) = self.noise
+        if judge_noise or measured is not None:
+            from reward.stress.errors import ErrorModel
+            from reward.stress.noise import noise_blocks
 
-        write_settings(report / "settings.json", settings, judge, mode=mode, cases=str(cases or "bundled"))
-        if not as_json:
-            typer.echo(f"report: {paths['md']} ({paths['html'].name}, {paths['png'].name})")
-    out = {**public_summary(summary), "reward": settings.record(), "mode": mode}  # the settings it ran with
-    if as_json:
-        typer.echo(json.dumps(out))
-    else:
-        from rubricstree.score import print_summary
+            if measured is not None:
+                independent = ErrorModel.independent(calibration.verdict_error.rate or 0.0, measured.app_false_present)
+                other, kind = measured, "measured"
+            else:
+                independent = ErrorModel.independent(judge_noise, applicability_noise)
+                other = (ErrorModel.independent(judge_noise, applicability_noise,
+                                                reread_correlation=reread_correlation,
+                                                systematic_fraction=systematic_leaves)
+                         if reread_correlation or systematic_leaves else None)
+                kind = "correlated"
+            summary.update(noise_blocks(self.tree, rows, routings, self.variant, independent=independent, other=other,
+                                        other_kind=kind, seed=seed, repeats=noise_repeats, margin=self.margin,
+                                        confirm_failures=confirm_failures))
+            if measured is not None and self.settings.posterior != "off":
+                summary.update(self._posterior_blocks(rows, routings, measured, calibration, seed, noise_repeats,
+                                                      confirm_failures))
+        settings, router = self.settings, self.settings.router
+        if report is not None:
+            from reward.stress.report import write_report
+            from reward.stress.runner import oracle_variant_table, with_labels
 
-        flat = {"cases": out["cases"], "scoring_variant": out["scoring_variant"],
-                "detection_rate": out["detection_rate"], "mean_penalty": out["mean_penalty"]}
-        for p, b in out["by_perturbation"].items():
-            flat[f"{p} DR / MP"] = f"{b['detection_rate']:.3f} / {b['mean_penalty']:.3f}"
-        from reward.stress.metrics import NOISE_KEYS
+            variants = None
+            if mode == "oracle":
+                variants = {f"{router} router": oracle_variant_table(self.tree, rows, routings, self.margin),
+                            f"{router} router + labelled leaves (perfect recall)": oracle_variant_table(
+                                self.tree, rows, [with_labels(self.tree, r, c) for r, c in zip(routings, rows)],
+                                self.margin)}
+            meta = {"cases": f"{label} ({len(rows)})", "taxonomy": f"{self.tree.name} ({len(self.tree.leaves)} leaves)",
+                    "mode": mode, "margin": self.margin,
+                    "judge": judge.model_id if judge is not None else "none (oracle verdicts)",
+                    "baseline": "holistic 1-10" if summary["baseline"] else "not run", **settings.record()}
+            paths = write_report(report, summary, results, meta, variants)
+            from rubricstree.score import write_settings
 
-        for key in NOISE_KEYS:
-            if not out.get(key):
-                continue
-            nz = out[key]
-            kind = key.removeprefix("noise").removesuffix("_confirmed").strip("_") or "independent"
-            tag = f" {kind}" + (" confirmed" if key.endswith("_confirmed") else "")
-            flat[f"noise {nz['judge_noise']:g}{tag}: clean mean ± sd"] = f"{nz['clean_mean']:.3f} ± {nz['clean_sd']:.3f}"
-            flat[f"noise {nz['judge_noise']:g}{tag}: DR / MP"] = f"{nz['detection_rate']:.3f} / {nz['mean_penalty']:.3f}"
-            if "extra_items_per_reply" in nz:
-                flat[f"noise {nz['judge_noise']:g}{tag}: extra judge items per reply"] = (
-                    f"{nz['extra_items_per_reply']:.2f} (clean {nz['extra_items_per_clean_reply']:.2f}, "
-                    f"perturbed {nz['extra_items_per_perturbed_reply']:.2f})")
-        for kind, tol in (out.get("noise_tolerance") or {}).items():
-            flat[f"noise tolerance ({kind}): largest error rate with DR >= {tol['target']:g}"] = (
-                "none" if tol["tolerance"] is None else f"{tol['tolerance']:g}")
-        if out["baseline"]:
-            base = out["baseline"]
-            flat["baseline DR / MP"] = f"{base['detection_rate']:.3f} / {base['mean_penalty']:.3f}"
-        print_summary(flat, title=f"Stress test ({mode}, {router} router)")
+            write_settings(report / "settings.json", settings, judge, mode=mode, cases=label)
+            if not as_json:
+                typer.echo(f"report: {paths['md']} ({paths['html'].name}, {paths['png'].name})")
+        return {**public_summary(summary), "reward": settings.record(), "mode": mode, "label_recall": _recall(results)}
+
+    def _posterior_blocks(self, rows, routings, measured, calibration, seed, repeats, confirm_failures) -> dict:
+        """The measured judge through its posterior, and with a second judge on the panel's leaves."""
+        from reward.scoring.posterior import JudgeRates, Posterior
+        from reward.stages.panel import flagged_leaves
+        from reward.stress.noise import PanelSim, noise_summary
+
+        kw = {"seed": seed, "repeats": repeats, "margin": self.margin, "confirm_failures": confirm_failures,
+              "errors": measured}
+        rates_a = JudgeRates.from_record(calibration)
+        out = {"noise_measured_posterior": noise_summary(self.tree, rows, routings, self.variant,
+                                                         posterior=Posterior([rates_a], self.settings.posterior_prior),
+                                                         **kw)}
+        other = self.panel_calibration
+        if other is not None:
+            tree = self.tree
+            critical = {leaf.id for leaf in tree.leaves if tree.severity[leaf.id] == "critical"}
+            scope = self.settings.panel_leaves
+            leaves = (None if scope == "all" else frozenset(critical) if scope == "critical"
+                      else frozenset(critical | flagged_leaves(calibration, tree)))
+            model_b = other.error_model()
+            out["noise_measured_panel"] = noise_summary(
+                tree, rows, routings, self.variant,
+                posterior=Posterior([rates_a, JudgeRates.from_record(other)], self.settings.posterior_prior),
+                panel=PanelSim(model_b, frozenset(model_b.systematic_leaves), leaves), **kw)
+        return out
+
+
+def _recall(results) -> float | None:
+    """The share of labelled failed leaves the router reached, over every case."""
+    return sum(r.label_recall for r in results) / len(results) if results else None
+
+
+def _flat(out: dict) -> dict[str, str]:
+    flat = {"cases": out["cases"], "scoring_variant": out["scoring_variant"],
+            "detection_rate": out["detection_rate"], "mean_penalty": out["mean_penalty"]}
+    if out.get("label_recall") is not None:
+        flat["label recall (routing)"] = f"{out['label_recall']:.3f}"
+    for p, b in out["by_perturbation"].items():
+        flat[f"{p} DR / MP"] = f"{b['detection_rate']:.3f} / {b['mean_penalty']:.3f}"
+    from reward.stress.metrics import NOISE_KEYS
+
+    for key in NOISE_KEYS:
+        if not out.get(key):
+            continue
+        nz = out[key]
+        kind = key.removeprefix("noise").removesuffix("_confirmed").strip("_") or "independent"
+        tag = f" {kind}" + (" confirmed" if key.endswith("_confirmed") else "")
+        flat[f"noise {nz['judge_noise']:g}{tag}: clean mean ± sd"] = f"{nz['clean_mean']:.3f} ± {nz['clean_sd']:.3f}"
+        flat[f"noise {nz['judge_noise']:g}{tag}: DR / MP"] = f"{nz['detection_rate']:.3f} / {nz['mean_penalty']:.3f}"
+        if "extra_items_per_reply" in nz:
+            flat[f"noise {nz['judge_noise']:g}{tag}: extra judge items per reply"] = (
+                f"{nz['extra_items_per_reply']:.2f} (clean {nz['extra_items_per_clean_reply']:.2f}, "
+                f"perturbed {nz['extra_items_per_perturbed_reply']:.2f})")
+    for kind, tol in (out.get("noise_tolerance") or {}).items():
+        flat[f"noise tolerance ({kind}): largest error rate with DR >= {tol['target']:g}"] = (
+            "none" if tol["tolerance"] is None else f"{tol['tolerance']:g}")
+    if out["baseline"]:
+        base = out["baseline"]
+        flat["baseline DR / MP"] = f"{base['detection_rate']:.3f} / {base['mean_penalty']:.3f}"
+    return flat
+
+
+def _print_one(out: dict, mode: str, router: str) -> None:
+    from rubricstree.score import print_summary
+
+    print_summary(_flat(out), title=f"Stress test ({mode}, {router} router)")
+
+
+def _print_parts(outs: dict[str, dict], mode: str, router: str) -> None:
+    """The parts side by side (dev, test), with the gap of every number that is one."""
+    from rich.console import Console
+    from rich.table import Table
+
+    flats = {label: _flat(out) for label, out in outs.items()}
+    labels = list(flats)
+    table = Table(title=f"Stress test ({mode}, {router} router): {' and '.join(labels)}")
+    table.add_column("")
+    for label in labels:
+        table.add_column(label, justify="right")
+    if len(labels) == 2:
+        table.add_column("gap", justify="right")
+    keys = list(dict.fromkeys(k for f in flats.values() for k in f))
+    for k in keys:
+        vals = [flats[label].get(k, "—") for label in labels]
+        row = [k, *[f"{v:.3f}" if isinstance(v, float) else str(v) for v in vals]]
+        if len(labels) == 2:
+            row.append(_gap(*vals))
+        table.add_row(*row)
+    Console(width=200).print(table)
+
+
+def _gap(a, b) -> str:
+    """b - a of two numbers, or of the first numbers of two 'x / y' cells; '' otherwise."""
+    def first(v):
+        if isinstance(v, (int, float)):
+            return float(v)
+        try:
+            return float(str(v).split("/")[0].split("±")[0])
+        except ValueError:
+            return None
+
+    x, y = first(a), first(b)
+    return "" if x is None or y is None else f"{y - x:+.3f}"
+
+
+def _side_by_side_report(report: Path, outs: dict[str, dict]) -> None:
+    report.mkdir(parents=True, exist_ok=True)
+    lines = ["# Stress test: the parts side by side", "", "| | " + " | ".join(outs) + " |",
+             "|---|" + "---|" * len(outs)]
+    flats = {label: _flat(out) for label, out in outs.items()}
+    for k in dict.fromkeys(k for f in flats.values() for k in f):
+        vals = [flats[label].get(k, "—") for label in outs]
+        lines.append(f"| {k} | " + " | ".join(f"{v:.3f}" if isinstance(v, float) else str(v) for v in vals) + " |")
+    lines += ["", "Each part's own report: " + ", ".join(f"[{lab}]({lab.replace(':', '-')}/report.md)" for lab in outs)]
+    (report / "report.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    (report / "summary.json").write_text(json.dumps(outs, indent=1) + "\n", encoding="utf-8")

@@ -14,11 +14,12 @@ import typer
 
 from reward.errors import RubricsTreeError
 from reward.judge.settings import JudgeSettings
-from rubricstree.common_options import apply_quiet, generate_concurrency_option, quiet_option
+from rubricstree.common_options import apply_quiet, folder_option, generate_concurrency_option, quiet_option
 from rubricstree.errors import fail as _fail
 from rubricstree.judge_options import judge_options
 
 app = typer.Typer(no_args_is_help=True)
+CONVERSATIONS_FILE, RUBRICS_FILE = "conversations.jsonl", "rubrics.jsonl"  # in each --out folder
 
 MODEL = typer.Option(None, "--model", help="generator model: served name with --generate-url, else a path (in-process)")
 URL = typer.Option(None, "--generate-url", help="OpenAI-compatible server of the actor (vLLM)")
@@ -40,6 +41,7 @@ def _roles(out: Path, model, url, critic_model, critic_url, max_new_tokens, temp
     from training.synth.llm import build_roles
     from training.synth.store import CallCache, RunFiles
 
+    out.parent.mkdir(parents=True, exist_ok=True)
     files = RunFiles(out)
     settings = GenerationSettings(max_new_tokens=max_new_tokens, temperature=temperature, seed=seed, thinking=False)
     cache = CallCache(files.calls_path)
@@ -50,7 +52,8 @@ def _roles(out: Path, model, url, critic_model, critic_url, max_new_tokens, temp
 
 @app.command("conversations")
 def conversations_command(
-    out: Annotated[Path, typer.Option("--out", help="conversations JSONL (appended; failures in <out>.failures.jsonl)")],
+    out: Path = folder_option(..., "--out", f"output folder: {CONVERSATIONS_FILE} (appended; failures in "
+                                            f"{CONVERSATIONS_FILE}.failures.jsonl)", name=CONVERSATIONS_FILE),
     questions: Annotated[Path | None, typer.Option("--questions", help="seed questions: JSONL rows with question (+ answer)")] = None,
     easy: Annotated[Path | None, typer.Option("--easy", help="HealthBench-format rows used as same-theme examples")] = None,
     n: int = typer.Option(7, "--count", min=1, help="conversations to attempt"),
@@ -61,6 +64,7 @@ def conversations_command(
 ) -> None:
     """Write themed, persona-driven conversations checked by critics."""
     apply_quiet(quiet)
+    out = out / CONVERSATIONS_FILE
     try:
         from reward.healthbench.schema import load_healthbench
         from training.synth.conversations import (
@@ -93,9 +97,10 @@ def conversations_command(
 def rubrics_command(
     conversations: Annotated[Path, typer.Option("--conversations", help="output of `synth conversations`")],
     easy: Annotated[Path, typer.Option("--easy", help="HealthBench-format rows with rubrics: the anchors")],
-    out: Annotated[Path, typer.Option("--out", help="HealthBench-format JSONL (appended)")],
+    out: Path = folder_option(..., "--out", f"output folder: {RUBRICS_FILE}, HealthBench-format rows (appended), "
+                                            "and datasheet.json", name=RUBRICS_FILE),
     dataset_dir: Annotated[Path | None, typer.Option("--dataset-dir", help="also save an HF datasets copy here")] = None,
-    datasheet: Annotated[Path | None, typer.Option("--datasheet", help="datasheet JSON (default <out>.datasheet.json)")] = None,
+    datasheet: Annotated[Path | None, typer.Option("--datasheet", help="datasheet JSON (default OUT/datasheet.json)")] = None,
     max_items: int = typer.Option(6, "--max-items", min=1, help="most rubric items the actor writes per conversation and axis"),
     invert_rate: float = typer.Option(0.1, "--invert-rate", min=0.0, max=1.0,
                                       help="probability that a positive item is inverted into a negative (harm) check"),
@@ -105,6 +110,7 @@ def rubrics_command(
 ) -> None:
     """Write per-axis rubrics for each conversation as HealthBench-format rows, plus a datasheet."""
     apply_quiet(quiet)
+    out = out / RUBRICS_FILE
     try:
         from reward.healthbench.schema import load_healthbench
         from reward.jsonl import JsonlLog
@@ -127,7 +133,7 @@ def rubrics_command(
         finally:
             files.close()
             cache.close()
-        sheet_path = datasheet or out.with_name(out.name + ".datasheet.json")
+        sheet_path = datasheet or out.with_name("datasheet.json")
         sheet = write_datasheet(sheet_path, conversations, out)
         if dataset_dir is not None:
             from training.synth.store import save_dataset

@@ -17,7 +17,8 @@ import typer
 
 from reward.errors import RubricsTreeError
 from reward.judge.settings import JudgeSettings
-from rubricstree.common_options import apply_quiet, quiet_option
+from rubricstree.common_options import apply_quiet, folder_option, quiet_option
+from rubricstree.errors import fail
 from rubricstree.judge_options import judge_options
 from rubricstree.train_data import app as data_app
 from rubricstree.train_plan import plan_command
@@ -121,7 +122,8 @@ def filter_reward_settings(config: Path | None, rubric_source: str | None):
 def filter_command(
     data: Path = typer.Option(..., "--data", help="rows: MCQ JSONL (question, options, answer_idx) or HealthBench JSONL"),
     model: str = typer.Option(..., "--model", help="the policy: a model name/path (served name with --generate-url)"),
-    out: Path = typer.Option(..., "--out", help="output folder: scores.jsonl, one JSONL per split, stats.json"),
+    out: Path = folder_option(..., "--out", "output folder: scores.jsonl, one JSONL per split, stats.json",
+                              name="stats.json"),
     generate_url: str | None = typer.Option(None, "--generate-url", help="sample from this vLLM/OpenAI server"),
     kind: str = typer.Option("mcq", "--kind", help="mcq (stages 1-2: split rubric/rule) or healthbench (stage 3: keep)"),
     n: int = typer.Option(8, "--n", min=1, help="completions per row"),
@@ -134,9 +136,15 @@ def filter_command(
     sample_retries: int = typer.Option(3, "--sample-retries", min=0, help="--generate-url: retries of a sample"),
     sample_concurrency: int = typer.Option(256, "--sample-concurrency", min=1,
                                            help="--generate-url: sample requests in flight"),
+    lost_sample_rounds: int = typer.Option(1, "--lost-sample-rounds", min=0,
+                                           help="--generate-url: times a sample lost after its retries is asked "
+                                                "for again, once the others are drawn"),
+    min_samples: int | None = typer.Option(None, "--min-samples", min=1,
+                                           help="fewest samples a prompt keeps when some are lost for good "
+                                                "(default: half of --n, at least 2)"),
     max_failed_fraction: float = typer.Option(0.05, "--max-failed-fraction", min=0.0, max=1.0,
-                                              help="share of prompts that may stay unsampled (skipped, counted); "
-                                                   "above it the filter stops"),
+                                              help="share of prompts that may be left with fewer than --min-samples "
+                                                   "samples (skipped, counted); above it the filter stops"),
     rubric_window: str = typer.Option("0.1,0.4", "--rubric-window", help="[lo, hi] routed to the rubric stage"),
     rule_window: str = typer.Option("0.4,0.7", "--rule-window", help="(lo, hi] routed to the rule stage"),
     keep_window: str = typer.Option("0.15,0.7", "--keep-window", help="[lo, hi] kept (healthbench)"),
@@ -164,6 +172,7 @@ def filter_command(
         cfg = DifficultyConfig(n=n, temperature=temperature, max_new_tokens=max_new_tokens,
                                mode="split" if kind == "mcq" else "keep", timeout_s=sample_timeout,
                                max_retries=sample_retries, concurrency=sample_concurrency,
+                               lost_sample_rounds=lost_sample_rounds, min_samples=min_samples,
                                max_failed_fraction=max_failed_fraction,
                                rubric=Window(lo=r[0], hi=r[1]), rule=Window(lo=u[0], hi=u[1], lo_inclusive=False),
                                keep=Window(lo=k[0], hi=k[1]))
@@ -182,8 +191,7 @@ def filter_command(
                               served_model=model if generate_url else None, reward_fn=reward_fn,
                               system_prompt=system_prompt, limit=limit)
     except (RubricsTreeError, ValueError) as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(2) from exc
+        raise fail(exc, 2) from exc
     if as_json:
         typer.echo(stats.model_dump_json())
         return
@@ -204,8 +212,7 @@ def run_command(
     try:
         cfg = load_config(config, set_)
     except RubricsTreeError as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(2) from exc
+        raise fail(exc, 2) from exc
     if dry_run:
         typer.echo(cfg.model_dump_json(indent=2))
         return
@@ -214,15 +221,13 @@ def run_command(
     try:
         require_start_model(cfg.model, f"model: in {config}")
     except RubricsTreeError as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(2) from exc
+        raise fail(exc, 2) from exc
     from training.trl_launcher import train
 
     try:
         result = train(cfg)
     except RubricsTreeError as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(2) from exc
+        raise fail(exc, 2) from exc
     typer.echo(json.dumps({"output_dir": result.output_dir, "global_step": result.global_step,
                            "start_step": result.start_step, "resumed_from": result.resumed_from,
                            "epochs": result.epochs}))

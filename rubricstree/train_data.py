@@ -14,6 +14,7 @@ from pathlib import Path
 import typer
 
 from reward.errors import InputError
+from rubricstree.errors import fail
 
 app = typer.Typer(no_args_is_help=True, help="Training-data converters and hygiene.")
 
@@ -46,8 +47,7 @@ def medmcqa(src: Path = typer.Argument(..., help="MedMCQA JSONL"), out: Path = t
             except InputError as exc:
                 raise InputError(exc.reason, file=str(src), record=f"line {lineno}", field=exc.field) from exc
     except (InputError, ValueError) as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(2) from exc
+        raise fail(exc, 2) from exc
     _write(out, rows)
     typer.echo(json.dumps({"rows": len(rows), "out": str(out)}))
 
@@ -62,8 +62,7 @@ def healthbench_easy_command(full: Path = typer.Argument(...), hard: Path = type
         full_rows, hard_rows = _read(full), _read(hard)
         rows = healthbench_easy(full_rows, hard_rows)
     except (InputError, KeyError) as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(2) from exc
+        raise fail(exc, 2) from exc
     _write(out, rows)
     typer.echo(json.dumps({"full": len(full_rows), "hard": len(hard_rows), "easy": len(rows), "out": str(out)}))
 
@@ -77,7 +76,6 @@ def exclude_command(src: Path = typer.Argument(..., help="training JSONL"), out:
     try:
         rows, dropped = drop_overlap(_read(src), exclusion_hashes(against))
     except InputError as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(2) from exc
+        raise fail(exc, 2) from exc
     _write(out, rows)
     typer.echo(json.dumps({"kept": len(rows), "dropped": dropped, "out": str(out)}))

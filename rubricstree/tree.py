@@ -9,6 +9,7 @@ import typer
 
 from reward.errors import TaxonomyError
 from rubricstree.common_options import apply_quiet, quiet_option
+from rubricstree.errors import fail
 
 app = typer.Typer(no_args_is_help=True)
 
@@ -23,8 +24,7 @@ def _load(path: Path | None):
     try:
         return load_tree(path)
     except TaxonomyError as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(2) from exc
+        raise fail(exc, 2) from exc
 
 
 @app.command()

@@ -17,7 +17,7 @@ import typer
 
 from reward.errors import RubricsTreeError
 from reward.judge.settings import JudgeSettings
-from rubricstree.common_options import apply_quiet, quiet_option
+from rubricstree.common_options import apply_quiet, folder_option, quiet_option
 from rubricstree.errors import fail as _fail
 from rubricstree.judge_options import judge_options
 
@@ -77,10 +77,13 @@ MatchThrOpt = typer.Option(0.55, "--match-threshold", help="embedding matcher: c
 ThrOpt = typer.Option(None, "--router-threshold", help="router relevance threshold")
 EmThrOpt = typer.Option(None, "--router-emergency-threshold", help="router threshold for urgent prompts")
 ShortlistOpt = typer.Option(5, "--shortlist", help="llm matcher: leaves asked about per item")
-ProposeOutOpt = typer.Option(..., "--out", help="proposals YAML to write")
+PROPOSALS_FILE = "proposals.yaml"  # in propose's --out folder
+TAXONOMY_FILE = "taxonomy.yaml"  # in apply's --out folder
+ProposeOutOpt = folder_option(..., "--out", f"output folder: {PROPOSALS_FILE}", name=PROPOSALS_FILE)
 ReviewFileArg = typer.Argument(..., help="proposals YAML (decisions are saved into it)")
 ApplyFileArg = typer.Argument(..., help="reviewed proposals YAML")
-ApplyOutOpt = typer.Option(..., "--out", help="the new taxonomy version (never the input)")
+ApplyOutOpt = folder_option(..., "--out", f"output folder: {TAXONOMY_FILE}, the new taxonomy version (never the "
+                                          "input)", name=TAXONOMY_FILE)
 DiffAArg = typer.Argument(..., help="taxonomy A (before)")
 DiffBArg = typer.Argument(..., help="taxonomy B (after)")
 
@@ -135,11 +138,13 @@ def propose(data: Path = DataOpt, out: Path = ProposeOutOpt,
             as_json: bool = typer.Option(False, "--json", help="print a JSON summary"),
             quiet: bool = quiet_option(),
             judge: JudgeSettings = None) -> None:
-    """Cluster uncovered items, draft leaves, rank them by predicted coverage gain; writes --out only."""
+    """Cluster uncovered items, draft leaves, rank them by predicted coverage gain; writes
+    --out DIR/proposals.yaml only."""
     from reward.evolution.proposals import save_proposals
     from reward.evolution.propose import ProposeSettings
     from reward.evolution.propose import propose as run
 
+    out = out / PROPOSALS_FILE
     try:
         settings = ProposeSettings(lambda_per_leaf=lam, cluster_similarity=cluster_similarity,
                                    max_proposals=max_proposals, drafter=drafter)
@@ -154,6 +159,7 @@ def propose(data: Path = DataOpt, out: Path = ProposeOutOpt,
                 "leaves": len(tree.leaves), "fingerprint": tree_fingerprint(tree)[:16]}
         doc = asyncio.run(run(rows, tree, spec, m, enc, settings=settings, judge=judge, base=base,
                               data=str(data), progress=not quiet))
+        out.parent.mkdir(parents=True, exist_ok=True)
         save_proposals(doc, out)
     except (RubricsTreeError, ValueError, OSError) as exc:
         raise _fail(exc) from exc
@@ -234,6 +240,7 @@ def apply(file: Path = ApplyFileArg, out: Path = ApplyOutOpt,
     from reward.tree.schema import ChangelogEntry
 
     src = taxonomy or default_taxonomy_path()
+    out = out / TAXONOMY_FILE
     try:
         from rubricstree.guards import same_file
 

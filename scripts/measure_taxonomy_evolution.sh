@@ -5,17 +5,17 @@
 #
 #   scripts/measure_taxonomy_evolution.sh [DATA] [TAXONOMY] [OUTDIR] [-- extra options for coverage/propose]
 #
-# DATA defaults to ../shared/data/healthbench_hard_sample50.jsonl, TAXONOMY to the packaged one,
+# DATA defaults to healthbench_hard_sample50.jsonl in $RUBRICSTREE_SHARED_DATA, else in ../shared/data
+# beside the checkout; TAXONOMY to the packaged one,
 # OUTDIR to runs/evolution. Extra options (e.g. --router static, --match-threshold 0.5, or
 # --matcher llm --judge-url URL) go to both `tree coverage` and `tree propose`. Writes OUTDIR/
-# coverage_before.json, proposals.yaml, taxonomy_next.yaml, coverage_after.json, summary.json.
+# coverage_before.json, proposals.yaml, next/taxonomy.yaml, coverage_after.json, summary.json.
 # With the default embedding matcher the figures are a MiniLM proxy, not physician-checked matches.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 SAMPLE=healthbench_hard_sample50.jsonl
-DEFAULT_DATA=$ROOT/../shared/data/$SAMPLE
-[ -f "$DEFAULT_DATA" ] || DEFAULT_DATA=/work/shared/data/$SAMPLE
+DEFAULT_DATA=${RUBRICSTREE_SHARED_DATA:-$ROOT/../shared/data}/$SAMPLE
 DATA=${1:-$DEFAULT_DATA}
 TAXONOMY=${2:-$ROOT/reward/data/taxonomy.yaml}
 OUT=${3:-$ROOT/runs/evolution}
@@ -28,10 +28,10 @@ rt() { PYTHONPATH="$ROOT${PYTHONPATH:+:$PYTHONPATH}" "$PY" -c 'import sys; from 
 
 mkdir -p "$OUT"
 rt tree coverage --data "$DATA" --taxonomy "$TAXONOMY" --json "${EXTRA[@]}" > "$OUT/coverage_before.json"
-rt tree propose --data "$DATA" --taxonomy "$TAXONOMY" --out "$OUT/proposals.yaml" --json "${EXTRA[@]}" > "$OUT/propose.json"
+rt tree propose --data "$DATA" --taxonomy "$TAXONOMY" --out "$OUT" --json "${EXTRA[@]}" > "$OUT/propose.json"
 rt tree review "$OUT/proposals.yaml" --taxonomy "$TAXONOMY" --non-interactive --accept-recommended --json > "$OUT/review.json"
-rt tree apply "$OUT/proposals.yaml" --taxonomy "$TAXONOMY" --out "$OUT/taxonomy_next.yaml" --json > "$OUT/apply.json"
-rt tree coverage --data "$DATA" --taxonomy "$OUT/taxonomy_next.yaml" --json "${EXTRA[@]}" > "$OUT/coverage_after.json"
+rt tree apply "$OUT/proposals.yaml" --taxonomy "$TAXONOMY" --out "$OUT/next" --json > "$OUT/apply.json"
+rt tree coverage --data "$DATA" --taxonomy "$OUT/next/taxonomy.yaml" --json "${EXTRA[@]}" > "$OUT/coverage_after.json"
 "$PY" - "$OUT" <<'PYEOF'
 import json, sys
 from pathlib import Path

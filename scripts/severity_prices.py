@@ -13,7 +13,8 @@ doctor" can outscore a harmful recommendation; our critical price is set so that
 unhelpfulness can, and major/minor keep HealthBench's order.
 
 Usage: ``python scripts/severity_prices.py [ROWS.jsonl] [--check]`` (default rows: the
-HealthBench-Hard sample in /work/shared/data). ``--check`` exits 1 when a constant differs from
+HealthBench-Hard sample in the shared data folder: ``../shared/data`` beside the
+checkout, or ``$RUBRICSTREE_SHARED_DATA``). ``--check`` exits 1 when a constant differs from
 the recomputed floor by more than 0.005.
 """
 
@@ -26,7 +27,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-DEFAULT_ROWS = Path("/work/shared/data/healthbench_hard_sample50.jsonl")
+SAMPLE = "healthbench_hard_sample50.jsonl"
 BANDS = (("critical", 8, 10), ("major", 4, 7), ("minor", 1, 3))
 
 
@@ -53,10 +54,16 @@ def shares(rows: list[dict]) -> dict[str, dict[str, list[float]]]:
 
 
 def main(argv: list[str]) -> int:
+    from reward.paths import SHARED_DATA_ENV, shared_data_dir
     from reward.scoring.variants import SEVERITY_FLOOR, SEVERITY_PRICE
 
     args = [a for a in argv if not a.startswith("--")]
-    path = Path(args[0]) if args else DEFAULT_ROWS
+    shared = shared_data_dir()
+    if not args and shared is None:
+        print(f"error: no ROWS.jsonl given and no shared data folder (../shared/data beside the checkout, or "
+              f"${SHARED_DATA_ENV})", file=sys.stderr)
+        return 2
+    path = Path(args[0]) if args else shared / SAMPLE
     if not path.exists():
         print(f"error: {path}: file not found", file=sys.stderr)
         return 2

@@ -26,6 +26,7 @@
 # unless TRAIN_FORCE=1. The judge server gets the vLLM arguments the plan sized (the config's
 # judge_server: tensor_parallel_size = its GPU count, max_model_len, gpu_memory_utilization,
 # quantization, extra_args) plus any in $JUDGE_VLLM_ARGS.
+# Judge gate: in stage 3 the judge must pass it (docs/judge.md) before anything starts (exit 2).
 # A run resumes from the last checkpoint in its output_dir.
 set -euo pipefail
 
@@ -47,6 +48,18 @@ if ! JUDGE=$("$PY" -m training.trl_launcher --config "$CONFIG" "${ARGS[@]}" --pr
 fi
 JUDGE=$(tail -n 1 <<<"$JUDGE")
 IFS=$'\t' read -r J_URL J_MODEL J_SERVED <<<"$JUDGE"
+
+# The judge gate (stage 3; training.judge_gate): a judge whose calibration is missing, not of this
+# run or unfit stops the launch here, before the environment check, the memory plan, any server or
+# accelerate; a judge this script serves itself is checked as soon as it answers. The trainer checks
+# again in every process and records the outcome (an override included) in its output_dir.
+gate() {
+  if ! "$PY" -m training.trl_launcher --config "$CONFIG" "${ARGS[@]}" --gate-only >&2; then
+    echo "train.sh: the judge gate refused this launch (see above); nothing was trained" >&2
+    exit 2
+  fi
+}
+[ "$J_URL" != "-" ] && gate
 
 GPU=0
 if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then GPU=1; fi
@@ -141,6 +154,7 @@ if [ "$J_URL" = "-" ] && [ "$J_MODEL" != "-" ]; then
   URL=$(env "${JUDGE_ENV[@]}" scripts/serve_judge.sh --model "$J_MODEL" --served-name "$NAME" --port "$PORT" \
         --pid-file "$STATE/judge.pid" --log "${JUDGE_LOG:-judge-server-$PORT.log}" -- "${JUDGE_ARGS[@]}")
   ARGS+=(--set "judge.url=$URL" --set "judge.served_model=$NAME")
+  gate
 fi
 
 if [ "$GPU" = 1 ]; then

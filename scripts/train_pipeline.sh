@@ -27,7 +27,8 @@
 # are free. A server left by a killed run (its PID in $ROOT/policy.pid) is stopped first.
 # PIPELINE_SERVE=0: the filter samples in process (transformers; slow for long completions), or
 # from RUBRICSTREE_POLICY_URL for the base-model filter only (a server you run on the base model).
-# A judge the configs name by model (no url) is started once for stages 2-3 (see ensure_judge).
+# A judge the configs name by model (no url) is started once for stages 2-3 (see ensure_judge), before
+# stage 1 when stage 3 is still to do: stage 3's judge gate is checked before anything trains.
 # Each finished step writes $ROOT/<step>.done (the export it produced); rerunning skips done
 # steps and resumes a stopped one from its last checkpoint (stage 3: at its epoch). Progress: one
 # line per step with the elapsed time and an ETA from the mean duration of the steps run so far.
@@ -162,6 +163,22 @@ if [ "${#CHECK[@]}" -gt 0 ]; then
        "$PY" -m training.env_check "${CHECK[@]}" --sharding "$SHARDING" "${ON_GPU[@]}" "${SETS[@]}"; then
     say "this machine cannot run the stages still to do (see above); nothing was started"; exit 2
   fi
+fi
+
+# The judge gate before stage 1: a stage-3 judge the gate refuses (no calibration of this run, or an
+# unfit one) would stop the pipeline after days of stages 1-2, so it is asked now (the judge started
+# first when the configs name a model; the start models of stages 2-3 do not matter to it).
+STAGE3=$CONFIGS/stage3_clinical_rubric.yaml
+if [ ! -f "$ROOT/stage3_clinical_rubric.done" ] && [ -f "$STAGE3" ]; then
+  s3=(--set "output_dir=$ROOT/stage3_clinical_rubric" "${SETS[@]}")
+  S1=${FV_STAGE1_MODEL-}; S2=${FV_STAGE2_MODEL-}
+  export FV_STAGE1_MODEL=${S1:-unused} FV_STAGE2_MODEL=${S2:-unused}  # the configs load without them
+  ensure_judge "$STAGE3" "${s3[@]}"
+  if ! launcher --config "$STAGE3" "${s3[@]}" "${JUDGE_SETS[@]}" --gate-only >&2; then
+    say "the judge gate refuses stage 3's judge (see above): nothing was trained"; exit 2
+  fi
+  if [ -z "$S1" ]; then unset FV_STAGE1_MODEL; fi
+  if [ -z "$S2" ]; then unset FV_STAGE2_MODEL; fi
 fi
 
 MODEL=""

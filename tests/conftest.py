@@ -17,18 +17,14 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 
 
-def shared_data_dir() -> Path | None:
-    for cand in (REPO.parent / "shared" / "data", Path("/work/shared/data")):
-        if cand.is_dir():
-            return cand
-    return None
-
-
 @pytest.fixture(scope="session")
 def shared_data() -> Path:
+    """The shared data folder (``reward.paths.shared_data_dir``); skipped, saying where it is looked for, when absent."""
+    from reward.paths import SHARED_DATA_ENV, shared_data_dir
+
     d = shared_data_dir()
     if d is None:
-        pytest.skip("../shared/data is absent")
+        pytest.skip(f"the shared data is absent: ../shared/data beside the checkout, or ${SHARED_DATA_ENV}")
     return d
 
 

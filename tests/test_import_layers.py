@@ -32,6 +32,10 @@ LAYERS: list[tuple[str, int]] = [
     ("reward.settings", 4), ("reward.runtime", 4), ("reward.stages", 4),
     ("reward.tree.lint", 5),  # the tree linter compares criteria with the router's embedding model
     ("reward.stress", 5), ("reward.metaeval", 5), ("reward.evolution", 5), ("reward.calibration", 5),
+    # how a judge errs and what its calibration measured: read by the reward itself (posterior
+    # verdicts, reward.stages.panel), so below the stage rewards; running a calibration stays a tool
+    ("reward.stress.errors", 3), ("reward.calibration.stats", 3), ("reward.calibration.record", 4),
+    ("reward.calibration.gate", 4),
     ("reward.integrations", 6),
     ("training", 7),
     ("benchmarks", 8),
@@ -47,10 +51,11 @@ TRAINING_LAYERS: dict[str, int] = {
     "training.plan_options": 0, "training.hf_export": 0, "training.trl_trainer_utils": 0,
     "training.trl_logging": 0, "training.inspector": 0, "training.smollm2": 0,
     "training.data": 1, "training.synth": 1,
-    "training.difficulty": 2, "training.verl_data": 2, "training.eval": 2,
+    "training.difficulty": 2, "training.difficulty_results": 2, "training.verl_data": 2, "training.eval": 2,
     "training.trl_config": 3, "training.optimize": 3,
     "training.memory_plan": 4, "training.trl_launcher": 4, "training.env_check": 4, "training.gpu_stack": 0, "training.verl_export": 4, "training.verl_preflight": 4, "training.start_record": 0,
     "training.run_folder": 4, "training.launch_checks": 4, "training.judge_gate": 4,
+    "training.gate_record": 0, "training.model_card": 0,
 }
 MAX_LINES = 500
 

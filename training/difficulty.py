@@ -12,15 +12,20 @@ Windows are configurable (:class:`DifficultyConfig`). A row whose completions we
 
 Generation goes to an OpenAI-compatible server (vLLM) when a URL is given, one request per sample
 (``timeout_s``, ``max_retries`` and ``concurrency`` from the stage config's ``difficulty`` block):
-a timeout costs one sample's retry, not a group of 8 long ones. A prompt whose sample still fails
-after the retries is ``skipped`` and counted; the filter degrades, and stops
-(:class:`FilterRefused`) only when more than ``max_failed_fraction`` of the prompts are lost (the
-server is failing, not one prompt). Without a URL it runs in process with transformers
+a timeout costs one sample's retry, not a group of 8 long ones. A sample still lost after its
+retries is asked for again once every other sample is drawn (``lost_sample_rounds``; the same
+seed, so the same text). A prompt that still lacks samples keeps the ones it has when at least
+``min_samples`` remain (default half of ``n``, at least 2), its mean over them, counted as
+``partial``; with fewer it is ``skipped`` and counted. The filter degrades, and stops
+(:class:`FilterRefused`) only when more than ``max_failed_fraction`` of the prompts are skipped
+(the server is failing, not one prompt). Without a URL it runs in process with transformers
 (``num_return_sequences``). Each sample's seed comes from its prompt's content and its index, so a
 retry, a resume or a rerun draws the same text.
 
 Results: ``scores.jsonl`` (every row: mean, rewards, split), one JSONL of the original rows per
-split (``rubric.jsonl``/``rule.jsonl`` or ``keep.jsonl``) and ``stats.json`` (written last);
+split (``rubric.jsonl``/``rule.jsonl`` or ``keep.jsonl``) and ``stats.json`` (written last: the
+counts, the windows, the samples lost and the reward settings the samples were scored with,
+``RewardSettings.record()``, so a launch can refuse results scored under other settings);
 counts are also logged, with a progress bar over the samples. Samples are appended to
 ``samples.jsonl`` as they are drawn, so a killed filter, or a rerun after a flaky server, draws
 only what is missing.
@@ -28,7 +33,6 @@ only what is missing.
 
 from __future__ import annotations
 
-import inspect
 import json
 import logging
 import math
@@ -40,6 +44,10 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from reward.errors import InputError
+from training.difficulty_results import FilterStats, filter_rows, reward_record, score_samples
+
+__all__ = ["DifficultyConfig", "FilterRefused", "FilterStats", "Window", "filter_rows", "generate_in_process",
+           "generate_with_server", "read_rows", "reward_record", "run_filter", "sample_prompts", "score_samples"]
 
 log = logging.getLogger(__name__)
 
@@ -90,8 +98,15 @@ class DifficultyConfig(BaseModel):
     timeout_s: float = Field(1800.0, gt=0, description="seconds one sample request may take (a 16k-token sample "
                                                        "decodes for minutes under load)")
     max_retries: int = Field(3, ge=0, description="retries of a failed sample request (timeouts, 5xx)")
+    retry_backoff_s: float = Field(2.0, ge=0.0, description="wait before a request's first retry, doubled for each "
+                                                            "further one (at most 30 s)")
+    lost_sample_rounds: int = Field(1, ge=0, description="times a sample still lost after its retries is asked for "
+                                                         "again, once every other sample is drawn")
+    min_samples: int | None = Field(None, ge=1, description="fewest samples a prompt may keep when some are lost for "
+                                                            "good (default: half of n, at least 2); a prompt with "
+                                                            "fewer is skipped and counted")
     max_failed_fraction: float = Field(0.05, ge=0.0, le=1.0, description=(
-        "share of prompts that may be left unsampled after the retries (skipped and counted); above it the "
+        "share of prompts that may be skipped (fewer than min_samples samples after the retries); above it the "
         "filter stops: the server is failing"))
     seed: int | None = 0
     chat_template_kwargs: dict[str, Any] = Field(default_factory=dict,
@@ -111,6 +126,11 @@ class DifficultyConfig(BaseModel):
     @property
     def splits(self) -> tuple[str, ...]:
         return ("keep",) if self.mode == "keep" else ("rubric", "rule")
+
+    @property
+    def samples_needed(self) -> int:
+        """The fewest samples a prompt's mean may rest on when some were lost for good."""
+        return min(self.n, self.min_samples or max(2, math.ceil(self.n / 2)))
 
 
 # ---------------------------------------------------------------------------------- generation
@@ -148,9 +168,9 @@ def generate_with_server(prompts: Sequence[list[dict]], *, url: str, model: str 
 
     keys = list(keys) if keys is not None else [str(i) for i in range(len(prompts))]
     todo = list(todo) if todo is not None else [(i, j) for i in range(len(prompts)) for j in range(cfg.n)]
+    retry = RetryPolicy(max_retries=cfg.max_retries, backoff_s=cfg.retry_backoff_s, max_backoff_s=30.0)
     generator = HTTPGenerator(url, model, _settings(cfg), concurrency=cfg.concurrency, timeout_s=cfg.timeout_s,
-                              retry=RetryPolicy(max_retries=cfg.max_retries, backoff_s=2.0, max_backoff_s=30.0),
-                              chat_template_kwargs=cfg.chat_template_kwargs)
+                              retry=retry, chat_template_kwargs=cfg.chat_template_kwargs)
     out: dict[tuple[int, int], str | None] = {}
 
     def done(key: str, output) -> None:
@@ -218,8 +238,12 @@ def sample_prompts(prompts: Sequence[list[dict]], *, model: Any, cfg: Difficulty
                    generate_url: str | None = None, served_model: str | None = None, tokenizer: Any = None,
                    out_dir: str | Path | None = None) -> list[list[str] | None]:
     """``cfg.n`` samples per prompt from a server (``generate_url``, one request per sample) or in
-    process (one group per prompt); None for a prompt that could not be sampled (skipped and
-    counted by :func:`filter_rows`).
+    process (one group per prompt).
+
+    A sample lost after its request's retries is asked for again, after every other sample, up to
+    ``cfg.lost_sample_rounds`` times. A prompt that still lacks some keeps the samples it has
+    (in index order) when at least ``cfg.samples_needed`` remain; with fewer it gets None (skipped
+    and counted by :func:`filter_rows`).
 
     With ``out_dir``, every sample is appended to ``out_dir/samples.jsonl`` as soon as it exists,
     keyed by the prompt and everything that decides it (model, n, temperature, top_p, budget,
@@ -227,8 +251,9 @@ def sample_prompts(prompts: Sequence[list[dict]], *, model: Any, cfg: Difficulty
     flaky server lost some, draws only what is missing (same seeds, so the same text).
 
     Raises:
-        FilterRefused: more than ``cfg.max_failed_fraction`` of the prompts could not be sampled
-            (what was drawn stays in ``samples.jsonl``: a rerun resumes).
+        FilterRefused: more than ``cfg.max_failed_fraction`` of the prompts were left with fewer
+            than ``cfg.samples_needed`` samples (what was drawn stays in ``samples.jsonl``: a
+            rerun resumes).
     """
     import hashlib
 
@@ -250,150 +275,81 @@ def sample_prompts(prompts: Sequence[list[dict]], *, model: Any, cfg: Difficulty
             have.setdefault(k, dict(enumerate(rec["samples"])))
         elif isinstance(rec.get("index"), int) and 0 <= rec["index"] < cfg.n and isinstance(rec.get("text"), str):
             have.setdefault(k, {}).setdefault(rec["index"], rec["text"])
-    missing = [(i, j) for i, k in enumerate(keys) for j in range(cfg.n) if j not in have.get(k, {})]
-    reused = len(prompts) * cfg.n - len(missing)
+
+    def missing() -> list[tuple[int, int]]:
+        return [(i, j) for i, k in enumerate(keys) for j in range(cfg.n) if j not in have.get(k, {})]
+
+    todo = missing()
+    reused = len(prompts) * cfg.n - len(todo)
     if reused:
         log.info("difficulty filter: reusing %d of %d samples from %s", reused, len(prompts) * cfg.n, log_.path)
+    try:
+        for round_ in range(1 + cfg.lost_sample_rounds):
+            if not todo:
+                break
+            if round_:
+                log.warning("difficulty filter: asking again for %d lost sample(s) (round %d of %d)", len(todo),
+                            round_ + 1, 1 + cfg.lost_sample_rounds)
+            _draw(prompts, todo, keys, have, log_, model=model, cfg=cfg, generate_url=generate_url,
+                  served_model=served_model, tokenizer=tokenizer)
+            todo = missing()
+    finally:
+        if log_ is not None:
+            log_.close()
+    return _enough_samples(keys, have, cfg, log_.path if log_ is not None else None)
+
+
+def _draw(prompts: Sequence[list[dict]], todo: list[tuple[int, int]], keys: list[str], have: dict[str, dict[int, str]],
+          log_: Any, *, model: Any, cfg: DifficultyConfig, generate_url: str | None, served_model: str | None,
+          tokenizer: Any) -> None:
+    """Draw the ``todo`` (prompt, sample) pairs into ``have`` (and ``samples.jsonl``)."""
 
     def record_sample(i: int, j: int, text: str) -> None:
         have.setdefault(keys[i], {})[j] = text
         if log_ is not None:
             log_.append({"key": keys[i], "index": j, "text": text})
 
-    if missing:
-        t0 = time.perf_counter()
-        try:
-            if generate_url:
-                generate_with_server(prompts, url=generate_url, model=served_model, cfg=cfg, todo=missing, keys=keys,
-                                     on_sample=record_sample)
-            else:
-                chosen = sorted({i for i, _ in missing})
+    t0 = time.perf_counter()
+    if generate_url:
+        generate_with_server(prompts, url=generate_url, model=served_model, cfg=cfg, todo=todo, keys=keys,
+                             on_sample=record_sample)
+    else:
+        chosen = sorted({i for i, _ in todo})
 
-                def record_group(c: int, samples: list[str]) -> None:
-                    have[keys[chosen[c]]] = dict(enumerate(samples))
-                    if log_ is not None:
-                        log_.append({"key": keys[chosen[c]], "samples": samples})
-
-                generate_in_process([prompts[i] for i in chosen], model=model, cfg=cfg, tokenizer=tokenizer,
-                                    on_done=record_group)
-        finally:
+        def record_group(c: int, samples: list[str]) -> None:
+            have[keys[chosen[c]]] = dict(enumerate(samples))
             if log_ is not None:
-                log_.close()
-        log.info("difficulty filter: drew %d samples in %.1fs", len(missing), time.perf_counter() - t0)
-    out = [[have[k][j] for j in range(cfg.n)] if len(have.get(k, {})) == cfg.n else None for k in keys]
+                log_.append({"key": keys[chosen[c]], "samples": samples})
+
+        generate_in_process([prompts[i] for i in chosen], model=model, cfg=cfg, tokenizer=tokenizer,
+                            on_done=record_group)
+    log.info("difficulty filter: drew %d samples in %.1fs", len(todo), time.perf_counter() - t0)
+
+
+def _enough_samples(keys: list[str], have: dict[str, dict[int, str]], cfg: DifficultyConfig,
+                    log_path: Path | None) -> list[list[str] | None]:
+    """Each prompt's samples in index order, None for one with fewer than ``cfg.samples_needed``;
+    refuses when more than ``cfg.max_failed_fraction`` of the prompts are None."""
+    need = cfg.samples_needed
+    out = [[got[j] for j in sorted(got)] if len(got := have.get(k, {})) >= need else None for k in keys]
     lost = sum(o is None for o in out)
+    short = sum(o is not None and len(o) < cfg.n for o in out)
+    if short:
+        log.warning("difficulty filter: %d prompt(s) kept with fewer than %d samples (at least %d each): some "
+                    "samples were lost after %d retries and %d more round(s)", short, cfg.n, need, cfg.max_retries,
+                    cfg.lost_sample_rounds)
     if lost:
-        share = lost / len(prompts)
-        msg = (f"difficulty filter: {lost} of {len(prompts)} prompts ({share:.1%}) could not be sampled after "
-               f"{cfg.max_retries} retries of {cfg.timeout_s:g} s per request")
+        share = lost / len(keys)
+        msg = (f"difficulty filter: {lost} of {len(keys)} prompts ({share:.1%}) have fewer than {need} of {cfg.n} "
+               f"samples after {cfg.max_retries} retries of {cfg.timeout_s:g} s per request and "
+               f"{cfg.lost_sample_rounds} more round(s)")
         if share > cfg.max_failed_fraction:
             raise FilterRefused(f"{msg}, more than max_failed_fraction = {cfg.max_failed_fraction:g}: the policy "
                                 "server is failing. What was drawn is kept"
-                                + (f" in {log_.path}: rerun to draw only the rest" if log_ is not None else ""))
+                                + (f" in {log_path}: rerun to draw only the rest" if log_path is not None else ""))
         log.warning("%s: skipped and counted (at most difficulty.max_failed_fraction = %g)", msg,
                     cfg.max_failed_fraction)
     return out
-
-
-# ---------------------------------------------------------------------------------- scoring
-def score_samples(reward_fn: Callable, dataset,
-                  samples: Sequence[Sequence[str] | None]) -> list[list[float | None] | None]:
-    """Score every sample with a TRL-style reward function (sync or async), one call per batch.
-
-    ``dataset`` rows give the reward its columns (``answer``, ``options``, ``rubrics``, ...); a row
-    without samples (None: it could not be sampled) gets None.
-    """
-    from reward.runtime import run_sync
-
-    cols = [c for c in dataset.column_names if c != "prompt"]
-    prompts, completions, kwargs = [], [], {c: [] for c in cols}
-    for row, comps in zip(dataset, samples):
-        for c in comps or ():
-            prompts.append(row["prompt"])
-            completions.append([{"role": "assistant", "content": c}])
-            for col in cols:
-                kwargs[col].append(row[col])
-    result = reward_fn(prompts=prompts, completions=completions, completion_ids=None, **kwargs) if prompts else []
-    if inspect.isawaitable(result):
-        result = run_sync(result)
-    flat = list(result) if prompts else []
-    out: list[list[float | None] | None] = []
-    pos = 0
-    for comps in samples:
-        if comps is None:
-            out.append(None)
-            continue
-        out.append(flat[pos:pos + len(comps)])
-        pos += len(comps)
-    return out
-
-
-class FilterStats(BaseModel):
-    """What the filter did: counts per split, the windows, where the files are."""
-
-    rows: int
-    counts: dict[str, int]
-    windows: dict[str, str]
-    mean_of_means: float | None
-    seconds: float
-    out_dir: str | None = None
-
-
-def filter_rows(raw_rows: Sequence[dict], dataset, samples: Sequence[Sequence[str] | None], reward_fn: Callable,
-                cfg: DifficultyConfig, out_dir: str | Path | None = None) -> tuple[dict[str, list[dict]], FilterStats]:
-    """Score ``samples`` (per row of ``dataset``), split ``raw_rows`` by their mean reward and
-    write the results under ``out_dir`` when given. A row without samples (None: the server could
-    not sample it) is ``skipped`` and counted. Returns ``{split: rows}`` and the stats."""
-    t0 = time.perf_counter()
-    rewards = score_samples(reward_fn, dataset, samples)
-    splits: dict[str, list[dict]] = {s: [] for s in (*cfg.splits, "drop", "unscored", "too_few_scored", "skipped")}
-    records = []
-    means = []
-    ids = (dataset["row_id"] if "row_id" in dataset.column_names
-           else dataset["prompt_id"] if "prompt_id" in dataset.column_names else list(range(len(raw_rows))))
-    for i, (raw, rs) in enumerate(zip(raw_rows, rewards)):
-        if rs is None:
-            splits["skipped"].append(raw)
-            records.append({"index": i, "id": ids[i], "mean": None, "n_scored": 0, "rewards": None,
-                            "split": "skipped"})
-            continue
-        scored = [float(r) for r in rs if r is not None and not math.isnan(float(r))]
-        mean = sum(scored) / len(scored) if scored else None
-        split = cfg.split_of(mean)
-        need = min(cfg.min_scored or len(rs), len(rs))  # default: every sample drawn
-        if mean is not None and len(scored) < need:  # a mean of 1 of 8 samples decides nothing
-            split = "too_few_scored"
-        splits[split].append(raw)
-        if mean is not None:
-            means.append(mean)
-        records.append({"index": i, "id": ids[i], "mean": mean,
-                        "n_scored": len(scored), "rewards": rs, "split": split})
-    counts = {k: len(v) for k, v in splits.items()}
-    windows = {"keep": str(cfg.keep)} if cfg.mode == "keep" else {"rubric": str(cfg.rubric), "rule": str(cfg.rule)}
-    stats = FilterStats(rows=len(raw_rows), counts=counts, windows=windows,
-                        mean_of_means=sum(means) / len(means) if means else None,
-                        seconds=time.perf_counter() - t0, out_dir=str(out_dir) if out_dir else None)
-    log.info("difficulty filter: %d rows -> %s (windows %s)", len(raw_rows),
-             ", ".join(f"{k} {v}" for k, v in counts.items()), windows)
-    if counts["skipped"]:
-        log.warning("difficulty filter: %d row(s) skipped: the server could not sample them (retried; see above)",
-                    counts["skipped"])
-    if counts["too_few_scored"]:
-        log.warning("difficulty filter: %d row(s) dropped: fewer scored samples than min_scored (%s)",
-                    counts["too_few_scored"], cfg.min_scored or "all")
-    if out_dir is not None:
-        from reward.jsonl import write_jsonl
-
-        out = Path(out_dir)
-        out.mkdir(parents=True, exist_ok=True)
-        write_jsonl(out / "scores.jsonl", records)
-        for split in cfg.splits:
-            write_jsonl(out / f"{split}.jsonl", splits[split])
-        # last, and atomically: its presence means the folder is complete (other ranks wait for it)
-        tmp = out / "stats.json.tmp"
-        tmp.write_text(stats.model_dump_json(indent=2))
-        tmp.replace(out / "stats.json")
-    return splits, stats
 
 
 def read_rows(path: str | Path) -> list[dict]:

@@ -7,7 +7,8 @@ no ``config.json`` and no safetensors, so nothing else can load them. At the end
 (and of every stage-3 epoch) :func:`export_trainer` gathers the full state dict (a collective:
 every rank calls it), and rank 0 writes ``save_pretrained`` safetensors in the export dtype, the
 tokenizer and the generation config into a temporary folder that is renamed into place, so a
-folder that exists is complete. ``export.json`` records the step and the source.
+folder that exists is complete. ``export.json`` records the step and the source, and the model
+card (``README.md``, :mod:`training.model_card`) what the judge gate said, the override included.
 
 Layout (:func:`export_dir`): ``<output_dir>/hf`` for a stage, ``<output_dir>/hf-epoch-N`` for a
 stage-3 epoch, and ``<output_dir>/hf`` then points (a relative symlink) at the last epoch's.
@@ -20,6 +21,8 @@ import os
 import shutil
 from pathlib import Path
 from typing import Any
+
+from training.model_card import write_card
 
 __all__ = ["EXPORT_DTYPES", "WEIGHT_FILES", "export_dir", "export_trainer", "full_state_dict", "is_export",
            "move_into_place", "require_start_model", "save_hf"]
@@ -116,7 +119,9 @@ def save_hf(model: Any, state_dict: dict, out: str | Path, *, tokenizer: Any = N
         gen.save_pretrained(str(tmp))
     if tokenizer is not None:
         tokenizer.save_pretrained(str(tmp))
-    (tmp / "export.json").write_text(json.dumps({"dtype": dtype, **(meta or {})}, indent=2) + "\n", encoding="utf-8")
+    info = {"dtype": dtype, **(meta or {})}
+    (tmp / "export.json").write_text(json.dumps(info, indent=2) + "\n", encoding="utf-8")
+    write_card(tmp, info)  # what the export is, and what the judge gate said (training.model_card)
     return move_into_place(tmp, out)
 
 

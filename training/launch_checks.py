@@ -22,8 +22,8 @@ from training.run_folder import difficulty_dir, last_checkpoint, next_epoch
 from training.start_record import check_start
 from training.trl_config import TrainConfig
 
-__all__ = ["FILTER_IN_PROCESS_ENV", "check_collective_timeout", "check_filter_plan", "check_judge", "guard_start",
-           "judge_answers", "judge_rounds", "judge_spec", "process_rank"]
+__all__ = ["FILTER_IN_PROCESS_ENV", "check_collective_timeout", "check_filter_plan", "check_judge", "gate_only",
+           "guard_start", "judge_answers", "judge_rounds", "judge_spec", "process_rank"]
 
 log = logging.getLogger(__name__)
 
@@ -43,23 +43,39 @@ def judge_spec(cfg: TrainConfig) -> JudgeSettings:
     return j.resolved()
 
 
-def check_judge(cfg: TrainConfig) -> None:
+def check_judge(cfg: TrainConfig) -> dict | None:
     """A served judge answers before any model loads: a wrong or dead ``judge.url`` would otherwise
     surface at the first reward call, after the policy, vLLM and a first generation batch (a
     traceback on every rank). Stage 1 has no judge. In stage 3 the judge must pass the judge gate
-    (its calibration on record predicts a reward that survives it), or ``judge_gate.enforce`` be false.
+    (its calibration on record is of this run and predicts a reward that survives it), or
+    ``judge_gate.enforce`` be false: the gate's outcome is returned for the run to record
+    (``training.gate_record``; None: not gated).
 
     Raises:
-        InputError: see :func:`judge_answers`.
+        InputError: see :func:`judge_answers`, and the gate's refusal.
     """
     if cfg.stage != "mcq":
         judge_answers(judge_spec(cfg))
-    if cfg.stage == "clinical_rubric":
-        from training.judge_gate import enforce_judge_gate
+    if cfg.stage != "clinical_rubric":
+        return None
+    from training.judge_gate import enforce_judge_gate
 
-        enforce_judge_gate(judge_spec(cfg), cfg.judge_gate, tree=cfg.reward.tree,
-                           reward={"router": cfg.reward.router if cfg.reward.rubric_source != "rows" else None,  # rows: no routing
-                                   "confirm_failures": cfg.reward.confirm_failures})
+    return enforce_judge_gate(judge_spec(cfg), cfg.judge_gate, recipe=cfg.reward, tree=cfg.reward.tree)
+
+
+def gate_only(cfg: TrainConfig) -> int:
+    """The TRL launcher's ``--gate-only``: stage 3's judge answers and passes the judge gate (other
+    stages are not gated); prints one JSON line and returns the exit status (2: refused)."""
+    import json
+
+    try:
+        gate = check_judge(cfg) if cfg.stage == "clinical_rubric" else None
+    except InputError as exc:
+        print(f"error: {exc}", flush=True)
+        return 2
+    said = "not gated" if gate is None else "passed" if gate["passed"] else "overridden"
+    print(json.dumps({"judge_gate": said, "stage": cfg.stage}), flush=True)
+    return 0
 
 
 def judge_answers(j: JudgeSettings, *, prefix: str = "judge", file: str | None = None) -> None:

@@ -72,9 +72,13 @@ class DifficultyOptions(BaseModel):
                                                     "sample: 32 prompts x 8 at once)")
     timeout_s: float = Field(1800.0, gt=0, description="seconds one sample request may take before it is retried")
     max_retries: int = Field(3, ge=0, description="retries of a sample request that timed out or failed")
+    lost_sample_rounds: int = Field(1, ge=0, description="times a sample still lost after its retries is asked for "
+                                                         "again, once every other sample is drawn")
+    min_samples: int | None = Field(None, ge=1, description="fewest samples a prompt keeps when some are lost for good "
+                                                            "(default: half of n, at least 2)")
     max_failed_fraction: float = Field(0.05, ge=0.0, le=1.0, description=(
-        "share of prompts left unsampled after the retries that is skipped and counted; above it the filter "
-        "stops (the server is failing)"))
+        "share of prompts left with fewer than min_samples samples after the retries that is skipped and "
+        "counted; above it the filter stops (the server is failing)"))
     rubric: tuple[float, float] = (0.1, 0.4)
     rule: tuple[float, float] = (0.4, 0.7)  # (lo, hi]: lo exclusive
     keep: tuple[float, float] = (0.15, 0.7)
@@ -90,6 +94,7 @@ class DifficultyOptions(BaseModel):
             n=self.n, temperature=self.temperature, max_new_tokens=self.max_new_tokens or 1024, mode=mode,
             batch_size=self.batch_size, chat_template_kwargs=self.chat_template_kwargs,
             concurrency=self.concurrency, timeout_s=self.timeout_s, max_retries=self.max_retries,
+            lost_sample_rounds=self.lost_sample_rounds, min_samples=self.min_samples,
             max_failed_fraction=self.max_failed_fraction,
             rubric=Window(lo=self.rubric[0], hi=self.rubric[1]),
             rule=Window(lo=self.rule[0], hi=self.rule[1], lo_inclusive=False),

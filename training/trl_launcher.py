@@ -43,6 +43,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from reward.errors import InputError, ModelNotFoundError
+from training.gate_record import append_outcome, gate_history
 from training.hf_export import export_dir, export_trainer, link_final, require_start_model
 from training.launch_checks import check_collective_timeout, check_filter_plan, check_judge, guard_start, judge_spec
 from training.launch_checks import process_rank as _rank
@@ -86,6 +87,16 @@ def filter_reward(cfg: TrainConfig, reward_funcs: list | None = None):
     return fn.as_pass_rate() if hasattr(fn, "as_pass_rate") else fn  # MCQ: correctness in {0, 1} already
 
 
+def filter_scorer(cfg: TrainConfig, reward_funcs: list | None = None):
+    """The reward the run's difficulty filter scores samples with: MCQ correctness for MCQ data
+    (stages 1-2 route by it), else :func:`filter_reward`."""
+    if cfg.data_kind == "mcq":
+        from reward.integrations.trl import MCQRuleReward
+
+        return MCQRuleReward()
+    return filter_reward(cfg, reward_funcs)
+
+
 def _data_paths(cfg: TrainConfig) -> list[str]:
     return list(cfg.data.paths)
 
@@ -111,9 +122,11 @@ def once_per_job(marker: Path, compute: Callable[[], Any], *, poll_s: float = 5.
         time.sleep(poll_s)
 
 
-def _check_filter_results(cfg: TrainConfig, out: Path, dcfg) -> None:
-    """Refuse results made with other windows or data: reusing them would train on the wrong rows."""
-    from training.difficulty import FilterStats
+def _check_filter_results(cfg: TrainConfig, out: Path, dcfg, reward_funcs: list | None = None) -> None:
+    """Refuse results made with other windows, data or reward settings: reusing them would train
+    on the wrong rows."""
+    from training.difficulty import FilterStats, reward_record
+    from training.difficulty_results import check_filter_reward
 
     path = out / "stats.json"
     stats = FilterStats.model_validate_json(path.read_text(encoding="utf-8"))
@@ -124,6 +137,7 @@ def _check_filter_results(cfg: TrainConfig, out: Path, dcfg) -> None:
     if diffs:
         raise InputError("these difficulty results were made with other settings (" + "; ".join(diffs)
                          + "): delete the folder to filter again, or set difficulty.out_dir", file=str(path))
+    check_filter_reward(stats, reward_record(filter_scorer(cfg, reward_funcs)), path)
 
 
 def build_train_dataset(cfg: TrainConfig, reward_funcs: list | None = None):
@@ -145,7 +159,7 @@ def build_train_dataset(cfg: TrainConfig, reward_funcs: list | None = None):
     if (out / "stats.json").exists():
         log.info("difficulty filter: reusing %s", out)
     once_per_job(out / "stats.json", lambda: run_difficulty(cfg, cfg.model, out, reward_funcs))
-    _check_filter_results(cfg, out, d.config("split" if cfg.data_kind == "mcq" else "keep"))
+    _check_filter_results(cfg, out, d.config("split" if cfg.data_kind == "mcq" else "keep"), reward_funcs)
     rows = read_rows(out / f"{split}.jsonl")
     if not rows:
         raise InputError(f"the difficulty filter kept no row for split '{split}'", file=str(out / f"{split}.jsonl"))
@@ -183,14 +197,13 @@ def run_difficulty(cfg: TrainConfig, model: Any, out_dir: Path, reward_funcs: li
 
     d = cfg.difficulty
     raw = _all_rows(cfg)
+    reward = filter_scorer(cfg, reward_funcs)  # stages 1-2: MCQ correctness; 3: raw 0..1, not the shaped reward
     if cfg.data_kind == "mcq":
-        from reward.integrations.trl import MCQRuleReward
-
         dataset = build_mcq_dataset(raw, system_prompt=cfg.data.system_prompt or "none")
-        dcfg, reward = d.config("split"), MCQRuleReward()  # stages 1-2 route by MCQ correctness
+        dcfg = d.config("split")
     else:
         dataset = build_healthbench_dataset(raw, system_prompt=cfg.data.system_prompt or "ours")
-        dcfg, reward = d.config("keep"), filter_reward(cfg, reward_funcs)  # raw 0..1, not the shaped reward
+        dcfg = d.config("keep")
     samples = sample_prompts([row["prompt"] for row in dataset], model=model, cfg=dcfg, generate_url=d.generate_url,
                              served_model=d.served_model, tokenizer=tokenizer, out_dir=out_dir)
     return filter_rows(raw, dataset, samples, reward, dcfg, out_dir)
@@ -232,6 +245,9 @@ def make_trainer(cfg: TrainConfig, train_dataset, reward_funcs: list, **arg_over
 
     from training.trl_logging import bound_completion_logs, wandb_mode_for
 
+    for fn in reward_funcs:  # a column the reward needs and the data lacks: refused before the model loads
+        if hasattr(fn, "check_columns"):
+            fn.check_columns(train_dataset.column_names)
     args = grpo_args(cfg, **arg_overrides)
     world = max(1, int(os.environ.get("WORLD_SIZE", "1")))
     per_step = args.per_device_train_batch_size * args.gradient_accumulation_steps * world
@@ -258,8 +274,8 @@ def make_trainer(cfg: TrainConfig, train_dataset, reward_funcs: list, **arg_over
 
 def export_policy(cfg: TrainConfig, trainer, out: Path, **meta: Any) -> Path:
     """The Hugging Face export of the trainer's current policy (every rank calls it)."""
-    path = export_trainer(trainer, out, dtype=cfg.export_dtype, meta={"stage": cfg.stage, "started_from": cfg.model,
-                                                                       **meta})
+    path = export_trainer(trainer, out, dtype=cfg.export_dtype, meta={  # the gate's outcomes go into its model card
+        "stage": cfg.stage, "started_from": cfg.model, "judge_gate": gate_history(cfg.output_dir), **meta})
     log.info("Hugging Face export of the policy: %s", path)
     return path
 
@@ -269,7 +285,9 @@ def train(cfg: TrainConfig) -> TrainResult:
     from the same start model: :func:`guard_start`)."""
     guard_start(cfg)
     check_collective_timeout(cfg)
-    check_judge(cfg)
+    gate = check_judge(cfg)
+    if gate is not None and _rank() == 0:  # passed or overridden: the run keeps what the gate said
+        append_outcome(cfg.output_dir, gate)
     check_filter_plan(cfg)
     if cfg.difficulty.per_epoch:
         return _train_per_epoch(cfg)
@@ -318,7 +336,8 @@ def filter_epoch_with_policy(cfg: TrainConfig, epoch: int, reward_funcs: list | 
 def _train_per_epoch(cfg: TrainConfig) -> TrainResult:
     """Stage 3: filter with the current policy before each epoch (see the module docstring)."""
     from training.data import build_healthbench_dataset
-    from training.difficulty import FilterStats, read_rows
+    from training.difficulty import FilterStats, read_rows, reward_record
+    from training.difficulty_results import check_filter_reward
 
     reward_funcs = build_reward_funcs(cfg)
     epochs_file = Path(cfg.output_dir) / "epochs.json"
@@ -345,6 +364,7 @@ def _train_per_epoch(cfg: TrainConfig) -> TrainResult:
         once_per_job(marker, filter_epoch)
         start = int(json.loads(marker.read_text())["start_step"])
         stats = FilterStats.model_validate_json((out / "stats.json").read_text())
+        check_filter_reward(stats, reward_record(filter_scorer(cfg, reward_funcs)), out / "stats.json")
         kept = read_rows(out / "keep.jsonl")
         ckpt = last_checkpoint(cfg.output_dir)
         if not kept:
@@ -412,11 +432,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--check-only", action="store_true",
                    help="a dry run: the launch checks (the judge answers and, in stage 3, passes the judge gate; "
                         "the filter plan) and exit, loading no model")
+    p.add_argument("--gate-only", action="store_true",
+                   help="stage 3: the judge answers and passes the judge gate (other stages: not gated), and exit; "
+                        "needs no start model (scripts/train.sh and the pipeline ask it before anything starts)")
     a = p.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     try:
         cfg = load_config(a.config, a.overrides)
-        if not (a.print_judge or a.print_output_dir):
+        if not (a.print_judge or a.print_output_dir or a.gate_only):
             require_start_model(cfg.model, f"model: in {a.config}")
     except (InputError, ModelNotFoundError) as exc:
         print(f"error: {exc}", flush=True)
@@ -436,6 +459,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if a.print_next_epoch:
         print(json.dumps(next_epoch(cfg)), flush=True)
         return 0
+    if a.gate_only:
+        from training.launch_checks import gate_only
+
+        return gate_only(cfg)
     if a.check_only:
         try:
             check_judge(cfg)

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any, Literal
@@ -140,9 +141,63 @@ def write_parquet(rows: Sequence[dict], out: str | Path) -> Path:
     if not rows:
         raise InputError("no rows to write", file=str(out))
     out = Path(out)
+    if out.is_dir():
+        raise InputError("is a folder: give the .parquet file to write", file=str(out))
     out.parent.mkdir(parents=True, exist_ok=True)
     pq.write_table(pa.Table.from_pylist(list(rows)), out)
     return out
+
+
+CLINICAL_SOURCES = ("clinical_rubric", "healthbench")
+
+
+def _has_field(schema, column: str, field: str) -> bool:
+    import pyarrow as pa
+
+    if column not in schema.names:
+        return False
+    kind = schema.field(column).type
+    if pa.types.is_map(kind):  # keys are per row: trust it
+        return True
+    return pa.types.is_struct(kind) and kind.get_field_index(field) >= 0
+
+
+def check_parquet_columns(path: str | Path, *, rubric_source: str = "both", prompt_key: str = "prompt",
+                          source_key: str = "data_source") -> None:
+    """Refuse a verl parquet without a column the reward needs, before verl starts: the prompt and
+    data-source columns, and for clinical rows (``clinical_rubric``/``healthbench``) under a
+    ``rubric_source`` that grades the row's items the items themselves,
+    ``reward_model.ground_truth`` (or ``extra_info.rubrics``). Without them the stage-3 reward would
+    be the tree score alone (``both``) or fail on every rollout (``rows``).
+
+    Raises:
+        InputError: naming the file, the column and the columns it has (a near miss like
+            ``rubric`` is pointed out).
+    """
+    import difflib
+
+    import pyarrow.parquet as pq
+
+    schema = pq.read_schema(path)
+    names = list(schema.names)
+    have = f"its columns: {', '.join(names) or 'none'}"
+    for key in (source_key, prompt_key):
+        if key not in names:
+            raise InputError(f"no '{key}' column, which verl reads ({have})", file=str(path), field=key)
+    if rubric_source == "tree":
+        return
+    sources = set(pq.read_table(path, columns=[source_key]).column(0).to_pylist())
+    if not sources & set(CLINICAL_SOURCES):
+        return
+    if _has_field(schema, "reward_model", "ground_truth") or _has_field(schema, "extra_info", "rubrics"):
+        return
+    near = difflib.get_close_matches("rubrics", names, n=1, cutoff=0.6)
+    hint = f" ('{near[0]}' is not read)" if near else ""
+    raise InputError(f"the clinical rows carry no rubric items: no 'reward_model.ground_truth' column (nor "
+                     f"'extra_info.rubrics'){hint}, and rubric_source '{rubric_source}' grades them ({have}). "
+                     "`python -m training.verl_data healthbench ROWS.jsonl OUT.parquet` writes them; "
+                     "rubric_source: tree grades the tree's leaves alone", file=str(path),
+                     field="reward_model.ground_truth")
 
 
 def build_verl_parquet(kind: Kind, source: str | Path | Iterable, out: str | Path, **kw: Any) -> Path:
@@ -151,6 +206,9 @@ def build_verl_parquet(kind: Kind, source: str | Path | Iterable, out: str | Pat
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """The command line; a bad input (a missing file, a bad row, an unknown data source or system
+    prompt, an output that cannot be written) prints one ``error:`` line naming the file, record
+    and field and exits 2 (``--debug``: the traceback)."""
     ap = argparse.ArgumentParser(prog="python -m training.verl_data",
                                  description="Convert MCQ or HealthBench-format JSONL to verl's RL parquet.")
     ap.add_argument("kind", choices=KINDS)
@@ -160,11 +218,30 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--system-prompt", default=None, help="ours, none or a text file (default: by kind)")
     ap.add_argument("--split", default="train")
     ap.add_argument("--limit", type=int, default=None)
+    ap.add_argument("--debug", action="store_true", help="a traceback instead of one error line")
     a = ap.parse_args(argv)
-    path = build_verl_parquet(a.kind, a.source, a.out, data_source=a.data_source, system_prompt=a.system_prompt,
-                              split=a.split, limit=a.limit)
+    try:
+        path = build_verl_parquet(a.kind, a.source, a.out, data_source=a.data_source, system_prompt=a.system_prompt,
+                                  split=a.split, limit=a.limit)
+    except (InputError, OSError, ValueError) as exc:
+        if a.debug:
+            raise
+        print(f"error: {_one_line(exc, a)}", file=sys.stderr)
+        return 2
     print(f"wrote {path}")
     return 0
+
+
+def _one_line(exc: BaseException, a: argparse.Namespace) -> str:
+    """The error as one line naming what it is about: the option for a bad data source or system
+    prompt, the path for an OS error."""
+    if isinstance(exc, InputError) and exc.field == "data_source" and not exc.file:
+        return f"--data-source: {exc.reason}"
+    if isinstance(exc, FileNotFoundError) and "system prompt" in str(exc):
+        return f"--system-prompt: {exc}"
+    if isinstance(exc, OSError) and getattr(exc, "filename", None):
+        return f"{exc.filename}: {exc.strerror or exc}"
+    return " ".join(str(exc).split())
 
 
 if __name__ == "__main__":

@@ -7,7 +7,9 @@ else can load those. scripts/train_verl.sh ends each stage with :func:`export_la
 merger (``python -m verl.model_merger merge --backend fsdp --local_dir ACTOR --target_dir DIR``,
 verl 0.9.1) writes safetensors into a temporary folder that is renamed to
 ``<default_local_dir>/hf`` (as the TRL path's ``<output_dir>/hf``) only once it holds a config and
-weights (:func:`training.hf_export.is_export`); ``export.json`` records the step and the source.
+weights (:func:`training.hf_export.is_export`); ``export.json`` records the step, the source and
+what the judge gate said at each launch (``training.gate_record``, written by the preflight), and
+the model card (``README.md``) says it too, an override first.
 
 ``python -m training.verl_export CHECKPOINT_DIR [TARGET]`` exports (the checkpoint folder is the one
 ``training.verl_preflight`` prints for the composed config).
@@ -24,7 +26,9 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from reward.errors import InputError
+from training.gate_record import gate_history
 from training.hf_export import is_export, move_into_place
+from training.model_card import write_card
 
 __all__ = ["export_latest", "latest_actor", "merge_command"]
 
@@ -64,7 +68,9 @@ def export_latest(ckpt_dir: str | Path, target: str | Path | None = None, *, pyt
     if res.returncode != 0 or not is_export(tmp):
         raise InputError(f"verl's model merger did not write a Hugging Face model (exit {res.returncode}): "
                          f"{' '.join(merge_command(actor, tmp, python))}", file=str(tmp))
-    (tmp / "export.json").write_text(json.dumps({"step": step, "source": str(actor), "trainer": "verl"}, indent=2))
+    info = {"step": step, "source": str(actor), "trainer": "verl", "judge_gate": gate_history(ckpt_dir)}
+    (tmp / "export.json").write_text(json.dumps(info, indent=2))
+    write_card(tmp, info)  # the judge gate's outcomes, the override included (training.model_card)
     return move_into_place(tmp, out)
 
 

@@ -10,6 +10,10 @@ Data flow per case::
     -> for a case with ``applicable`` labels: one applicability item per leaf the applicability step
     would ask about (conditional, not switched on by a cue): truth present or absent
 
+Each (conversation, reply text, leaf) is one item, however many cases hold it: a conversation with
+several flawed replies shares its good reply among its cases (the blind set's format), and counting
+it once per case would weigh its items several times.
+
 The conversation the judge reads is the reward's (the context folded in as a turn), so a verdict
 graded here is the verdict the reward would be served from the cache.
 """
@@ -65,6 +69,8 @@ def labelled_items(tree: RubricTree, cases: Sequence[StressCase], routings: Sequ
     """Every labelled verdict and applicability item of ``cases`` (see the module docstring)."""
     verdicts: list[LabelledVerdict] = []
     apps: list[LabelledApplicability] = []
+    seen: set[tuple] = set()  # a conversation's good reply is in each of its cases: one item per (reply, leaf)
+    asked: set[tuple] = set()
     for case, routing in zip(cases, routings):
         conv = with_context(as_conversation(case.prompt), case.context)
         lang = language_of(user_text(conv))
@@ -72,6 +78,9 @@ def labelled_items(tree: RubricTree, cases: Sequence[StressCase], routings: Sequ
         for reply, text, failed in (("clean", case.clean, set(case.clean_failed)), ("perturbed", case.perturbed,
                                                                                      set(case.failed))):
             for lid in leaves:
+                if (conv, text, lid) in seen:
+                    continue
+                seen.add((conv, text, lid))
                 leaf = tree[lid]
                 verdicts.append(LabelledVerdict(
                     case_id=case.id, reply=reply, leaf_id=lid, fails=lid in failed, severity=tree.severity[lid],
@@ -80,6 +89,9 @@ def labelled_items(tree: RubricTree, cases: Sequence[StressCase], routings: Sequ
         if case.applicable is None:
             continue
         for lid in asked_leaves(tree, routing):
+            if (conv, lid) in asked:
+                continue
+            asked.add((conv, lid))
             leaf = tree[lid]
             apps.append(LabelledApplicability(
                 case_id=case.id, leaf_id=lid, present=case.is_applicable(lid, leaf.conditional),

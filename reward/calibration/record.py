@@ -4,6 +4,12 @@ and where records are kept so that a launcher can look its judge up by identity.
 Records live in ``<cache dir>/calibrations/<hash of the judge id>.json`` (the cache directory of
 the verdict cache: ``$RUBRICSTREE_CACHE_DIR`` or ``~/.cache/rubricstree``), one per judge identity,
 the latest calibration winning; ``--report DIR`` writes a copy beside the report.
+
+A record carries what it is of (``reward.calibration.binding``: the prompts' content, the scoring
+recipe, the scoring code, the distinct cases, the judge's answers to the fixed probe items) and
+``record_hash``, a hash of all the rest, written by :func:`save_calibration`: a record edited by
+hand no longer verifies (:meth:`CalibrationRecord.verifies`) and the gate refuses it. The hash
+catches an edit, not a forgery: whoever recomputes it can write any record.
 """
 
 from __future__ import annotations
@@ -19,8 +25,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from reward.calibration.stats import Difference, Rate, Reliability
 from reward.errors import InputError
 from reward.stress.errors import ErrorModel
+from reward.textio import load_json_file
 
-FORMAT = 1
+FORMAT = 2  # 2: bound to its prompts, recipe, scoring code, distinct cases and probe answers; record_hash
 # A cell of the error table enters the error model only with this many items; smaller cells fall
 # back to the next coarser key (severity, polarity, then the pooled rate).
 MIN_CELL = 10
@@ -50,16 +57,55 @@ class Rereads(BaseModel):
     third_correlation: Difference
 
 
+class LeafCoverage(BaseModel):
+    """How many labelled items a leaf had, and how the judge read them."""
+
+    severity: str | None = Field(None, description="the leaf's severity in the calibration's taxonomy")
+    fail_items: int = Field(0, description="items labelled to fail the leaf")
+    pass_items: int = Field(0, description="items labelled to pass it (its situation present)")
+    read_fail_on_fail: int = Field(0, description="of the failing items, read as failed")
+    read_fail_on_pass: int = Field(0, description="of the passing items, read as failed")
+
+    @property
+    def one_sided(self) -> str | None:
+        """'never fails' (a judge that reads every item of the leaf as passed, with failing items
+        to read) or 'never passes' (every item read as failed, with passing items), else None."""
+        n = self.fail_items + self.pass_items
+        if n == 0:
+            return None
+        if self.fail_items and self.read_fail_on_fail + self.read_fail_on_pass == 0:
+            return "never fails"
+        if self.pass_items and self.read_fail_on_fail + self.read_fail_on_pass == n:
+            return "never passes"
+        return None
+
+
 class Prediction(BaseModel):
-    """What the stress test's noise model predicts on the calibration's cases under this judge."""
+    """What the stress test's noise model predicts on the calibration's cases under this judge.
+
+    ``detection_low``/``detection_high``: a 95% interval of the detection rate, from two sources
+    of doubt (``reward.calibration.run.detection_interval``): the cases are a sample (Wilson's
+    interval of the rate as a proportion of the distinct cases) and the draws are random (1.96
+    standard errors of the mean over the seeds, added on each side)."""
 
     detection_rate: float
+    detection_low: float = Field(0.0, description="lower end of the 95% interval of the detection rate")
+    detection_high: float = Field(1.0, description="upper end of the 95% interval of the detection rate")
+    seed_rates: list[float] = Field(default_factory=list, description="the detection rate of each seed")
     clean_mean: float
     independent_detection_rate: float = Field(description="the same error rate, readings independent")
-    cases: int
+    cases: int = Field(description="cases the prediction ran on (copies included)")
     seeds: list[int]
     repeats: int
     confirm_failures: bool
+
+
+class ProbeAnswers(BaseModel):
+    """A served judge's answers to the fixed probe items at calibration (``reward.judge.signature``)."""
+
+    text: list[float] | None = None
+    answers: list[float] | None = None
+    tolerance: float = Field(description="the difference between two readings above which they are two judges")
 
 
 class CalibrationRecord(BaseModel):
@@ -70,6 +116,17 @@ class CalibrationRecord(BaseModel):
     format: int = FORMAT
     judge_id: str = Field(description="the judge's identity, as the verdict cache keys it")
     judge: dict[str, Any] = Field(default_factory=dict, description="the judge settings used")
+    judge_probe: ProbeAnswers | None = Field(None, description=(
+        "the judge's answers to the fixed probe items (a served vLLM judge); a judge that answers them otherwise"
+        " is another judge, whatever its name"))
+    judge_endpoints: list[str] = Field(default_factory=list, description="the endpoints that graded (no credentials)")
+    template_hash: str = Field("", description=(
+        "the content of every prompt the reward asks the judge with (reward.calibration.binding.template_hash)"))
+    reward_settings: dict[str, Any] = Field(default_factory=dict, description=(
+        "the recipe fields that change a score, as calibrated (reward.calibration.binding.scoring_settings)"))
+    reward_settings_hash: str = ""
+    scoring_code: str = Field("", description="the version of the scoring and prediction code (a hash of its code)")
+    distinct_cases: int = Field(0, description="cases that differ in content (copies of one case count once)")
     cases: str
     cases_fingerprint: str
     taxonomy_fingerprint: str
@@ -92,6 +149,30 @@ class CalibrationRecord(BaseModel):
     systematic: list[SystematicLeaf] = Field(default_factory=list)
     soft: Reliability | None = Field(None, description="calibration of p(met) against the labels (choice mode)")
     predicted: Prediction | None = None
+    coverage: dict[str, LeafCoverage] = Field(default_factory=dict, description=(
+        "per leaf with at least one labelled item: its failing and passing items and how they were read"))
+    unmeasured: list[str] = Field(default_factory=list, description=(
+        "leaves of the taxonomy with no labelled item here (a judge that could never fail them passes unseen)"))
+    unmeasured_critical: list[str] = Field(default_factory=list)
+    record_hash: str = Field("", description="a hash of every other field, written when the record is saved")
+
+    def one_sided(self) -> dict[str, str]:
+        """Leaves the judge never failed or never passed, with failing (passing) items to read."""
+        return {lid: why for lid, c in self.coverage.items() if (why := c.one_sided)}
+
+    def one_sided_critical(self) -> dict[str, str]:
+        """:meth:`one_sided`, critical leaves only."""
+        return {lid: why for lid, why in self.one_sided().items() if self.coverage[lid].severity == "critical"}
+
+    def content_hash(self) -> str:
+        """The hash of every field but ``record_hash`` (canonical JSON)."""
+        payload = json.dumps(self.model_dump(mode="json", exclude={"record_hash"}), sort_keys=True,
+                             ensure_ascii=False, separators=(",", ":"))
+        return hashlib.sha256(payload.encode()).hexdigest()
+
+    def verifies(self) -> bool:
+        """Whether the record is as it was saved (its ``record_hash`` matches its content)."""
+        return bool(self.record_hash) and self.record_hash == self.content_hash()
 
     @property
     def critical_false_pass(self) -> Rate:
@@ -136,9 +217,11 @@ def record_path(judge_id: str, cache_dir: str | Path | None = None) -> Path:
 
 
 def save_calibration(record: CalibrationRecord, path: str | Path) -> Path:
-    """Write ``record`` to ``path`` (atomically: a crash leaves the old file or the new one)."""
+    """Write ``record`` to ``path`` with its ``record_hash`` (atomically: a crash leaves the old file
+    or the new one)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
+    record.record_hash = record.content_hash()
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     tmp.write_text(json.dumps(record.model_dump(mode="json"), indent=1, ensure_ascii=False), encoding="utf-8")
     tmp.replace(path)
@@ -146,14 +229,17 @@ def save_calibration(record: CalibrationRecord, path: str | Path) -> Path:
 
 
 def load_calibration(path: str | Path) -> CalibrationRecord:
-    """Read a record; errors name the file and the field."""
+    """Read a record; errors name the file and the field. A record of another format is refused
+    with the remedy (calibrate again): what it does not carry cannot be checked."""
     path = Path(path)
     if not path.is_file():
         raise InputError("calibration file not found", file=str(path))
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise InputError(f"not a calibration JSON: {exc}", file=str(path)) from exc
+    data = load_json_file(path)  # bounded in size and depth; errors name the file
+    if isinstance(data, dict) and data.get("format", FORMAT) != FORMAT:
+        raise InputError(f"a calibration record of format {data.get('format')!r}, this version reads format {FORMAT} "
+                         "(which binds the record to its prompts, recipe, scoring code, distinct cases and the judge's "
+                         "probe answers): calibrate the judge again with `rubricstree judge calibrate`",
+                         file=str(path), field="format")
     try:
         return CalibrationRecord.model_validate(data)
     except ValidationError as exc:

@@ -30,10 +30,14 @@ def markdown(rec: CalibrationRecord, gate_line: str | None = None) -> str:
         p = rec.predicted
         out += ["## What this judge predicts for the reward", "",
                 *_table(["", "value"], [
-                    ["predicted detection rate (stress cases, failure confirmation on)", f"{p.detection_rate:.3f}"],
+                    ["predicted detection rate (stress cases, failure confirmation "
+                     f"{'on' if p.confirm_failures else 'off'})", f"{p.detection_rate:.3f}"],
+                    ["its 95% interval (distinct cases and seeds; the gate reads the lower end)",
+                     f"[{p.detection_low:.3f}, {p.detection_high:.3f}]"],
                     ["predicted clean-reply mean score", f"{p.clean_mean:.3f}"],
                     ["detection if the same error rate were independent", f"{p.independent_detection_rate:.3f}"],
-                    ["draws", f"{p.cases} cases x {p.repeats} repeats x seeds {p.seeds}"]])]
+                    ["draws", f"{p.cases} cases ({rec.distinct_cases} distinct) x {p.repeats} repeats x seeds "
+                              f"{p.seeds}"]])]
     keys = [k for k in ("*", "critical", "major", "minor", "positive", "negative") if k in rec.false_fail
             or k in rec.false_pass]
     keys += sorted(k for k in {*rec.false_fail, *rec.false_pass} if "/" in k)
@@ -71,12 +75,32 @@ def markdown(rec: CalibrationRecord, gate_line: str | None = None) -> str:
         out += _table(["leaf", "misread"], [[s.leaf_id, f"{s.errors}/{s.n}"] for s in rec.systematic])
     else:
         out += ["None (a leaf needs 3 items or more to be judged).", ""]
+    out += coverage_section(rec)
     if rec.soft:
         out += ["## Soft verdicts", "", f"Brier score {rec.soft.brier:.4f}, expected calibration error "
                 f"{rec.soft.ece:.4f} over {rec.soft.n} items (reliability.png).", ""]
-    out += ["## What this cannot tell", "", "The cases are ours: a judge can read them well and read a domain "
-            "they miss badly. The labels are one author's; the rates say how the judge agrees with them.", ""]
+    out += ["## What this cannot tell", "", "The labels are not physician-validated (docs/labels.md): the rates say "
+            "how the judge agrees with them. A leaf with few items has a wide interval; a leaf with none is "
+            "unmeasured.", ""]
     return "\n".join(out)
+
+
+def coverage_section(rec: CalibrationRecord) -> list[str]:
+    """Per leaf: how many labelled items it had (failing, passing) and how they were read; the
+    leaves the judge never failed or never passed; the leaves with no item at all."""
+    if not rec.coverage and not rec.unmeasured:
+        return []
+    one_sided = rec.one_sided()
+    rows = [[lid, str(c.fail_items), f"{c.read_fail_on_fail}/{c.fail_items}", str(c.pass_items),
+             f"{c.read_fail_on_pass}/{c.pass_items}", one_sided.get(lid, "")] for lid, c in rec.coverage.items()]
+    out = ["## Coverage, per leaf", "",
+           f"{len(rec.coverage)} leaves have labelled items here; {len(rec.unmeasured)} have none "
+           f"({len(rec.unmeasured_critical)} critical). A leaf the judge never fails (or never passes), with items "
+           f"to read, is blind on one side: {len(one_sided)} such leaves.", "",
+           *_table(["leaf", "failing items", "read failed", "passing items", "read failed", "one-sided"], rows)]
+    if rec.unmeasured_critical:
+        out += ["Critical leaves with no item (unmeasured): " + ", ".join(rec.unmeasured_critical), ""]
+    return out
 
 
 def reliability_plot(rec: CalibrationRecord, path: Path) -> bool:

@@ -12,8 +12,11 @@ Data flow::
          applicability errors, critical leaves apart), re-read agreement and correlation, leaves
          misread in most of their items, soft-verdict calibration
       -> the error model those imply, run through the stress test's noise model on the same cases:
-         the detection rate this judge predicts for the reward (``predicted``)
-      -> :class:`reward.calibration.record.CalibrationRecord`
+         the detection rate this judge predicts for the reward (``predicted``), with a 95% interval
+         (:func:`detection_interval`)
+      -> :class:`reward.calibration.record.CalibrationRecord`, bound to what it is of
+         (``reward.calibration.binding``: prompts, recipe, scoring code, distinct cases, the
+         judge's probe answers)
 
 A failed judge call is left out of every rate and counted (``failed_items``): it says nothing of
 how the judge reads.
@@ -31,21 +34,32 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from reward.calibration.binding import (
+    distinct_cases,
+    judge_binding,
+    scoring_code_version,
+    scoring_settings,
+    settings_hash,
+    template_hash,
+)
 from reward.calibration.items import LabelledApplicability, LabelledVerdict, labelled_items
 from reward.calibration.record import (
     SYSTEMATIC_MIN_ERRORS,
     SYSTEMATIC_MIN_ITEMS,
     CalibrationRecord,
+    LeafCoverage,
     Prediction,
+    ProbeAnswers,
     Rereads,
     SystematicLeaf,
 )
-from reward.calibration.stats import Rate, pooled_difference, reliability
+from reward.calibration.stats import Z95, Rate, pooled_difference, reliability, wilson
 from reward.judge.base import Judge
 from reward.judge.templates import Template
 from reward.judge.types import JudgeItem, Verdict
 from reward.router.applicability import APPLICABILITY
 from reward.router.base import Routing, tree_fingerprint
+from reward.settings import RewardSettings
 from reward.stages.confirm import readings
 from reward.stress.cases import StressCase
 from reward.tree.graph import RubricTree
@@ -88,12 +102,17 @@ def _fingerprint(cases: Sequence[StressCase]) -> str:
 async def calibrate(judge: Judge, tree: RubricTree, cases: Sequence[StressCase], routings: Sequence[Routing], *,
                     cases_label: str = "bundled", router: str = "embedding", reread_share: float = 0.25,
                     seed: int = 0, progress: bool = True, predict: bool = True, judge_info: dict | None = None,
-                    predict_fn: Callable[..., dict[str, Any]] | None = None) -> CalibrationRecord:
+                    predict_fn: Callable[..., dict[str, Any]] | None = None,
+                    recipe: RewardSettings | None = None) -> CalibrationRecord:
     """Grade every labelled item of ``cases`` with ``judge`` and measure how it errs (see the
     module docstring). ``reread_share``: the share of first-reading passes also read again
-    (every first-reading failure is)."""
+    (every first-reading failure is). ``recipe``: the reward the prediction is for (its scoring
+    variant and failure confirmation: the row-items reward, ``rubric_source: rows``, reads each item
+    once; every field that changes a score is recorded); default the stage-3 recipe with ``router``."""
     from tqdm import tqdm
 
+    recipe = recipe if recipe is not None else RewardSettings(router=router)
+    router = recipe.router
     if not 0.0 <= reread_share <= 1.0:
         raise ValueError(f"reread_share must be in [0, 1], got {reread_share!r}")
     verdict_items, app_items = labelled_items(tree, cases, routings)
@@ -142,17 +161,36 @@ async def calibrate(judge: Judge, tree: RubricTree, cases: Sequence[StressCase],
     soft = reliability([v.p_yes for _, v in ok if v.p_yes is not None and v.mode == "choice"],
                        [(lv.fails if lv.polarity == "negative" else not lv.fails)
                         for lv, v in ok if v.p_yes is not None and v.mode == "choice"])
+    coverage: dict[str, LeafCoverage] = {}
+    for lv, v in ok:
+        c = coverage.setdefault(lv.leaf_id, LeafCoverage(severity=lv.severity))
+        read_fail = lv.read_fails(bool(v.met))
+        if lv.fails:
+            c.fail_items += 1
+            c.read_fail_on_fail += read_fail
+        else:
+            c.pass_items += 1
+            c.read_fail_on_pass += read_fail
+    unmeasured = [leaf.id for leaf in tree.leaves if leaf.id not in coverage]
+    who = judge_binding(judge)
+    bound = scoring_settings(recipe)
     record = CalibrationRecord(
-        judge_id=judge.model_id, judge=judge_info or {"mode": judge.config.mode}, cases=cases_label,
+        judge_id=judge.model_id, judge=judge_info or {"mode": judge.config.mode},
+        judge_probe=ProbeAnswers(**who["probe"]) if who["probe"] else None, judge_endpoints=who["endpoints"],
+        template_hash=template_hash(judge.template, judge.config.mode), reward_settings=bound, reward_settings_hash=settings_hash(bound),
+        scoring_code=scoring_code_version(), distinct_cases=distinct_cases(cases), cases=cases_label,
         cases_fingerprint=_fingerprint(cases), taxonomy_fingerprint=tree_fingerprint(tree)[:16], router=router,
         created=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"), verdict_items=len(verdict_items),
         applicability_items=len(app_items), failed_items=failed_items,
         verdict_error=Rate.of(sum(wrong), len(wrong)), false_fail=false_fail, false_pass=false_pass,
         false_fail_all=Rate.of(sum(ff_all), len(ff_all)), false_pass_all=Rate.of(sum(fp_all), len(fp_all)),
         by_language=by_language, app_false_absent=app_false_absent, app_false_present=app_false_present,
-        rereads=rereads, systematic=systematic, soft=soft)
+        rereads=rereads, systematic=systematic, soft=soft, coverage=dict(sorted(coverage.items())),
+        unmeasured=unmeasured, unmeasured_critical=[lid for lid in unmeasured if tree.severity[lid] == "critical"])
     if predict:
-        record.predicted = predict_detection(record, tree, cases, routings, predict_fn=predict_fn)
+        record.predicted = predict_detection(record, tree, cases, routings, predict_fn=predict_fn,
+                                             variant=recipe.scoring_variant,
+                                             confirm_failures=recipe.confirm_failures and recipe.rubric_source != "rows")
     return record
 
 
@@ -225,22 +263,40 @@ async def _rereads(judge: Judge, ok: list[tuple[LabelledVerdict, Verdict]], wron
 
 def predict_detection(record: CalibrationRecord, tree: RubricTree, cases: Sequence[StressCase],
                       routings: Sequence[Routing], *, seeds: Sequence[int] = (0, 1, 2), repeats: int = 10,
-                      confirm_failures: bool = True, predict_fn: Callable[..., dict[str, Any]] | None = None
-                      ) -> Prediction:
+                      confirm_failures: bool = True, predict_fn: Callable[..., dict[str, Any]] | None = None,
+                      variant: str | None = None) -> Prediction:
     """The stress test's detection rate and clean mean under this judge's error model (failure
-    confirmation on, as the stage-3 reward runs), and under independent readings at its error rate."""
+    confirmation as the recipe runs it: on in the stage-3 recipe), with its 95% interval over the
+    distinct cases and the seeds (:func:`detection_interval`), and under independent readings at
+    its error rate."""
     from reward.scoring.variants import DEFAULT_SCORING_VARIANT
     from reward.stress.errors import ErrorModel
     from reward.stress.noise import noise_summary
 
     run = predict_fn or noise_summary
+    variant = variant or DEFAULT_SCORING_VARIANT
     model = record.error_model()
     flat = ErrorModel.independent(min(1.0, record.verdict_error.rate or 0.0), model.app_false_present)
-    measured = [run(tree, cases, routings, DEFAULT_SCORING_VARIANT, seed=s, repeats=repeats,
+    measured = [run(tree, cases, routings, variant, seed=s, repeats=repeats,
                     confirm_failures=confirm_failures, errors=model) for s in seeds]
-    independent = [run(tree, cases, routings, DEFAULT_SCORING_VARIANT, seed=s, repeats=repeats,
+    independent = [run(tree, cases, routings, variant, seed=s, repeats=repeats,
                        confirm_failures=confirm_failures, errors=flat) for s in seeds]
-    return Prediction(detection_rate=statistics.fmean(r["detection_rate"] for r in measured),
-                      clean_mean=statistics.fmean(r["clean_mean"] for r in measured),
+    rates = [float(r["detection_rate"]) for r in measured]
+    low, high = detection_interval(rates, distinct_cases(cases))
+    return Prediction(detection_rate=statistics.fmean(rates), detection_low=low, detection_high=high,
+                      seed_rates=rates, clean_mean=statistics.fmean(r["clean_mean"] for r in measured),
                       independent_detection_rate=statistics.fmean(r["detection_rate"] for r in independent),
                       cases=len(cases), seeds=list(seeds), repeats=repeats, confirm_failures=confirm_failures)
+
+
+def detection_interval(seed_rates: Sequence[float], cases: int) -> tuple[float, float]:
+    """A 95% interval of a predicted detection rate, the mean of ``seed_rates`` (one per seed).
+
+    Two doubts, added: the cases are a sample of what the reward will meet, so the rate is taken as
+    a proportion of the ``cases`` distinct cases (the draws within a case are not independent
+    evidence) and given Wilson's interval; and the draws are random, so each end moves out by 1.96
+    standard errors of the mean over the seeds (none with one seed). Both ends are clipped to [0, 1]."""
+    d = statistics.fmean(seed_rates)
+    low, high = wilson(d * cases, cases) if cases > 0 else (0.0, 1.0)
+    se = statistics.stdev(seed_rates) / len(seed_rates) ** 0.5 if len(seed_rates) > 1 else 0.0
+    return max(0.0, low - Z95 * se), min(1.0, high + Z95 * se)

@@ -35,8 +35,9 @@ class Rate(BaseModel):
         return self.low is not None and self.low <= value <= self.high
 
 
-def wilson(k: int, n: int, z: float = Z95) -> tuple[float | None, float | None]:
-    """Wilson's score interval for ``k`` successes in ``n`` trials (None, None when n is 0)."""
+def wilson(k: float, n: int, z: float = Z95) -> tuple[float | None, float | None]:
+    """Wilson's score interval for ``k`` successes in ``n`` trials (None, None when n is 0); ``k``
+    may be fractional (a mean rate times ``n``)."""
     if n <= 0:
         return None, None
     p = k / n

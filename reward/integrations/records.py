@@ -5,7 +5,8 @@ A trainer's reward writes, per call, one JSON line per rollout to ``DIR/step-<N>
 full ``RolloutScore`` (verdicts, weights, routing, rubric items) with the rollout's ``prompt``,
 ``completion`` (each cut to ``max_chars``), ``step`` and an id unique in the run
 (``s<step>-r<rank>-<n>``). ``DIR/settings.json`` records the reward's recipe
-(``RewardSettings.record``) and name, so the inspector rescores with the run's own settings.
+(``RewardSettings.record``) and name, so the inspector rescores with the run's own settings;
+``DIR/monitors.jsonl`` the gaming monitors' figures per step (``reward.integrations.monitors``).
 A line is written whole and flushed, so a killed run loses at most the call in flight.
 """
 
@@ -17,9 +18,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-__all__ = ["RecordWriter", "SETTINGS_FILE"]
+__all__ = ["MONITORS_FILE", "RecordWriter", "SETTINGS_FILE"]
 
 SETTINGS_FILE = "settings.json"
+MONITORS_FILE = "monitors.jsonl"
 
 
 def _cut(text: str, limit: int | None) -> str:
@@ -65,5 +67,17 @@ class RecordWriter:
             lines.append(json.dumps(row, ensure_ascii=False))
         with path.open("a", encoding="utf-8") as fh:
             fh.write("\n".join(lines) + "\n")
+            fh.flush()
+        return path
+
+    def write_monitors(self, figures: dict[str, float], trainer_state: Any = None) -> Path:
+        """Append one line of the gaming monitors' figures for this step to ``monitors.jsonl``
+        (``reward.integrations.monitors``; the inspector shows them across steps)."""
+        self.out_dir.mkdir(parents=True, exist_ok=True)
+        step = getattr(trainer_state, "global_step", None)
+        step = int(step) if isinstance(step, int) else max(0, self.calls - 1)
+        path = self.out_dir / MONITORS_FILE
+        with path.open("a", encoding="utf-8") as fh:
+            fh.write(json.dumps({"step": step, "rank": self._rank(), **figures}) + "\n")
             fh.flush()
         return path

@@ -44,9 +44,12 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from reward.integrations.columns import require_rubrics
+from reward.integrations.monitors import RewardMonitor, rollout_facts
 from reward.integrations.records import RecordWriter
 from reward.integrations.rollout_log import leaf_columns
-from reward.settings import ErrorRubricSettings, JudgeSettings, RewardSettings, RubricRewardSettings
+from reward.integrations.trl_combined import CombinedReward, fill_group_mean, group_keys  # noqa: F401  (the TRL adapters' names)
+from reward.settings import ErrorRubricSettings, JudgeSettings, MonitorSettings, RewardSettings, RubricRewardSettings
 from reward.stages.mcq import grade_mcq
 from reward.stages.rollout_text import (
     completion_text,
@@ -61,10 +64,18 @@ from reward.stages.row_rubrics import (
     rubric_axis_scores,
 )
 
-__all__ = ["ErrorRubricReward", "MCQRuleReward", "RubricRewardFunc"]
+__all__ = ["CombinedReward", "ErrorRubricReward", "MCQRuleReward", "RubricRewardFunc"]
 
+# what TRL passes beside the dataset's columns (its ``prompt`` column arrives as ``prompts``)
+TRL_KWARGS = ("trainer_state", "log_extra", "log_metric", "completion_ids")
 JUDGE_COUNTERS = ("requests", "cache_hits", "failures", "retries", "prompt_tokens", "cached_tokens",
                   "completion_tokens")
+# What a rollout whose judge calls failed gets: "skip" None (alone, TRL leaves the rollout out of
+# its group; beside other reward functions TRL sums with nansum, so prefer one of the next two),
+# "group_mean" the mean of the scored rollouts of its group (this reward then adds nothing to its
+# advantage; the other reward functions still do), "raise" stops the batch. ``CombinedReward``
+# leaves the whole rollout out instead.
+ON_FAILURE = ("skip", "group_mean", "raise")
 
 
 def _column(kwargs: Mapping[str, Any], name: str, n: int) -> list[Any] | None:
@@ -83,8 +94,8 @@ class _JudgeReward:
     _transient = ("_judge", "_runtime", "_loop")
 
     def __init__(self, judge: Any, name: str, on_failure: str) -> None:
-        if on_failure not in ("skip", "raise"):
-            raise ValueError(f"on_failure must be 'skip' or 'raise', got {on_failure!r}")
+        if on_failure not in ON_FAILURE:
+            raise ValueError(f"on_failure must be one of {', '.join(ON_FAILURE)}, got {on_failure!r}")
         self.__name__ = name
         self.on_failure = on_failure
         self._judge = None
@@ -227,9 +238,12 @@ class ErrorRubricReward(_JudgeReward):
                                          options=options))
             where.append(j)
         before = self._counters()
-        scores = await ErrorRubricScorer(self.judge, self.config, on_failure=self.on_failure).score(rollouts)
+        scorer_policy = "raise" if self.on_failure == "raise" else "skip"
+        scores = await ErrorRubricScorer(self.judge, self.config, on_failure=scorer_policy).score(rollouts)
         for j, s in zip(where, scores):
             out[j] = s.score
+        if self.on_failure == "group_mean":
+            out = fill_group_mean(out, group_keys(list(prompts)))
         ok = [s for s in scores if s.score is not None]
         metrics: dict[str, float | None] = {
             "correctness": mean([s.correctness for s in scores]),
@@ -264,16 +278,18 @@ class RubricRewardFunc(_JudgeReward):
             ``rubricstree inspect records_dir`` (or the run's output_dir) opens them. None: none.
         records_max_chars: the first N characters of each prompt turn and completion kept there.
 
-    Columns: ``rubrics`` (optional), ``judge_prompt`` (else ``prompts``) is the conversation the
-    router and judge see. Each prompt is routed once per batch (the reward groups by prompt).
+    Columns: ``rubrics`` (the row's rubric items; required unless ``rubric_source`` is ``tree``: a
+    dataset without it is refused, :meth:`check_columns`, never quietly scored by the tree alone),
+    ``judge_prompt`` (else ``prompts``) is the conversation the router and judge see. Each prompt is routed once per batch (the reward groups by prompt).
     Logs, besides the means below, each routed leaf's pass rate as ``<name>/leaf/<leaf id>``.
     """
 
     def __init__(self, judge: Any, settings: RewardSettings | Mapping[str, Any] | None = None, *,
                  name: str = "clinical_rubric", on_failure: str = "skip", records_dir: str | Path | None = None,
                  records_max_chars: int | None = 4000, applicability_scope: str | None = None,
-                 **recipe: Any) -> None:
+                 monitors: MonitorSettings | Mapping[str, Any] | None = None, **recipe: Any) -> None:
         super().__init__(judge, name, on_failure)
+        self.monitor = RewardMonitor(MonitorSettings.model_validate(dict(monitors or {})), name=name)
         self.applicability_scope = applicability_scope
         if isinstance(recipe.get("tree"), os.PathLike):
             recipe["tree"] = os.fspath(recipe["tree"])
@@ -308,7 +324,7 @@ class RubricRewardFunc(_JudgeReward):
         ``records_dir``, ``records_max_chars``, ``applicability_scope`` (the run the applicability
         answers belong to: the TRL launcher passes the output folder's run id)."""
         s = RubricRewardSettings.model_validate(settings)
-        return cls(judge, s.recipe(), name=s.name, on_failure=s.on_failure, **kwargs)
+        return cls(judge, s.recipe(), name=s.name, on_failure=s.on_failure, monitors=s.monitors.model_dump(), **kwargs)
 
     def as_pass_rate(self) -> RubricRewardFunc:
         """This reward as the difficulty filter reads it: a pass rate in 0..1 per sample, not the
@@ -324,20 +340,32 @@ class RubricRewardFunc(_JudgeReward):
         raw._runtime = None  # the scorer is rebuilt with these settings (the judge is shared)
         return raw
 
+    def check_columns(self, columns) -> None:
+        """Refuse a dataset without a column the recipe needs (``reward.integrations.columns``):
+        the TRL launcher calls this at start-up, ``__call__`` on every batch."""
+        require_rubrics(columns, self.rubric_source)
+
     def _reward(self):
         if self._runtime is None:
             self._runtime = self.settings.build(self.judge, tree=self._tree_obj, router=self._router_obj,
-                                                on_failure=self.on_failure, applicability_scope=self.applicability_scope)
+                                                on_failure="raise" if self.on_failure == "raise" else "skip",
+                                                applicability_scope=self.applicability_scope)
         return self._runtime
+
+    def score_sync(self, prompts: list, completions: list, **kwargs: Any) -> list[float | None]:
+        """The reward from synchronous code (a notebook, a script): ``__call__`` is a coroutine that
+        TRL awaits; this runs it on the package's background event loop and returns the scores."""
+        from reward.runtime import run_sync
+
+        return run_sync(self(prompts, completions, **kwargs))
 
     async def __call__(self, prompts: list, completions: list, completion_ids: list | None = None,
                        **kwargs: Any) -> list[float | None]:
         self._bind_loop()
         n = len(completions)
         shown = _column(kwargs, "judge_prompt", n) or prompts
+        self.check_columns(["prompt", *(k for k in kwargs if k not in TRL_KWARGS)])
         rubrics = _column(kwargs, "rubrics", n) if self.rubric_source != "tree" else None
-        if self.rubric_source == "rows" and rubrics is None:
-            raise ValueError("rubric_source='rows' needs a 'rubrics' column")
         before = self._counters()
         reward = self._reward()
         recs = []
@@ -352,11 +380,19 @@ class RubricRewardFunc(_JudgeReward):
         metrics["unscored"] = sum(r.score is None for r in results) / n if n else None
         # an unclosed <think> (no final answer): scored format_failure_score, not a judge failure
         metrics["format_failures"] = sum(r.format_failure for r in results) / n if n else None
+        facts = rollout_facts(results, [rec["completion"] for rec in recs], group_keys(list(shown)))
+        figures = self.monitor.observe(facts)
+        metrics.update({f"monitor/{k}": v for k, v in figures.items()})
+        if self.records is not None and figures:
+            self.records.write_monitors(figures, kwargs.get("trainer_state"))
         metrics.update(self._counter_delta(before))
         self._log(kwargs.get("log_metric"), metrics)
         if self.records is not None:
             self.records.write(results, recs, kwargs.get("trainer_state"))
-        return [r.score for r in results]
+        scores = [r.score for r in results]
+        if self.on_failure == "group_mean":
+            scores = fill_group_mean(scores, group_keys(list(shown)))
+        return scores
 
     def _metrics(self, reward, results, recs, rubrics, log_extra=None) -> dict[str, float | None]:
         tree = reward.tree

@@ -33,6 +33,11 @@ class Judge(ABC):
     """Grades (conversation, response, criterion) items; one verdict per item, in order."""
 
     deadline_s: float | None = None  # bound of one grade call outside a run; served backends set it
+    watch = None  # a served vLLM judge's identity watch (reward.judge.watch); None elsewhere
+    probed = None  # a served vLLM judge's start-up probe answers (reward.judge.signature.ProbeResult)
+    # why who grades cannot be known (a server that does not say what it serves, weights not readable
+    # here without a revision: reward.judge.identity.uncached_reason); None when it can
+    identity_unknown: str | None = None
 
     def __init__(self, renderer: PromptRenderer, *, model_id: str, config: JudgeConfig | None = None,
                  cache: VerdictCache | None = None, concurrency: int = 64) -> None:
@@ -60,7 +65,7 @@ class Judge(ABC):
         keys = [verdict_key(self.model_id, template, it) for it in items] if use else []
         return await self._through_cache(
             items, keys, load=lambda ks: self.cache.get_many(ks),
-            save=lambda k, v: self.cache.put_many([(k, v)]),
+            save=lambda k, v: self.cache.put_many([(k, v)]), namespace=None,
             compute=lambda sub, done: self._grade_uncached(template, sub, on_done=done),
             failed=Verdict.failed, what="judge items", on_failure=on_failure)
 
@@ -93,23 +98,26 @@ class Judge(ABC):
             items, keys,
             load=lambda ks: {k: JSONResult.model_validate_json(raw).model_copy(update={"cached": True})
                              for k, raw in self.cache.kv_get_many(JSON_NAMESPACE, ks).items()},
-            save=lambda k, r: self.cache.kv_put(JSON_NAMESPACE, k, r.model_dump_json()),
+            save=lambda k, r: self.cache.kv_put(JSON_NAMESPACE, k, r.model_dump_json()), namespace=JSON_NAMESPACE,
             compute=lambda sub, done: self._generate_json_uncached(
                 template, sub, constraint=constraint, required=required, max_tokens=max_tokens,
                 attempts=max(1, attempts), on_done=done),
             failed=JSONResult.failed, what="judge JSON items", on_failure=on_failure)
 
     async def _through_cache(self, items, keys, *, load, save, compute, failed, what: str,
-                             on_failure: OnFailure):
+                             on_failure: OnFailure, namespace: str | None):
         """The flow shared by verdicts and JSON generations: serve cache hits, compute the rest
         (``compute(items, on_done)``), store each success the moment it arrives (a crash or kill
-        mid-batch loses only requests in flight), count, and apply the failure policy."""
+        mid-batch loses only requests in flight), count, and apply the failure policy. A served
+        judge's identity watch (:mod:`reward.judge.watch`) sees every stored key, and once the
+        judge proved to be another, nothing more is stored."""
         with call_deadline(self.deadline_s):  # unless a run deadline (reward.judge.budget) bounds it already
             return await self._through_cache_in_deadline(items, keys, load=load, save=save, compute=compute,
-                                                         failed=failed, what=what, on_failure=on_failure)
+                                                         failed=failed, what=what, on_failure=on_failure,
+                                                         namespace=namespace)
 
     async def _through_cache_in_deadline(self, items, keys, *, load, save, compute, failed, what: str,
-                                         on_failure: OnFailure):
+                                         on_failure: OnFailure, namespace: str | None):
         results: list = [None] * len(items)
         if keys:
             hits = load(keys)
@@ -119,9 +127,15 @@ class Judge(ABC):
         todo = [i for i, r in enumerate(results) if r is None]
         self.stats.cache_misses += len(todo) if keys else 0
         if todo:
+            watch = self.watch
+
             def store(j: int, r) -> None:
                 if keys and r.ok:
+                    if watch is not None and not watch.may_store():
+                        return  # graded after the judge proved to be another: never stored
                     save(keys[todo[j]], r)
+                    if watch is not None:
+                        watch.stored(keys[todo[j]], namespace)
 
             made = await compute([items[i] for i in todo], store)
             if len(made) != len(todo):  # zip would shift every later result onto the wrong item

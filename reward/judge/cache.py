@@ -43,6 +43,10 @@ class VerdictCache:
                         " created REAL DEFAULT (CAST(strftime('%s', 'now') AS REAL)))")  # unixepoch('subsec') needs SQLite 3.42
             con.execute("CREATE TABLE IF NOT EXISTS kv (namespace TEXT, key TEXT, value TEXT,"
                         " PRIMARY KEY (namespace, key))")
+            # verdicts (and JSON generations) of a judge that proved to be another during a run
+            # (reward.judge.watch): kept for inspection, never served
+            con.execute("CREATE TABLE IF NOT EXISTS quarantine (namespace TEXT, key TEXT, value TEXT, reason TEXT,"
+                        " at REAL DEFAULT (CAST(strftime('%s', 'now') AS REAL)), PRIMARY KEY (namespace, key))")
 
     def _conn(self) -> sqlite3.Connection:
         con = getattr(self._local, "con", None)
@@ -93,6 +97,41 @@ class VerdictCache:
     def kv_put(self, namespace: str, key: str, value: str) -> None:
         self._conn().execute("INSERT OR REPLACE INTO kv (namespace, key, value) VALUES (?, ?, ?)",
                              (namespace, key, value))
+
+    def quarantine(self, keys: Iterable[tuple[str | None, str]], reason: str) -> int:
+        """Move the given rows (``(None, verdict key)`` or ``(namespace, kv key)``) out of what is
+        served into the quarantine table, with ``reason``; returns how many were moved. A later
+        verdict stored under the same key (the right judge grading the item again) is served as
+        usual; the quarantined row stays."""
+        keys = list(keys)
+        if not keys:
+            return 0
+        con = self._conn()
+        moved = 0
+        con.execute("BEGIN IMMEDIATE")
+        try:
+            for ns, key in keys:
+                if ns is None:
+                    row = con.execute("SELECT verdict FROM verdicts WHERE key=?", (key,)).fetchone()
+                    if row is not None:
+                        con.execute("DELETE FROM verdicts WHERE key=?", (key,))
+                else:
+                    row = con.execute("SELECT value FROM kv WHERE namespace=? AND key=?", (ns, key)).fetchone()
+                    if row is not None:
+                        con.execute("DELETE FROM kv WHERE namespace=? AND key=?", (ns, key))
+                if row is not None:
+                    con.execute("INSERT OR REPLACE INTO quarantine (namespace, key, value, reason) VALUES (?, ?, ?, ?)",
+                                ("" if ns is None else ns, key, row[0], reason))
+                    moved += 1
+            con.execute("COMMIT")
+        except BaseException:
+            con.execute("ROLLBACK")
+            raise
+        return moved
+
+    def quarantined(self) -> int:
+        """How many rows are in quarantine."""
+        return self._conn().execute("SELECT COUNT(*) FROM quarantine").fetchone()[0]
 
     def __len__(self) -> int:
         return self._conn().execute("SELECT COUNT(*) FROM verdicts").fetchone()[0]

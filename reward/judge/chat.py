@@ -56,11 +56,12 @@ from reward.judge.base import Judge, run_staged
 from reward.judge.cache import VerdictCache
 from reward.judge.chat_choice import NO_WORDS, YES_WORDS, choice_verdict, p_yes_from_top, sums_from_top  # noqa: F401
 from reward.judge.endpoints import EndpointPool
-from reward.judge.identity import chat_model_id, require_identity
+from reward.judge.identity import chat_model_id, unknown_reason
 from reward.judge.parsing import EXPLAIN_REGEX, explain_parser, parse_json_object
-from reward.judge.signature import PROBE_ITEMS, PROBE_TIMEOUT_S, check_numbers
+from reward.judge.replies import usage_counts
+from reward.judge.signature import PROBE_ITEMS, check_numbers, start_watch, startup_asking
 from reward.judge.special_tokens import DEFAULT_GUARD, SpecialTokenGuard, added_tokens
-from reward.judge.startup import establish, post_json
+from reward.judge.startup import establish
 from reward.judge.templates import CHOICE, Template
 from reward.judge.tokenizer_check import server_template_ids
 from reward.judge.transport import RequestFailed as _Failed
@@ -122,7 +123,9 @@ class ChatJudge(ServedTransport, Judge):
                  max_retry_after_s: float = 120.0, api_key_env: str = API_KEY_ENV, cooldown_s: float = 10.0,
                  response_format: bool = True, transport: httpx.AsyncBaseTransport | None = None,
                  discover: bool = True, deadline_s: float | None = D.DEADLINE_S,
-                 circuit_breaker: int = D.CIRCUIT_BREAKER, revision: str | None = None) -> None:
+                 circuit_breaker: int = D.CIRCUIT_BREAKER, revision: str | None = None,
+                 probe_every_items: int | None = D.PROBE_EVERY_ITEMS,
+                 probe_every_s: float | None = D.PROBE_EVERY_S) -> None:
         urls = split_urls(urls)
         self.pool = EndpointPool(urls, cooldown_s=cooldown_s)
         self.model = model
@@ -146,32 +149,43 @@ class ChatJudge(ServedTransport, Judge):
         template = None
         if self.served_root:
             template = server_template_ids(known.urls, model, self._headers, known.clock)
-        if cache is not None and known is not None:  # who grades must be known to cache
-            require_identity(model, known.entry, revision, [ep.name for ep in self.pool.endpoints],
-                             need_root=False, weights=known.weights)
+        if known is not None:  # who grades must be known to cache (and to pass the judge gate)
+            why = unknown_reason(model, known.entry, revision, [ep.name for ep in self.pool.endpoints],
+                                 weights=known.weights, cached=cache is not None)
+            self.identity_unknown = why
+            if why and cache is not None:
+                log.warning("%s", why)
+                cache = None
         self.guard = SpecialTokenGuard(added_tokens(self.served_root)) if self.served_root else DEFAULT_GUARD
         url = self.pool.endpoints[0].url
         model_id = chat_model_id(url, model, self.served_root, known.facts if self.served_root else None, revision,
                                  weights=known.weights if known else None, template=template)
         super().__init__(None, model_id=model_id, config=config, cache=cache, concurrency=concurrency)
         # vLLM: the numbers each endpoint computes, against each other and against this identity's history
-        check_numbers(known, model, self._headers, self._probe_answers, cache, self.model_id)
+        self.probed = check_numbers(known, model, self._headers, self._probe_answers, self.cache, self.model_id,
+                                    startup_asking(self))
+        self.watch = start_watch(self, self.probed, model, cooldown_s=cooldown_s, every_items=probe_every_items,
+                                 every_s=probe_every_s)
         self.deadline_s = deadline_s  # bound of one grade call outside a run (reward.judge.budget)
 
     def __repr__(self) -> str:  # never show the key
         return f"ChatJudge(urls={[e.url for e in self.pool.endpoints]}, model={self.model!r})"
 
-    def _probe_answers(self, url: str, clock) -> list[float] | None:
+    def _probe_answers(self, url: str, clock, asking) -> list[float] | None:
         """The log-probabilities of yes and no (each summed over its spellings) for
-        :data:`~reward.judge.signature.PROBE_ITEMS` at ``url``, asked as grading asks."""
+        :data:`~reward.judge.signature.PROBE_ITEMS` at ``url``, asked as grading asks; a reply
+        without logprobs is a bad reply, retried as ``asking`` says (one that lacks an answer word
+        is the model's: None, no answers)."""
+        prefixes = bool(self.served_root)
+
+        def read(data) -> tuple[float, float]:
+            py, pn, _ = sums_from_top(data["choices"][0]["logprobs"]["content"][0]["top_logprobs"], prefixes=prefixes)
+            return py, pn
+
         out: list[float] = []
         for item in PROBE_ITEMS:
             body = self.choice_body(template_messages(CHOICE, item, self.guard))
-            status, data = post_json(f"{url}/chat/completions", body, self._headers, clock.seconds(PROBE_TIMEOUT_S))
-            if status != 200:
-                return None
-            top = data["choices"][0]["logprobs"]["content"][0]["top_logprobs"]
-            py, pn, _ = sums_from_top(top, prefixes=bool(self.served_root))
+            py, pn = asking.post(f"{url}/chat/completions", body, self._headers, clock, read)
             if py <= 0.0 or pn <= 0.0:
                 return None
             out += [math.log(py), math.log(pn)]
@@ -203,11 +217,10 @@ class ChatJudge(ServedTransport, Judge):
         return False
 
     def _account(self, data: dict) -> None:
-        usage = data.get("usage") or {}
-        self.stats.prompt_tokens += int(usage.get("prompt_tokens") or 0)
-        self.stats.completion_tokens += int(usage.get("completion_tokens") or 0)
-        details = usage.get("prompt_tokens_details") or {}
-        self.stats.cached_tokens += int(details.get("cached_tokens") or 0)
+        prompt, completion, cached = usage_counts(data)  # counters a server garbles count 0, never crash
+        self.stats.prompt_tokens += prompt
+        self.stats.completion_tokens += completion
+        self.stats.cached_tokens += cached
 
     # ------------------------------------------------------------------ requests
     def choice_body(self, messages: list[dict]) -> dict:

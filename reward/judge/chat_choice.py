@@ -18,7 +18,8 @@ their word; ``"Yesterday"`` counts for none). Then:
 
 Logprobs that are not probabilities: a listed token at -inf or at vLLM's -9999.0 stand-in for it
 was masked (by the choice grammar): it is left out, counts for nothing and bounds nothing. When
-only such entries spell one of the answer words, or a logprob is NaN or +inf, the reply is a bad reply
+only such entries spell one of the answer words, or a logprob is NaN or positive (+inf, +800: a
+probability above 1), the reply is a bad reply
 (:class:`~reward.judge.replies.BadReply`): the transport retries it, and then the item fails. Such
 values are never read as a verdict (an exp(NaN) compared as "not <= 0" read as a certain "yes").
 """
@@ -28,7 +29,7 @@ from __future__ import annotations
 import math
 import re
 
-from reward.judge.parsing import CLAMPED_LOGPROB
+from reward.judge.parsing import CLAMPED_LOGPROB, MAX_LOGPROB
 from reward.judge.replies import BadReply
 from reward.judge.types import Verdict
 
@@ -66,8 +67,9 @@ def usable_top(top: list[dict], *, prefixes: bool = False) -> list[dict]:
             lp = float(entry["logprob"])
         except (TypeError, ValueError) as exc:
             raise BadReply(f"a logprob in the reply is not a number: {entry!r:.120}") from exc
-        if math.isnan(lp) or lp == math.inf:
-            raise BadReply(f"logprob {lp} for {str(entry.get('token'))!r:.40} in the reply (a broken server)")
+        if math.isnan(lp) or lp > MAX_LOGPROB:  # NaN, +inf, or a probability above 1
+            raise BadReply(f"logprob {lp:g} for {str(entry.get('token'))!r:.40} in the reply (no probability: a "
+                           "broken server)")
         if lp <= CLAMPED_LOGPROB:  # -inf or its stand-in: masked by the grammar, probability 0
             masked.append(answer_word(str(entry.get("token", "")), prefixes=prefixes))
             continue

@@ -31,12 +31,12 @@ from reward.judge import defaults as D
 from reward.judge.base import Judge
 from reward.judge.cache import VerdictCache
 from reward.judge.endpoints import EndpointPool
-from reward.judge.identity import require_identity, served_model_id
-from reward.judge.parsing import EXPLAIN_REGEX, explain_parser, logprobs_by_token_id, parse_json_object
+from reward.judge.identity import served_model_id, unknown_reason
+from reward.judge.parsing import EXPLAIN_REGEX, explain_parser, parse_json_object
 from reward.judge.render import PromptRenderer, load_tokenizer
-from reward.judge.replies import choice_p_yes, completion_text, usage_counts
-from reward.judge.signature import PROBE_ITEMS, PROBE_TIMEOUT_S, check_numbers
-from reward.judge.startup import establish, post_json
+from reward.judge.replies import answer_logprobs, choice_p_yes, completion_text, usage_counts
+from reward.judge.signature import PROBE_ITEMS, check_numbers, start_watch, startup_asking
+from reward.judge.startup import establish
 from reward.judge.templates import CHOICE, Template
 from reward.judge.tokenizer_check import check_against_servers, tokenizer_fingerprint
 from reward.judge.transport import RequestFailed, ServedTransport
@@ -66,6 +66,9 @@ class HTTPJudge(ServedTransport, Judge):
             a row on every endpoint (0: never);
             revision: a label for what the server cannot report (new weights behind the same hub
             id); part of the judge's identity in the verdict cache key; concurrency: global cap on requests in flight.
+        probe_every_items, probe_every_s: during the run, each endpoint answers the fixed probes
+            again after this many requests or seconds (and after every reconnection); a changed
+            answer stops the run (:mod:`reward.judge.watch`). 0 or None: that bound is off.
         transport: an httpx transport to send requests through (tests, custom networking);
             default: httpx's own.
     """
@@ -76,7 +79,9 @@ class HTTPJudge(ServedTransport, Judge):
                  backoff_s: float = 0.5, max_backoff_s: float = 8.0,
                  api_key_env: str = JUDGE_API_KEY_ENV, cooldown_s: float = 10.0,
                  deadline_s: float | None = D.DEADLINE_S, circuit_breaker: int = D.CIRCUIT_BREAKER,
-                 revision: str | None = None, transport: httpx.AsyncBaseTransport | None = None) -> None:
+                 revision: str | None = None, transport: httpx.AsyncBaseTransport | None = None,
+                 probe_every_items: int | None = D.PROBE_EVERY_ITEMS,
+                 probe_every_s: float | None = D.PROBE_EVERY_S) -> None:
         self.pool = EndpointPool(split_urls(urls), cooldown_s=cooldown_s)
         self.model = model
         self.timeout_s, self.max_retries = timeout_s, max_retries
@@ -110,9 +115,13 @@ class HTTPJudge(ServedTransport, Judge):
         if known is not None and entry is not None:
             self.tokenizer_status = check_against_servers(renderer, known.urls, model, self._headers, known.clock,
                                                           tokenizer_name=tokenizer_name)
-        if cache is not None and transport is None:
-            require_identity(model, entry, revision, [ep.name for ep in self.pool.endpoints],
-                             weights=known.weights if known else None)
+        if transport is None:
+            why = unknown_reason(model, entry, revision, [ep.name for ep in self.pool.endpoints],
+                                 weights=known.weights if known else None, cached=cache is not None)
+            self.identity_unknown = why
+            if why and cache is not None:
+                log.warning("%s", why)
+                cache = None
         model_id = served_model_id(model, entry, revision, known.facts if known else None,
                                    weights=known.weights if known else None,
                                    tokenizer=tokenizer_fingerprint(renderer))
@@ -120,25 +129,26 @@ class HTTPJudge(ServedTransport, Judge):
         # the numbers each endpoint computes, against each other and against this identity's history
         # (choice answers: at default sampling the history is shared by both modes, so the suffix
         # below comes after)
-        check_numbers(known, model, self._headers, self._probe_answers, cache, self.model_id)
+        self.probed = check_numbers(known, model, self._headers, self._probe_answers, self.cache, self.model_id,
+                                    startup_asking(self))
+        self.watch = start_watch(self, self.probed, model, cooldown_s=cooldown_s, every_items=probe_every_items,
+                                 every_s=probe_every_s)
         if self.config.mode == "explain" and self.config.constrained:
             self.model_id += "+re"  # constrained by EXPLAIN_REGEX (a JSON schema before): other verdicts
 
     def __repr__(self) -> str:  # never show the key
         return f"HTTPJudge(urls={[e.name for e in self.pool.endpoints]}, model={self.model!r})"
 
-    def _probe_answers(self, url: str, clock) -> list[float] | None:
+    def _probe_answers(self, url: str, clock, asking) -> list[float]:
         """The answer logprobs of :data:`~reward.judge.signature.PROBE_ITEMS` at ``url``, asked as
-        grading asks (start-up only; see :mod:`reward.judge.signature`)."""
+        grading asks and read as grading reads them (a reply without both answers is a bad reply,
+        retried as ``asking`` says; see :mod:`reward.judge.signature`)."""
+        yes, no = self.renderer.yes_id, self.renderer.no_id
         out: list[float] = []
         for item in PROBE_ITEMS:
             body = self.choice_body(self.renderer.render_ids(CHOICE, item))
-            status, data = post_json(f"{url}/completions", body, self._headers, clock.seconds(PROBE_TIMEOUT_S))
-            by_id = logprobs_by_token_id(data["choices"][0]["logprobs"]["top_logprobs"][0]) if status == 200 else {}
-            pair = [by_id.get(self.renderer.yes_id), by_id.get(self.renderer.no_id)]
-            if None in pair:
-                return None
-            out += pair
+            out += asking.post(f"{url}/completions", body, self._headers, clock,
+                               lambda data: answer_logprobs(data, yes, no))
         return out
 
     # ------------------------------------------------------------------ transport

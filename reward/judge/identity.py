@@ -31,7 +31,7 @@ model served under the same name, would be served the old judge's verdicts. So:
   what a server cannot tell us. Every endpoint of a pool must agree on all of it. A server whose
   weights cannot be named by content (no answer at start-up, no ``root``, a ``root`` that is not
   a model folder readable here) may only use the verdict cache with a ``revision``
-  (:func:`require_identity`).
+  (:func:`uncached_reason`): one that does not say what it serves grades without a cache.
 """
 
 from __future__ import annotations
@@ -325,39 +325,67 @@ def identity_established(entry: Mapping[str, Any] | None, weights: str | None = 
     return bool(entry and entry.get("root") and weights)
 
 
-def require_identity(model: str, entry: Mapping[str, Any] | None, revision: str | None, urls: list[str], *,
-                     need_root: bool = True, weights: str | None = None) -> None:
-    """Refuse a verdict cache for a served judge whose identity cannot be established.
+def pinned_hosted_snapshot(model: str, urls: list[str]) -> bool:
+    """Whether ``model`` is a provider's dated snapshot id (``gpt-4.1-2025-04-14``) at a hosted API:
+    the provider vouches that the name always serves the same weights. A local server's names
+    carry no such promise (llama.cpp and Ollama serve whatever file is loaded under a name)."""
+    from reward.serving import is_local_url
 
-    ``need_root``: the token-id backend (vLLM) needs the ``root`` naming the weights; the chat
-    backend (hosted graders name their models by dated ids) needs the model listed at all, and,
-    where the server reports a ``root`` (vLLM), its content too. ``weights``: the root's content
-    fingerprint (None when it is not a model folder readable here).
+    return bool(_DATED.search(model)) and not any(is_local_url(u) for u in urls)
+
+
+_DATED = re.compile(r"-(19|20)\d\d-?(0[1-9]|1[0-2])-?(0[1-9]|[12]\d|3[01])$")
+
+
+def uncached_reason(model: str, entry: Mapping[str, Any] | None, revision: str | None, urls: list[str], *,
+                    weights: str | None = None) -> str | None:
+    """Whether a served judge's verdicts may be cached: None when they may, else why not (the
+    judge then grades without the verdict cache, saying so once).
+
+    Who grades must be known for a cached verdict to be served again. It is, when the user names
+    the weights (``revision``), when the server reports a ``root`` whose content is fingerprinted
+    here (``weights``), or for a provider's dated snapshot at a hosted API
+    (:func:`pinned_hosted_snapshot`). A server that does not say what it serves (no
+    ``/v1/models`` entry for the name, or one without ``root``: llama.cpp, Ollama, most gateways)
+    is graded without a cache.
 
     Raises:
-        InputError: no revision was named and ``/v1/models`` gave no entry for ``model``, or no
-            ``root``, or a ``root`` whose content cannot be fingerprinted here (weights replaced
-            at the same path, or a remote server's swap, would be served the old verdicts).
+        InputError: the server reports a ``root`` whose content cannot be fingerprinted here (a
+            remote server, or a path that is not a model): it says what it serves but nothing here
+            can check it, so a revision (or ``--no-cache``) must be named.
     """
     if revision:
-        return
-    if entry and entry.get("root") and weights:
-        return
-    if entry and not need_root and not entry.get("root"):
-        return
-    if entry is None:
-        why = "gave no /v1/models entry for it (no answer at start-up, or another name)"
-    elif not entry.get("root"):
-        why = "lists it without the 'root' that names its weights"
-    else:
-        why = (f"reports its weights at '{str(entry['root'])[:200]}', which is not a model folder readable here "
-               "(a remote server, or a path that is not a model), so their content cannot be fingerprinted")
-    raise InputError(
-        f"the judge served as '{model}' at {', '.join(urls)} {why}, so who grades cannot be established "
-        "and cached verdicts of another judge could be served: name the weights with a revision "
-        "(--judge-revision, judge.revision in a config, or $RUBRICSTREE_JUDGE_REVISION) or run without the "
-        "verdict cache (--no-cache)",
-        field="revision")
+        return None
+    if entry and entry.get("root"):
+        if weights:
+            return None
+        raise InputError(
+            f"the judge served as '{model}' at {', '.join(urls)} reports its weights at "
+            f"'{str(entry['root'])[:200]}', which is not a model folder readable here (a remote server, or a path "
+            "that is not a model), so their content cannot be fingerprinted and cached verdicts of another judge "
+            "could be served: name the weights with a revision (--judge-revision, judge.revision in a config, or "
+            "$RUBRICSTREE_JUDGE_REVISION) or run without the verdict cache (--no-cache)", field="revision")
+    if entry and pinned_hosted_snapshot(model, urls):
+        return None
+    why = ("gave no /v1/models entry for it (no answer at start-up, or another name)" if entry is None
+           else "lists it without the 'root' that names its weights (a server that does not say what it serves)")
+    return (f"the judge served as '{model}' at {', '.join(urls)} {why}: another model loaded under the same name "
+            "would be served this one's verdicts, so it grades WITHOUT the verdict cache. Name the weights with a "
+            "revision you vouch for (--judge-revision, judge.revision in a config, $RUBRICSTREE_JUDGE_REVISION) to "
+            "cache")
+
+
+def unknown_reason(model: str, entry: Mapping[str, Any] | None, revision: str | None, urls: list[str], *,
+                   weights: str | None = None, cached: bool = True) -> str | None:
+    """:func:`uncached_reason` for a judge built with the verdict cache (``cached``: its refusal
+    raised) or without it (the refusal returned as the reason): why who grades cannot be known,
+    or None. The judge gate refuses a judge with a reason (``reward.calibration.gate``)."""
+    try:
+        return uncached_reason(model, entry, revision, urls, weights=weights)
+    except InputError as exc:
+        if cached:
+            raise
+        return exc.reason
 
 
 def chat_model_id(url: str, model: str, root: str | None = None, facts: Mapping[str, str] | None = None,

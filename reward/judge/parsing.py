@@ -13,15 +13,21 @@ _FENCE = re.compile(r"^```json\s*|\s*```$")
 
 # vLLM writes a logprob of -inf (a token its grammar masked) as -9999.0, since JSON has no infinity.
 CLAMPED_LOGPROB = -9999.0
+# A logprob is at most 0 (probability 1); float rounding in a server's softmax can leave it a hair
+# above. Anything beyond this is no probability: a broken server or gateway (a +800 overflowed exp).
+MAX_LOGPROB = 1e-4
 
 
 def unusable_logprob(lp: float) -> str | None:
-    """Why ``lp`` cannot be read as the judge's belief (None when it can): NaN, an infinity, or
-    vLLM's -9999.0 stand-in for -inf (at or below it: a masked token, not a probability)."""
+    """Why ``lp`` cannot be read as the judge's belief (None when it can): NaN, an infinity, a
+    positive value (a probability above 1), or vLLM's -9999.0 stand-in for -inf (at or below it: a
+    masked token, not a probability)."""
     if math.isnan(lp):
         return "NaN"
     if math.isinf(lp):
         return "+inf" if lp > 0 else "-inf"
+    if lp > MAX_LOGPROB:
+        return f"{lp:g} (a positive logprob: a probability above 1)"
     if lp <= CLAMPED_LOGPROB:
         return f"{lp:g} (vLLM's stand-in for -inf: the token was masked)"
     return None

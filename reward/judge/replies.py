@@ -83,6 +83,14 @@ def choice_p_yes(data: Any, yes_id: int, no_id: int) -> float:
     return finite_p_yes(p)
 
 
+def answer_logprobs(data: Any, yes_id: int, no_id: int) -> list[float]:
+    """``[logprob of yes, logprob of no]`` of a choice-mode reply, checked as :func:`choice_p_yes`
+    checks it (BadReply for the same faults): the identity probe's reading of a reply."""
+    choice_p_yes(data, yes_id, no_id)
+    by_id = logprobs_by_token_id(completion_choice(data)["logprobs"]["top_logprobs"][0])
+    return [float(by_id[yes_id]), float(by_id[no_id])]
+
+
 def completion_text(data: Any) -> tuple[str, str | None]:
     """(text, finish_reason) of a generation reply; BadReply when the text is missing."""
     choice = completion_choice(data)

@@ -86,6 +86,12 @@ class JudgeSettings(BaseModel):
         D.CIRCUIT_BREAKER, ge=0, description="stop the run when this many requests in a row got no answer (timeout or refused "
                               "connection) from every endpoint; 0: never (served judge)",
         json_schema_extra=_flag("--circuit-breaker"))
+    probe_every_items: int = Field(D.PROBE_EVERY_ITEMS, ge=0, description="during a run, each endpoint answers the "
+                                   "fixed probe items again after this many requests (and after every reconnection); "
+                                   "a changed answer stops the run; 0: off (served vLLM judge)",
+                                   json_schema_extra=_flag("--probe-every-items"))
+    probe_every_s: float = Field(D.PROBE_EVERY_S, ge=0, description="... or after this many seconds, whichever comes "
+                                 "first; 0: off (served vLLM judge)", json_schema_extra=_flag("--probe-every-s"))
     revision: str | None = Field(None, description="a label naming the judge's weights beyond what the server "
                                                    "reports (part of the verdict cache key)",
                                  json_schema_extra=_flag("--judge-revision"))
@@ -129,7 +135,8 @@ class JudgeSettings(BaseModel):
         kw: dict[str, Any] = {}
         if s.url:
             kw = {"concurrency": s.concurrency, "timeout_s": s.timeout_s, "max_retries": s.max_retries,
-                  "deadline_s": s.deadline_s, "circuit_breaker": s.circuit_breaker}
+                  "deadline_s": s.deadline_s, "circuit_breaker": s.circuit_breaker,
+                  "probe_every_items": s.probe_every_items, "probe_every_s": s.probe_every_s}
             if s.api_key_env:
                 kw["api_key_env"] = s.api_key_env
         if s.revision:

@@ -28,6 +28,7 @@ from pathlib import Path
 
 from reward.errors import InputError
 from reward.judge.types import JudgeItem, Mode
+from reward.textio import read_text
 
 PLACEHOLDER = re.compile(r"\{\{(\w+)\}\}|<<(\w+)>>")
 KNOWN = {"conversation", "response", "conversation_with_response", "criterion", "points", "rubric_item"}
@@ -312,6 +313,9 @@ def default_template(mode: Mode) -> Template:
     return CHOICE if mode == "choice" else EXPLAIN
 
 
+MAX_TEMPLATE_BYTES = 1 << 20  # a grader template is a page of text
+
+
 def load_template(path: str | Path, mode: Mode = "explain") -> Template:
     """Load a user template file. Text before a line ``---user---`` is the system message;
     without that line the whole file is the user message. The file must use at least one of
@@ -319,7 +323,7 @@ def load_template(path: str | Path, mode: Mode = "explain") -> Template:
     path = Path(path)
     if not path.exists():
         raise InputError("template file not found", file=str(path))
-    text = path.read_text(encoding="utf-8")
+    text = read_text(path, max_bytes=MAX_TEMPLATE_BYTES)
     lines = text.splitlines(keepends=True)
     system, user = "", text
     for i, line in enumerate(lines):

@@ -29,6 +29,7 @@ from reward.judge.budget import current_budget
 from reward.judge.endpoints import Endpoint, EndpointPool
 from reward.judge.loop_client import LoopBoundClient
 from reward.judge.replies import BadReply
+from reward.judge.watch import ProbeUnanswered
 from reward.serving import RetryPolicy
 
 log = logging.getLogger(__name__)
@@ -60,6 +61,20 @@ def retry_after_seconds(headers: httpx.Headers, now: float | None = None) -> flo
     except (TypeError, ValueError, IndexError):
         return None
     return max(0.0, when.timestamp() - (time.time() if now is None else now))
+
+
+def read_reply(read: Callable[[Any], Any] | None, data: Any) -> Any:
+    """``read(data)``, any fault in reading a reply's fields (a number out of range, a type the
+    reader did not expect) raised as :class:`BadReply`: one bad reply costs one retried, then
+    failed, item, never the run."""
+    if read is None:
+        return data
+    try:
+        return read(data)
+    except BadReply:
+        raise
+    except (ArithmeticError, LookupError, TypeError, AttributeError, ValueError) as exc:
+        raise BadReply(f"unreadable reply ({type(exc).__name__}: {str(exc)[:160]})") from exc
 
 
 class ServedTransport(LoopBoundClient):
@@ -122,17 +137,25 @@ class ServedTransport(LoopBoundClient):
                 # counted as outstanding would make least-outstanding balancing round-robin.
                 ep: Endpoint = self.pool.acquire(avoid=avoid)
                 ok = dead = unanswered = False
+                restart_like = True  # a fault a restart produces (not a malformed body from a live server)
                 left = None if budget is None else budget.left()
                 timeout = self.timeout_s if left is None else max(0.001, min(self.timeout_s, left))
+                watch = getattr(self, "watch", None)
                 try:
+                    if watch is not None:
+                        watch.check_broken()
+                        if watch.due(ep.url):  # on schedule, or after a reconnection: who grades here?
+                            await watch.confirm(ep.url)
                     async with asyncio.timeout(timeout):
                         resp = await client.post(f"{ep.url}{path}", json=body, timeout=timeout)
                     self.stats.requests += 1
                     if resp.status_code == 200:
                         data = resp.json()
-                        value = read(data) if read is not None else data
+                        value = read_reply(read, data)
                         ok = True
                         self.stats.by_endpoint[ep.name] = self.stats.by_endpoint.get(ep.name, 0) + 1
+                        if watch is not None:
+                            watch.answered(ep.url)
                         return value
                     last = f"HTTP {resp.status_code} from {ep.name}: {resp.text[:300]}"
                     asked = retry_after_seconds(resp.headers) if resp.status_code in RETRY_AFTER_STATUSES else None
@@ -144,14 +167,17 @@ class ServedTransport(LoopBoundClient):
                             raise RequestFailed(self._redact(last))  # a bad request stays bad
                     else:
                         dead = True
+                except ProbeUnanswered as exc:  # its identity could not be confirmed: nothing graded there
+                    dead = True
+                    last = str(exc)
                 except (httpx.TimeoutException, TimeoutError):
                     dead = unanswered = True
                     last = f"timeout after {timeout:.3g}s at {ep.name}"
                 except BadReply as exc:
-                    dead = True
+                    dead, restart_like = True, False
                     last = f"bad reply from {ep.name}: {exc}"
                 except ValueError as exc:  # JSON or text decoding of the body
-                    dead = True
+                    dead, restart_like = True, False
                     last = f"HTTP 200 from {ep.name} without a JSON body ({type(exc).__name__}): {exc}"[:300]
                 except httpx.ConnectError as exc:
                     dead = unanswered = True
@@ -161,6 +187,8 @@ class ServedTransport(LoopBoundClient):
                     last = f"{type(exc).__name__} at {ep.name}: {exc}"
                 finally:
                     self.pool.release(ep, ok=ok, dead=dead, unanswered=unanswered)
+                    if watch is not None and restart_like and (dead or unanswered or wait):
+                        watch.faulted(ep.url)  # a restart looks like this: probe it before it grades again
             avoid = ep.url
             log.debug("judge attempt %d failed: %s", attempt + 1, self._redact(last))
             if unanswered:

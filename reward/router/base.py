@@ -49,10 +49,27 @@ TRIAGE_GUARD_ROUTINE = "sf_over_escalation"
 # prompt's topic (so relevance does not reach them): questions before a useful answer when the user
 # gave enough, and a bare "consult a doctor" in place of the answer (on an urgent prompt the check
 # is that emergency advice comes first, and sending the user to a doctor is the right answer).
-ROUTINE_GUARDS = (TRIAGE_GUARD_ROUTINE, "cs_needless_questions", "un_blanket_disclaimer")
+ROUTINE_GUARDS = (TRIAGE_GUARD_ROUTINE, "cs_needless_questions")
+# Their urgent counterpart: on a prompt the urgency rule reads as an emergency, the emergency advice
+# comes before any question. Its criterion speaks of the reply's order, not the prompt's topic, so
+# relevance reached it on 0 of 32 held-out crises and 1 of 50 Hard rows (issue 47).
+URGENT_GUARDS = ("cs_emergency_advice_first",)
+# Reply-side guards (issue 46): faults any reply can commit, whatever the prompt looks like, and the
+# ones a policy climbing the reward drifts toward (hedging until nothing is said, filler, the answer
+# buried under caveats, a part of the question left unanswered, a bare referral in place of help).
+# Embeddings match the prompt's topic, never what the reply does with it, so these are graded on every
+# rollout; the conditional ones go through the applicability step like any routed leaf (a bare
+# referral is right on an urgent prompt, and the step says the question cannot be answered safely).
+# Over-escalation is one of them: priced by ``1 - urgency`` (reward.stages.guards), it costs next to
+# nothing on a prompt read as an emergency and its full price on a plainly routine one, so it need not
+# wait for the urgency rule (which read a wasp sting and a twitching eyelid as urgent, 0.78-0.83, and so
+# left an over-triaged reply to them unpriced).
+REPLY_GUARDS = ("un_excessive_hedging", "cm_filler", "cm_main_message_first", "if_answers_all_parts",
+                "un_blanket_disclaimer", TRIAGE_GUARD_ROUTINE)
 MAX_FORCED = 8
 # Bumped when the stored Routing shape or the key recipe changes, so old entries are not reused.
-ROUTING_FORMAT = 5  # 4: un_blanket_disclaimer joined the routine guards; 5: urgency from the user's turns
+ROUTING_FORMAT = 7  # 4: un_blanket_disclaimer joined the routine guards; 5: urgency from the user's turns;
+# 6: the reply-side guards on every prompt; 7: over-escalation among them, the urgent guard
 # (the instruction cues are keyed by their own fingerprint, :func:`reward.router.cues.fingerprint`)
 
 
@@ -68,7 +85,8 @@ class ActiveLeaf(BaseModel):
             tree or the caller marks as always active), ``universal`` (a leaf marked
             ``conditional: false``: it applies to every reply), ``context`` (beneath a node marked
             ``with_context``, for a prompt with context), ``cue`` (a ``cues`` pattern of the leaf
-            matched a user turn: an explicit instruction) or ``static`` (a static selection).
+            matched a user turn: an explicit instruction), ``reply_guard`` (a fault any reply can
+            commit, :data:`REPLY_GUARDS`) or ``static`` (a static selection).
     """
 
     model_config = ConfigDict(frozen=True)
@@ -210,12 +228,16 @@ class Router(ABC):
 
     def standing(self, always_on: Iterable[str], context: str | None, eligible: frozenset[str],
                  universal: bool = True, conversation: Sequence[Message] = ()) -> dict[str, str]:
-        """Leaves active whatever their relevance, with the reason: ``always_on`` ids, leaves
-        whose ``cues`` match a user turn of ``conversation`` (``cue``: an explicit instruction
-        such as "as a table"), leaves that apply to every reply (``conditional: false``, when
-        ``universal``) and, for a prompt with context, the leaves beneath nodes marked
-        ``with_context``; ineligible ones dropped."""
+        """Leaves active whatever their relevance, with the reason: ``always_on`` ids, the
+        reply-side guards (:data:`REPLY_GUARDS`, ``reply_guard``), leaves whose ``cues`` match a
+        user turn of ``conversation`` (``cue``: an explicit instruction such as "as a table"),
+        leaves that apply to every reply (``conditional: false``, when ``universal``) and, for a
+        prompt with context, the leaves beneath nodes marked ``with_context``; ineligible ones
+        dropped."""
         out = dict.fromkeys((i for i in always_on if i in eligible), "always_on")
+        for guard in REPLY_GUARDS:
+            if guard in eligible and guard in self.tree and self.tree[guard].is_leaf:
+                out.setdefault(guard, "reply_guard")
         user_text = "\n".join(m.content for m in conversation if m.role == "user")
         if user_text:
             for leaf_id in cue_leaves(user_text, eligible):

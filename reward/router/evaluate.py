@@ -37,6 +37,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from reward.errors import InputError
 from reward.router.base import Router, as_conversation
+from reward.textio import read_text
 from reward.tree.graph import RubricTree
 
 DEFAULT_LABELS = Path(__file__).resolve().parents[1] / "data" / "routing_labels.jsonl"
@@ -79,7 +80,7 @@ def load_cases(path: str | Path | None = None, tree: RubricTree | None = None) -
     leaves = {leaf.id for leaf in tree.leaves} if tree is not None else None
     out: list[RoutingCase] = []
     seen: set[str] = set()
-    for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+    for lineno, line in enumerate(read_text(path).splitlines(), 1):
         if not line.strip():
             continue
         rec = f"line {lineno}"
@@ -111,6 +112,31 @@ def load_cases(path: str | Path | None = None, tree: RubricTree | None = None) -
     return out
 
 
+URGENT_LEAF = "sf_red_flags_missed"  # applies when the conversation describes a possible emergency
+
+
+def cases_from_conversations(cases: Sequence[Any], tree: RubricTree) -> list[RoutingCase]:
+    """Routing cases from labelled conversations (stress cases of the blind set's format, grouped by
+    ``conversation``): every conditional leaf the labels call applicable is one the router must
+    reach; every other conditional leaf is labelled not applicable (the conversation's labels list
+    every applicable one); urgent when the conversation describes a possible emergency (its
+    ``sf_red_flags_missed`` applies)."""
+    conditional = [leaf.id for leaf in tree.leaves if leaf.conditional and not leaf.id.startswith("at_")]
+    out: list[RoutingCase] = []
+    seen: set[str] = set()
+    for c in cases:
+        key = c.conversation or c.id
+        if key in seen:
+            continue
+        seen.add(key)
+        app = set(c.applicable or ()) | {x for x in (*c.failed, *c.clean_failed) if tree[x].conditional}
+        out.append(RoutingCase(id=key, language=c.language or "en", prompt=[m.model_dump() for m in c.prompt],
+                               context=c.context, applicable=tuple(sorted(app)),
+                               not_applicable=tuple(x for x in conditional if x not in app),
+                               urgent=URGENT_LEAF in app, tags=tuple(c.tags)))
+    return out
+
+
 class CaseResult(BaseModel):
     """One case routed: what it activated against its labels."""
 
@@ -127,6 +153,7 @@ class CaseResult(BaseModel):
     urgency: float | None
     predicted_urgent: bool | None
     reasons: dict[str, int] = Field(default_factory=dict, description="active leaves per routing reason")
+    needless_critical: int = Field(0, description="active critical leaves labelled not applicable")
 
 
 def _ratio(num: float, den: float) -> float | None:
@@ -177,10 +204,19 @@ def summarise(rows: Sequence[CaseResult], tree: RubricTree, router: str, cases: 
                     "n_urgent": sum(bool(r.urgent) for r in labelled),
                     "n_predicted_urgent": sum(bool(r.predicted_urgent) for r in labelled)},
         "active_by_reason": {k: v / len(rows) for k, v in sorted(reasons.items())} if rows else {},
+        "needless_critical_benign": _needless(rows),
         "missed": dict(missed.most_common()),
         "false_alarms": dict(alarms.most_common()),
         "cases": [r.model_dump() for r in rows],
     }
+
+
+def _needless(rows: Sequence[CaseResult]) -> dict[str, Any]:
+    """Critical leaves routed on prompts labelled not urgent although labelled not applicable: judge
+    items that can only cost (and, misread, fail a good reply)."""
+    benign = [r.needless_critical for r in rows if r.urgent is False]
+    return {"n_prompts": len(benign), "median": statistics.median(benign) if benign else None,
+            "mean": _ratio(sum(benign), len(benign)), "max": max(benign, default=None)}
 
 
 def urgency_cutoff(router: Router) -> float | None:
@@ -206,5 +242,7 @@ async def evaluate(router: Router, cases: Iterable[RoutingCase], *, progress: bo
             false_alarms=tuple(x for x in case.not_applicable if x in active),
             n_applicable=len(app), n_hits=sum(x in active for x in app), urgent=case.urgent,
             urgency=routing.urgency, predicted_urgent=predicted,
-            reasons=dict(Counter(a.reason for a in routing.active))))
+            reasons=dict(Counter(a.reason for a in routing.active)),
+            needless_critical=sum(x in active and router.tree.severity.get(x) == "critical"
+                                  for x in case.not_applicable)))
     return summarise(rows, router.tree, getattr(router, "name", "router"), cases)

@@ -71,6 +71,8 @@ LANGUAGES = ("ENGLISH", "SPANISH", "FRENCH", "GERMAN", "PORTUGUESE", "ITALIAN", 
              "JAPANESE", "KOREAN", "VIETNAMESE", "THAI", "INDONESIAN", "MALAY", "SWAHILI", "TAGALOG", "YORUBA",
              "ROMANIAN", "GREEK", "SWEDISH")
 
+_LINGUA_CODES = frozenset({"en", "es", "fr", "de", "pt", "it", "nl", "pl", "tr", "ru", "uk", "ar", "he", "fa", "hi",
+                           "bn", "ur", "zh", "ja", "ko", "vi", "th", "id", "ms", "sw", "tl", "yo", "ro", "el", "sv"})
 _lock = threading.Lock()
 _detector: object | None = None
 
@@ -105,6 +107,45 @@ def _latin_share(text: str) -> tuple[int, int]:
     return letters, latin
 
 
+# Scripts and the language a health question written in them is most likely in: the fallback for
+# the scripts the detector has no model of (it read Tamil, Telugu, Amharic, Khmer, ... as English).
+# A script shared by several languages maps to the most common one; the multilingual encoder reads
+# them all, so what matters is that such a text is never taken for English.
+SCRIPT_LANGUAGES = {
+    "TAMIL": "ta", "TELUGU": "te", "ETHIOPIC": "am", "KHMER": "km", "SINHALA": "si", "GURMUKHI": "pa",
+    "GUJARATI": "gu", "KANNADA": "kn", "MALAYALAM": "ml", "MYANMAR": "my", "GEORGIAN": "ka", "ARMENIAN": "hy",
+    "LAO": "lo", "ORIYA": "or", "TIBETAN": "bo", "MONGOLIAN": "mn", "THAANA": "dv", "SYRIAC": "syr",
+    "DEVANAGARI": "hi", "BENGALI": "bn", "ARABIC": "ar", "HEBREW": "he", "CYRILLIC": "ru", "GREEK": "el",
+    "THAI": "th", "HANGUL": "ko", "HIRAGANA": "ja", "KATAKANA": "ja", "CJK": "zh",
+}
+
+
+def dominant_script(text: str) -> tuple[str | None, float]:
+    """The script most of ``text``'s non-Latin letters are written in (a key of
+    :data:`SCRIPT_LANGUAGES`, from each character's Unicode name) and its share of all letters;
+    ``(None, 0.0)`` for a text in Latin letters only."""
+    counts: dict[str, int] = {}
+    letters = 0
+    for ch in text:
+        if not ch.isalpha() and unicodedata.category(ch) not in ("Mn", "Mc", "Lo"):
+            continue
+        letters += 1
+        if ord(ch) < 0x250:
+            continue
+        name = unicodedata.name(ch, "")
+        for script in SCRIPT_LANGUAGES:
+            if name.startswith(script) or f" {script} " in f" {name} ":
+                counts[script] = counts.get(script, 0) + 1
+                break
+    if not counts or not letters:
+        return None, 0.0
+    script = max(counts, key=counts.get)
+    if script in ("HIRAGANA", "KATAKANA") or (script == "CJK" and ("HIRAGANA" in counts or "KATAKANA" in counts)):
+        script = "HIRAGANA"  # Japanese mixes kana with kanji
+    return script, counts.get(script, 0) / letters if script != "HIRAGANA" else sum(
+        counts.get(k, 0) for k in ("HIRAGANA", "KATAKANA", "CJK")) / letters
+
+
 def _function_words(text: str) -> tuple[int, int, int]:
     """(English, other-language, romanised Hindi) function words in ``text``."""
     words = [w.lower() for w in _WORD.findall(text)]
@@ -124,6 +165,9 @@ def language_of(text: str) -> str:
     letters, latin = _latin_share(text)
     if letters == 0:
         return "en"
+    script, share = dominant_script(text)
+    if script is not None and share >= 0.3 and SCRIPT_LANGUAGES[script] not in _LINGUA_CODES:
+        return SCRIPT_LANGUAGES[script]  # a script the detector has no model of: never English
     en, other, hinglish = _function_words(text)
     if latin / letters >= 0.6 and hinglish >= 2 and hinglish > en:
         return "hi"
@@ -149,6 +193,8 @@ def language_of(text: str) -> str:
     code = values[0].language.iso_code_639_1.name.lower()
     if code != "en" and latin / letters >= 0.6 and en >= 2 and other == 0:
         return "en"  # a short English question lingua took for another Latin-script language
+    if code == "en" and script is not None and share >= 0.3:
+        return SCRIPT_LANGUAGES[script]  # mostly another script: whatever the n-grams said, not English
     return code
 
 

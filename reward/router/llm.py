@@ -34,6 +34,7 @@ from reward.judge.templates import RELEVANCE, URGENCY
 from reward.judge.types import JudgeItem, Message, Verdict
 from reward.router.base import (
     ROUTINE_GUARDS,
+    URGENT_GUARDS,
     Conversation,
     Router,
     Routing,
@@ -172,8 +173,9 @@ class LLMTreeRouter(Router):
         failed = (["urgency"] if state["failed_urgency"] else []) + list(dict.fromkeys(c for _, c in res.failed))
         safety_threshold = self.emergency_threshold if state["emergency"] else self.threshold
         routed = list(res.routed)
-        if not state["emergency"]:  # the urgency rule: a routine prompt's reply-side guards
-            routed += [g for g in ROUTINE_GUARDS if g in walkable and g not in routed]
+        # the urgency rule: a routine prompt's reply-side guards, an urgent one's
+        guards = URGENT_GUARDS if state["emergency"] else ROUTINE_GUARDS
+        routed += [g for g in guards if g in walkable and g not in routed]
         expanded = {**res.expanded, **self.cue_paths(standing, res.expanded, res.joint)}
         return Routing(router=self.name, active=self._active(res.joint, routed, standing),
                        threshold=self.threshold, safety_threshold=safety_threshold, urgency=state["urgency"],

@@ -75,8 +75,77 @@ def _met_value(leaf_id: str, met: Any) -> float:
     return value
 
 
+class _Routing:
+    """What the variant needs to combine a response's pass values, which depends only on which
+    leaves are active (weights, guards, floors, prices, catch-alls), never on their verdicts."""
+
+    def __init__(self, tree: RubricTree, leaf_ids: Collection[str], variant: str, activated: Collection[str] | None,
+                 rule_active: Collection[str], price_scale: Mapping[str, float] | None = None) -> None:
+        check_variant(variant)
+        self.tree = tree
+        self.ids: dict[str, str] = {}  # the id as given -> the leaf's id (a former id scores as its leaf)
+        self.positive: dict[str, bool] = {}
+        for given in leaf_ids:
+            if given not in tree:
+                raise ScoringError(f"'{given}' is not a node of the tree '{tree.name}'")
+            node = tree[given]
+            if not node.is_leaf:
+                raise ScoringError(f"'{node.id}' is not a leaf (it has children), so it cannot be judged")
+            self.ids[given] = node.id
+            self.positive[node.id] = node.polarity == "positive"
+        active = list(self.ids.values())
+        self.penalty = uses_penalty(variant)
+        self.weights = effective_weights(tree, active, variant, activated)
+        self.penalty_ids = guard_ids(tree, active, rule_active) if self.penalty else set()
+        self.floors = severity_floors(tree, active) if self.penalty else {}
+        self.prices = severity_prices(tree, active, price_scale) if uses_severity(variant) else None
+        self.catch_all = {lid for lid in active if tree[lid].catch_all}
+
+    def passes(self, met: Mapping[str, bool | float]) -> dict[str, float]:
+        out: dict[str, float] = {}
+        for given, m in met.items():
+            leaf_id = self.ids[given]
+            value = _met_value(leaf_id, m)
+            out[leaf_id] = value if self.positive[leaf_id] else 1.0 - value
+        return out
+
+    def score(self, passes: Mapping[str, float], active: list[str]) -> float:
+        sub = {lid: passes[lid] for lid in active}
+        if self.prices is not None:
+            return severity_combine(sub, self.prices, self.tree.fault_of, self.catch_all, self.tree.fault_acts)
+        return combine(self.weights, sub, self.penalty_ids, penalty=self.penalty, floors=self.floors)
+
+
+class RootScorer:
+    """The root score of one routing under any verdicts on its active leaves: ``score_tree(...).score``
+    for callers that score one response under many verdicts (rescoring, attribution); what depends
+    only on the routing is worked out once.
+
+    Args:
+        tree, variant, activated, rule_active, price_scale: as in :func:`score_tree`.
+        leaf_ids: the active leaves; every call must give a verdict on each of them.
+    """
+
+    def __init__(self, tree: RubricTree, leaf_ids: Collection[str], *, variant: str = DEFAULT_SCORING_VARIANT,
+                 activated: Collection[str] | None = None, rule_active: Collection[str] = (),
+                 price_scale: Mapping[str, float] | None = None) -> None:
+        if not leaf_ids:
+            raise ScoringError("no active leaves: the tree score is undefined")
+        self.routing = _Routing(tree, leaf_ids, variant, activated, rule_active, price_scale)
+        self.leaf_ids = frozenset(leaf_ids)
+        below = tree.descendant_leaves[tree.root]
+        self._under_root = below
+
+    def __call__(self, met: Mapping[str, bool | float]) -> float:
+        if met.keys() != self.leaf_ids:
+            raise ScoringError("the verdicts are not on the leaves this scorer was made for")
+        passes = self.routing.passes(met)
+        return float(self.routing.score(passes, [lid for lid in passes if lid in self._under_root]))
+
+
 def score_tree(tree: RubricTree, met: Mapping[str, bool | float], *, variant: str = DEFAULT_SCORING_VARIANT,
-               activated: Collection[str] | None = None, rule_active: Collection[str] = ()) -> TreeScore:
+               activated: Collection[str] | None = None, rule_active: Collection[str] = (),
+               price_scale: Mapping[str, float] | None = None) -> TreeScore:
     """Score one response from the judge's verdicts on its active leaves.
 
     Args:
@@ -88,31 +157,17 @@ def score_tree(tree: RubricTree, met: Mapping[str, bool | float], *, variant: st
             be left out of ``met``: they are not scored.
         activated: internal nodes the router expanded (``Routing.expanded``); the ``active``
             variants count a multi-parent leaf only along paths through them.
+        price_scale: ``severity`` variant: a leaf's price times this (default 1), e.g. an
+            over-escalation priced against the prompt's urgency (``reward.stages.guards``).
 
     Raises:
         ScoringError: no active leaf, an unknown id, a non-leaf id, or a met value that is NaN,
             outside [0, 1] or not a number.
     """
-    check_variant(variant)
     if not met:
         raise ScoringError("no active leaves: the tree score is undefined")
-    passes: dict[str, float] = {}
-    for leaf_id, m in met.items():
-        if leaf_id not in tree:
-            raise ScoringError(f"'{leaf_id}' is not a node of the tree '{tree.name}'")
-        node = tree[leaf_id]
-        leaf_id = node.id  # a former id (alias) scores as the leaf that carries it now
-        if not node.is_leaf:
-            raise ScoringError(f"'{leaf_id}' is not a leaf (it has children), so it cannot be judged")
-        value = _met_value(leaf_id, m)
-        passes[leaf_id] = value if node.polarity == "positive" else 1.0 - value
-    weights = effective_weights(tree, passes, variant, activated)
-    penalty = uses_penalty(variant)
-    penalty_ids = guard_ids(tree, passes, rule_active) if penalty else set()
-    floors = severity_floors(tree, passes) if penalty else {}
-    prices = severity_prices(tree, passes) if uses_severity(variant) else None
-    catch_all = {lid for lid in passes if tree[lid].catch_all}
-
+    routing = _Routing(tree, list(met), variant, activated, rule_active, price_scale)
+    passes = routing.passes(met)
     nodes: dict[str, dict[str, float | int]] = {}
     for nid in tree.topological_order:
         # in the order of ``met``, not of the frozenset (whose order follows the per-process string
@@ -121,16 +176,22 @@ def score_tree(tree: RubricTree, met: Mapping[str, bool | float], *, variant: st
         active = [lid for lid in passes if lid in below]
         if not active:
             continue
-        sub = {lid: passes[lid] for lid in active}
         nodes[nid] = {
-            "score": severity_combine(sub, prices, tree.fault_of, catch_all, tree.fault_acts) if prices is not None else
-            combine(weights, sub, penalty_ids, penalty=penalty, floors=floors),
-            "weight": sum(weights[lid] for lid in active),
+            "score": routing.score(passes, active),
+            "weight": sum(routing.weights[lid] for lid in active),
             "n_active": len(active),
         }
     # plain dicts (not mapping proxies) so a TreeScore pickles across worker processes
     return TreeScore(score=float(nodes[tree.root]["score"]), nodes=nodes, leaves=passes,
-                     weights=weights, variant=variant)
+                     weights=routing.weights, variant=variant)
+
+
+def root_score(tree: RubricTree, met: Mapping[str, bool | float], *, variant: str = DEFAULT_SCORING_VARIANT,
+               activated: Collection[str] | None = None, rule_active: Collection[str] = (),
+               price_scale: Mapping[str, float] | None = None) -> float:
+    """``score_tree(...).score`` without the per-node breakdown (:class:`RootScorer`, used once)."""
+    return RootScorer(tree, list(met), variant=variant, activated=activated, rule_active=rule_active,
+                      price_scale=price_scale)(met)
 
 
 def macro_breakdown(tree: RubricTree, result: TreeScore) -> dict[str, float]:

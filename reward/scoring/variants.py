@@ -55,7 +55,7 @@ SCORING_VARIANTS: tuple[str, ...] = get_args(ScoringVariant)
 # Prices follow severity, not structure (issue 21; docs/scoring.md).
 DEFAULT_SCORING_VARIANT: ScoringVariant = "severity"
 # Routing reasons (``ActiveLeaf.reason``) of leaves switched on by a rule, not by relevance.
-RULE_REASONS = frozenset({"always_on", "universal", "context"})
+RULE_REASONS = frozenset({"always_on", "universal", "context", "reply_guard"})
 # Least share of the score a failed leaf costs under the legacy penalty variants, by severity: the
 # median share of its row's positive points that a negative HealthBench-Hard item of that band costs
 # (critical |points| 8-10, major 4-7, minor 1-3), recomputed and checked by
@@ -246,9 +246,12 @@ def severity_floors(tree: RubricTree, leaf_ids: Iterable[str]) -> dict[str, floa
     return {lid: SEVERITY_FLOOR[tree.severity[lid]] for lid in leaf_ids}
 
 
-def severity_prices(tree: RubricTree, leaf_ids: Iterable[str]) -> dict[str, float]:
-    """Each leaf's price under the ``severity`` variant (:data:`SEVERITY_PRICE` of its severity)."""
-    return {lid: SEVERITY_PRICE[tree.severity[lid]] for lid in leaf_ids}
+def severity_prices(tree: RubricTree, leaf_ids: Iterable[str], scale: Mapping[str, float] | None = None
+                    ) -> dict[str, float]:
+    """Each leaf's price under the ``severity`` variant (:data:`SEVERITY_PRICE` of its severity),
+    times its ``scale`` in [0, 1] where given (over-escalation priced against the prompt's urgency)."""
+    scale = scale or {}
+    return {lid: SEVERITY_PRICE[tree.severity[lid]] * min(1.0, max(0.0, scale.get(lid, 1.0))) for lid in leaf_ids}
 
 
 def severity_faults(passes: Mapping[str, float], prices: Mapping[str, float],

@@ -73,8 +73,12 @@ def build_reward(settings, judge: Any, *, tree: Any = None, router: Any = None, 
         tree = load_tree(recipe.tree)
     if router is None:
         router = build_router(recipe, tree, judge)
+    from reward.stages.panel import resolve
+
+    calibrated = resolve(recipe, judge, tree)  # posterior verdicts and a second judge, from their calibrations
     reward = RubricReward(tree, router, judge, on_failure=on_failure, cache_routing=cache_routing,  # type: ignore[arg-type]
                           use_rubric_items=recipe.rubric_source != "tree", applicability_scope=applicability_scope,
-                          **recipe.engine_kwargs())
+                          posterior=calibrated.posterior, panel_judge=calibrated.panel_judge,
+                          panel_leaves=calibrated.panel_leaves, **recipe.engine_kwargs())
     reward.settings = recipe
     return reward

@@ -78,6 +78,7 @@ class Confirmed:
     extra: list[int]
     overturned: list[bool]
     failed_readings: int = 0
+    readings: list[list[bool]] | None = None  # per item, each reading's "fails" in order (posterior verdicts)
 
 
 def _combine(first: Verdict, answers: list[tuple[bool, float | None]], met: bool) -> Verdict:
@@ -91,7 +92,8 @@ async def confirm_failures(judge: Judge, items: Sequence[JudgeItem], verdicts: S
                            bad_when_met: Sequence[bool]) -> Confirmed:
     """Read every failure of ``verdicts`` again (see the module docstring); one grade call per round."""
     second, third = readings(judge.config.mode)
-    out = Confirmed(verdicts=list(verdicts), extra=[0] * len(verdicts), overturned=[False] * len(verdicts))
+    out = Confirmed(verdicts=list(verdicts), extra=[0] * len(verdicts), overturned=[False] * len(verdicts),
+                    readings=[[is_failure(v, bad_when_met[i])] if v.ok else [] for i, v in enumerate(verdicts)])
     todo = [i for i, v in enumerate(verdicts) if is_failure(v, bad_when_met[i])]
     if not todo:
         return out
@@ -103,6 +105,7 @@ async def confirm_failures(judge: Judge, items: Sequence[JudgeItem], verdicts: S
             out.failed_readings += 1
             continue
         a2 = second.met(v2)
+        out.readings[i].append(a2[0] == bad_when_met[i])
         if a2[0] == verdicts[i].met:  # confirmed: the failure stands
             out.verdicts[i] = _combine(verdicts[i], [a2], bool(verdicts[i].met))
         else:
@@ -116,6 +119,7 @@ async def confirm_failures(judge: Judge, items: Sequence[JudgeItem], verdicts: S
             out.failed_readings += 1
             continue
         a3 = third.met(v3)
+        out.readings[i].append(a3[0] == bad_when_met[i])
         out.verdicts[i] = _combine(verdicts[i], [a2, a3], a3[0])  # 1 vs 1 before it: the third decides
         out.overturned[i] = a3[0] != verdicts[i].met
     return out

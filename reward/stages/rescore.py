@@ -18,8 +18,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from reward.healthbench.scoring import rl_reward
-from reward.scoring.tree_score import score_tree
-from reward.scoring.variants import RULE_REASONS, check_variant
+from reward.scoring.tree_score import RootScorer
+from reward.scoring.variants import RULE_REASONS, check_variant, uses_penalty, uses_severity
+from reward.stages.guards import price_scale_of
 from reward.stages.results import RolloutScore
 from reward.tree.graph import RubricTree
 
@@ -50,23 +51,39 @@ class Rescorer:
         self.tree = tree
         self.scoring_variant = check_variant(scoring_variant)
         self.combine, self.clip_below_zero = combine, clip_below_zero
+        self._last_root: tuple[tuple, RootScorer] | None = None  # rescorings of one record share a routing
 
     @classmethod
     def of_record(cls, tree: RubricTree | None, rec: RolloutScore, *, clip_below_zero: bool = False) -> Rescorer:
         """The rescorer a record was scored with (its variant and combine; clipping as given)."""
         return cls(tree, scoring_variant=rec.scoring_variant, combine=rec.combine, clip_below_zero=clip_below_zero)
 
+    @property
+    def additive(self) -> bool:
+        """Whether a score is a sum of one term per verdict, each verdict's effect independent of
+        the others: the linear variants (``paper``, ``active``: weighted pass values) with a points
+        score that is not clipped (or not counted). Not under ``severity`` (failures compound) or
+        the penalty variants (clipped at 0)."""
+        linear_tree = not (uses_penalty(self.scoring_variant) or uses_severity(self.scoring_variant))
+        return linear_tree and (not self.clip_below_zero or self.combine == "tree")
+
     def combined(self, tree_score: float | None, points_score: float | None) -> float | None:
         return combine_scores(self.combine, tree_score, points_score)
 
     def tree_score(self, leaf_met: Mapping[str, bool | float], *, expanded: Sequence[str] = (),
-                   rule_leaves: Sequence[str] = ()) -> float | None:
+                   rule_leaves: Sequence[str] = (), price_scale: Mapping[str, float] | None = None) -> float | None:
         if not leaf_met:
             return None
         if self.tree is None:
             raise ValueError("rescoring tree leaves needs the tree they were scored on")
-        return score_tree(self.tree, leaf_met, variant=self.scoring_variant, activated=set(expanded),
-                          rule_active=list(rule_leaves)).score
+        scale = tuple(sorted((price_scale or {}).items()))
+        key = (tuple(leaf_met), tuple(expanded), tuple(rule_leaves), scale)
+        last = self._last_root
+        if last is None or last[0] != key:
+            last = self._last_root = (key, RootScorer(self.tree, list(leaf_met), variant=self.scoring_variant,
+                                                      activated=set(expanded), rule_active=list(rule_leaves),
+                                                      price_scale=price_scale))
+        return last[1](leaf_met)
 
     def points_score(self, points: Sequence[float], met: Sequence[bool | float]) -> float | None:
         if not points:
@@ -80,7 +97,8 @@ class Rescorer:
         if s.format_failure:
             return s.score
         rule = [lr.leaf_id for lr in s.leaves if lr.reason in RULE_REASONS]
-        ts = self.tree_score(leaf_met, expanded=s.routing.get("expanded") or (), rule_leaves=rule)
+        ts = self.tree_score(leaf_met, expanded=s.routing.get("expanded") or (), rule_leaves=rule,
+                             price_scale=price_scale_of(s.routing))
         ps = self.points_score([it.points for it in s.rubric_items], item_met) if s.rubric_items else None
         return self.combined(ts, ps)
 
@@ -92,7 +110,12 @@ class Rescorer:
         def value(met, p):
             return float(p) if soft and p is not None else bool(met)
 
-        return ({lr.leaf_id: value(lr.met, lr.p_yes) for lr in s.leaves if lr.failure is None},
+        def leaf_value(lr):  # posterior verdicts: the score took P(met) from p_fail
+            if lr.p_fail is not None:
+                return lr.p_fail if lr.polarity == "negative" else 1.0 - lr.p_fail
+            return value(lr.met, lr.p_yes)
+
+        return ({lr.leaf_id: leaf_value(lr) for lr in s.leaves if lr.failure is None},
                 [value(it.met, it.p_yes) for it in s.rubric_items])
 
     def flip_contributions(self, s: RolloutScore) -> tuple[dict[str, float], list[float | None]]:

@@ -38,6 +38,11 @@ class LeafResult(BaseModel):
     failure: str | None = None
     readings: int = Field(1, description="judge readings behind the verdict: 2-3 when a failure was confirmed")
     overturned: bool = Field(False, description="confirmation turned the first reading's failure into a pass")
+    p_fail: float | None = Field(None, description="posterior verdicts: P(the reply fails the leaf | every reading), "
+                                                   "from the judges' calibrations; the score takes it in place of "
+                                                   "the reading (``met`` and ``p_yes`` stay the judge's own)")
+    panel: bool | None = Field(None, description="the second judge's reading (True: it read the leaf failed); "
+                                                 "None: not read by a second judge")
 
 
 class ItemResult(BaseModel):

@@ -49,11 +49,12 @@ from reward.scoring.tree_score import score_tree
 from reward.scoring.variants import (
     DEFAULT_SCORING_VARIANT,
     RULE_REASONS,
-    SEVERITY_PRICE,
     check_variant,
     effective_weights,
 )
 from reward.stages.confirm import confirm_failures as confirm_batch
+from reward.stages.feedback import reviser_feedback
+from reward.stages.guards import price_scale
 from reward.stages.reasoning import Grade, failure_score, graded_text
 from reward.stages.rescore import Rescorer
 from reward.stages.results import ItemResult, LeafResult, RolloutScore, group_key  # noqa: F401  (re-exported)
@@ -103,6 +104,11 @@ class RubricReward:
             reward's own scope (``reward.router.applicability``).
         use_rubric_items: grade the rows' own rubric items (False: ``rubric_source: tree``, the
             leaves alone).
+        posterior: a :class:`reward.scoring.posterior.Posterior` (``reward.stages.panel``): each
+            leaf is scored at P(met | every reading of it), the judge's measured errors undone;
+            None: the (confirmed) reading as it is.
+        panel_judge, panel_leaves: a second judge that reads ``panel_leaves`` (None: every leaf)
+            once per rollout; its reading enters the posterior (never an AND/OR of verdicts).
 
     Attributes:
         stats: counters over this object's lifetime (rollouts, scored, unscored, prompts routed,
@@ -115,7 +121,9 @@ class RubricReward:
                  grade: Grade = "answer", format_failure_score: float | str | None = 0.0,
                  clip_below_zero: bool = True, applicability: bool = False,
                  applicability_threshold: float = 0.5, confirm_failures: bool = False,
-                 applicability_scope: str | None = None, use_rubric_items: bool = True) -> None:
+                 applicability_scope: str | None = None, use_rubric_items: bool = True,
+                 posterior=None, panel_judge: Judge | None = None, panel_leaves: frozenset[str] | None = None
+                 ) -> None:
         check_variant(scoring_variant)
         if scoring not in ("hard", "soft"):
             raise ValueError(f"scoring must be 'hard' or 'soft', got {scoring!r}")
@@ -145,11 +153,14 @@ class RubricReward:
         self.router = router
         self.applicability = (ApplicabilityJudge(tree, judge, threshold=applicability_threshold,
                                                  scope=applicability_scope) if applicability else None)
+        if panel_judge is not None and posterior is None:
+            raise ValueError("a panel's readings combine through the posterior: give posterior too")
+        self.posterior, self.panel_judge, self.panel_leaves = posterior, panel_judge, panel_leaves
         self.stats: dict[str, float] = dict.fromkeys(
             ["rollouts", "scored", "unscored", "prompts", "prompts_routed", "routing_judge_calls",
              "routing_failures", "active_leaves", "judge_items", "routing_s", "grading_s", "format_failures",
              "applicability_judge_calls", "not_applicable_leaves", "applicability_rescued", "confirm_items",
-             "confirm_overturned", "confirm_failed_readings"], 0)
+             "confirm_overturned", "confirm_failed_readings", "panel_items", "panel_failed_readings"], 0)
 
     # ------------------------------------------------------------------ routing
     async def route(self, rollouts: Sequence[Rollout | dict]) -> dict[tuple, Routing]:
@@ -228,14 +239,19 @@ class RubricReward:
         t0 = time.perf_counter()
         verdicts = await self.judge.grade(items, on_failure="record") if items else []
         extra, overturned = [0] * len(items), [False] * len(items)
+        reads = [[bool(v.met) == bad_when_met[i]] if v.ok else [] for i, v in enumerate(verdicts)]
         if self.confirm_failures and items:
             conf = await confirm_batch(self.judge, items, verdicts, [bad_when_met[i] for i in range(len(items))])
-            verdicts, extra, overturned = conf.verdicts, conf.extra, conf.overturned
+            verdicts, extra, overturned, reads = conf.verdicts, conf.extra, conf.overturned, conf.readings
             self.stats["confirm_items"] += sum(extra)
             self.stats["confirm_overturned"] += sum(overturned)
             self.stats["confirm_failed_readings"] += conf.failed_readings
+        panel_reads = await self._panel_readings(items, rollouts, plans, routings, bad_when_met)
+        for i in panel_reads:
+            extra[i] += 1
         self.stats["grading_s"] += time.perf_counter() - t0
         self.stats["judge_items"] += len(items) + sum(extra)
+        evidence = {i: [reads[i], panel_reads.get(i, [])] for i in range(len(items))} if self.posterior else {}
 
         out = []
         for r, plan in zip(rollouts, plans):
@@ -254,7 +270,8 @@ class RubricReward:
                 continue
             leaf_idx, item_idx = plan
             res = self._score_one(r, routings[r.prompt_key], [verdicts[i] for i in leaf_idx],
-                                  [verdicts[i] for i in item_idx], apps[r.prompt_key])
+                                  [verdicts[i] for i in item_idx], apps[r.prompt_key],
+                                  [evidence[i] for i in leaf_idx] if evidence else None)
             for res_part, idx in ((res.leaves, leaf_idx), (res.rubric_items, item_idx)):
                 for one, i in zip(res_part, idx):
                     one.readings, one.overturned = 1 + extra[i], overturned[i]
@@ -267,6 +284,35 @@ class RubricReward:
             out.append(res)
         for r, res in zip(rollouts, out):
             res.group = group_key(r.prompt_key)
+        return out
+
+    async def _panel_readings(self, items: list[JudgeItem], rollouts, plans, routings, bad_when_met
+                              ) -> dict[int, list[bool]]:
+        """The second judge's reading ("fails") of each panel leaf item of the batch, by item index
+        (an item whose reading failed is left out: the first judge's readings stand alone)."""
+        if self.panel_judge is None or not items:
+            return {}
+        want: set[int] = set()
+        for r, plan in zip(rollouts, plans):
+            if not plan:
+                continue
+            kept = [a for a in routings[r.prompt_key].active]
+            by_criterion = {self.tree[a.leaf_id].criterion: a.leaf_id for a in kept}
+            for i in plan[0]:
+                lid = by_criterion.get(items[i].criterion)
+                if lid is not None and (self.panel_leaves is None or lid in self.panel_leaves):
+                    want.add(i)
+        todo = sorted(want)
+        if not todo:
+            return {}
+        got = await self.panel_judge.grade([items[i] for i in todo], on_failure="record")
+        out = {}
+        for i, v in zip(todo, got):
+            if v.ok:
+                out[i] = [bool(v.met) == bad_when_met[i]]
+            else:
+                self.stats["panel_failed_readings"] += 1
+        self.stats["panel_items"] += len(todo)
         return out
 
     async def readings(self, rollouts: Sequence[Rollout | dict], results: Sequence[RolloutScore]
@@ -334,7 +380,7 @@ class RubricReward:
                 "expanded": sorted(routing.expanded)}
 
     def _score_one(self, r: Rollout, routing: Routing, leaf_v: list[Verdict], item_v: list[Verdict],
-                   app: Applicability | None = None) -> RolloutScore:
+                   app: Applicability | None = None, evidence: list | None = None) -> RolloutScore:
         if routing.n_failures:  # a failed relevance/urgency call changes the leaf set: no score
             info = {"n_active": len(routing.active), "n_failures": routing.n_failures,
                     "failed_nodes": list(routing.failed_nodes)}
@@ -350,17 +396,23 @@ class RubricReward:
         kept = set(app.keep(routing.leaf_ids))
         active = [a for a in routing.active if a.leaf_id in kept]  # inapplicable leaves leave the score
         eff = effective_weights(self.tree, [a.leaf_id for a in active], self.scoring_variant, activated)
-        for a, v in zip(active, leaf_v):
+        language = self._language(r) if evidence else None
+        for k, (a, v) in enumerate(zip(active, leaf_v)):
             node = self.tree[a.leaf_id]
-            passed = None
+            passed = p_fail = None
             if v.ok:
                 met[a.leaf_id] = value = self._value(v)
+                if evidence:  # the readings, with the judges' measured errors undone
+                    p_fail = self.posterior.p_fail(a.leaf_id, self.tree.severity[a.leaf_id], node.polarity,
+                                                   evidence[k], language)
+                    met[a.leaf_id] = value = self.posterior.met_value(node.polarity, p_fail)
                 passed = float(value) if node.polarity == "positive" else 1.0 - float(value)
             else:
                 failures.append(f"leaf {a.leaf_id}: {v.failure}")
             leaves.append(LeafResult(leaf_id=a.leaf_id, title=node.title, polarity=node.polarity,
                                      met=v.met, p_yes=v.p_yes, passed=passed, relevance=a.relevance,
-                                     weight=eff[a.leaf_id], reason=a.reason, failure=v.failure))
+                                     weight=eff[a.leaf_id], reason=a.reason, failure=v.failure, p_fail=p_fail,
+                                     panel=None if not evidence or not evidence[k][1] else evidence[k][1][0]))
         rubric_items: list[ItemResult] = []
         for i, (it, v) in enumerate(zip(r.rubrics or [], item_v)):
             if not v.ok:
@@ -378,7 +430,8 @@ class RubricReward:
         tree_score = nodes = None
         if met:
             rule = [a.leaf_id for a in active if a.reason in RULE_REASONS]
-            ts = score_tree(self.tree, met, variant=self.scoring_variant, activated=activated, rule_active=rule)
+            ts = score_tree(self.tree, met, variant=self.scoring_variant, activated=activated, rule_active=rule,
+                            price_scale=price_scale(routing.urgency))
             tree_score, nodes = ts.score, {k: dict(v) for k, v in ts.nodes.items()}
         points_score = None
         if r.rubrics:
@@ -390,6 +443,12 @@ class RubricReward:
                             nodes=nodes or {}, failures=failures,
                             feedback=self._feedback(leaves, rubric_items), **base)
 
+    @staticmethod
+    def _language(r: Rollout) -> str:
+        from reward.router.language import language_of, user_text
+
+        return language_of(user_text(r.conversation))
+
     def _worst(self, r: Rollout, routing: Routing, app: Applicability) -> float | None:
         """The lowest score a finished answer to ``r``'s row can get: every positive criterion
         missed and every negative one met (the tree and points scores are monotone in them), over
@@ -399,7 +458,8 @@ class RubricReward:
         active = [a for a in routing.active if a.leaf_id in kept]
         tree_worst = self.rescorer.tree_score({a.leaf_id: self.tree[a.leaf_id].polarity == "negative" for a in active},
                                               expanded=sorted(routing.expanded),
-                                              rule_leaves=[a.leaf_id for a in active if a.reason in RULE_REASONS])
+                                              rule_leaves=[a.leaf_id for a in active if a.reason in RULE_REASONS],
+                                              price_scale=price_scale(routing.urgency))
         points = [it.points for it in (r.rubrics or [])]
         if any(p > 0 for p in points):
             points_worst = self.rescorer.points_score(points, [p < 0 for p in points])
@@ -415,31 +475,4 @@ class RubricReward:
         return self.rescorer.rescore(s, leaf_met, item_met)
 
     def _feedback(self, leaves: list[LeafResult], items: list[ItemResult]) -> str:
-        """Checks the response did not pass, heaviest first, phrased for a reviser."""
-        # Importance = share of its own score (leaf weight over the active weight, item points
-        # over the positive points), so tree leaves and rubric items sort on one scale.
-        lines: list[tuple[float, str]] = []
-        leaf_total = sum(lr.weight for lr in leaves) or 1.0
-        for lr in leaves:
-            if lr.passed is not None and lr.passed < 0.5:
-                crit = self.tree[lr.leaf_id].criterion
-                verb = "Avoid" if lr.polarity == "negative" else "Missing"
-                # under ``severity`` a failure's price, not its structural weight, says what matters most
-                share = (SEVERITY_PRICE[self.tree.severity[lr.leaf_id]] if self.scoring_variant == "severity"
-                         else lr.weight / leaf_total)
-                lines.append((share, f"- {verb} [{lr.title}]: {crit}"))
-        total = sum(it.points for it in items if it.points > 0) or 1.0
-        for it in items:
-            if it.met is None:
-                continue
-            if it.points > 0 and not it.met:
-                lines.append((it.points / total, f"- Missing [rubric, {it.points:g} points]: {it.criterion}"))
-            elif it.points < 0 and it.met:
-                lines.append((-it.points / total, f"- Avoid [rubric, {it.points:g} points]: {it.criterion}"))
-        if not lines:
-            return ""
-        lines.sort(key=lambda x: -x[0])
-        shown = [text for _, text in lines[:self.feedback_limit]]
-        if len(lines) > self.feedback_limit:
-            shown.append(f"- ... and {len(lines) - self.feedback_limit} more")
-        return "Checks this response did not pass (most important first):\n" + "\n".join(shown)
+        return reviser_feedback(self.tree, self.scoring_variant, self.feedback_limit, leaves, items)

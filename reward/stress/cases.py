@@ -28,14 +28,24 @@ from reward.textio import load_yaml
 from reward.tree.graph import RubricTree
 
 Perturbation = Literal["missing_instructions", "missing_user_data", "inappropriate_instructions",
-                       "inaccurate_user_data", "degenerate", "harm_vs_safe"]
+                       "inaccurate_user_data", "degenerate", "harm_vs_safe", "targeted_fault",
+                       "verbose_restatement", "over_triage", "refusal", "empty_hedge", "sycophancy",
+                       "false_reassurance"]
 Scenario = Literal["health_data", "action_plan", "symptoms", "explanation"]
 PERTURBATIONS: tuple[str, ...] = get_args(Perturbation)
 # Families of our own (issue 21): ``degenerate`` pairs a good specific reply with a bare "see a
 # doctor", a refusal or a generic disclaimer; ``harm_vs_safe`` pairs a safe non-answer (the clean
 # reply, which fails the helpfulness leaves in ``clean_failed``) with a compliant reply that makes
-# a harmful recommendation. Harm must score below the safe non-answer.
-FAMILIES: tuple[str, ...] = ("degenerate", "harm_vs_safe")
+# a harmful recommendation. Harm must score below the safe non-answer. ``targeted_fault`` (the blind
+# set, issue 44): a reply written to commit named faults.
+# Gaming families (issue 46): what a policy trained on the reward drifts toward. ``verbose_restatement``
+# restates every warning and buries the answer; ``over_triage`` sends a minor complaint to emergency
+# care; ``refusal`` deflects to a clinician without help; ``empty_hedge`` hedges until nothing is
+# said; ``sycophancy`` agrees with a wrong belief the user states; ``false_reassurance`` calms a red flag.
+GAMING: tuple[str, ...] = ("verbose_restatement", "over_triage", "refusal", "empty_hedge", "sycophancy",
+                           "false_reassurance")
+FAMILIES: tuple[str, ...] = ("degenerate", "harm_vs_safe", "targeted_fault", *GAMING)
+TAGS = ("code_mixed", "misspelt", "buried", "short", "records_only_medicine", "long", "multi_turn")
 SCENARIOS: tuple[str, ...] = get_args(Scenario)
 DEFAULT_CASES = "stress_cases.yaml"
 
@@ -60,6 +70,9 @@ class StressCase(BaseModel):
             listed). None: not labelled, every routed leaf counts as applicable (taxonomy v2's
             premise). Leaves marked ``conditional: false`` always apply.
         note: what the perturbation changed.
+        conversation, language, tags: where the case comes from a conversation with several
+            replies (:class:`Conversation`): its id, the user's language, and what is special about
+            it (code-mixed, misspelt, a crisis buried in a long message, a medicine only in the records).
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -75,6 +88,10 @@ class StressCase(BaseModel):
     clean_failed: tuple[str, ...] = ()
     applicable: tuple[str, ...] | None = None
     note: str = ""
+    conversation: str | None = Field(None, description="the conversation this reply answers (a labelled set "
+                                                       "written as conversations with several replies)")
+    language: str | None = Field(None, description="ISO 639-1 code of the user's messages (code-mixed: 'hi-en')")
+    tags: tuple[Literal[TAGS], ...] = ()
 
     @field_validator("failed", "clean_failed", "applicable")
     @classmethod
@@ -97,6 +114,60 @@ class StressCase(BaseModel):
         return leaf_id in self.applicable or leaf_id in self.failed or leaf_id in self.clean_failed
 
 
+class Reply(BaseModel):
+    """One flawed reply of a :class:`Conversation`."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    id: str = Field(min_length=1)
+    perturbation: Perturbation
+    note: str = ""
+    text: str = Field(min_length=1)
+    failed: tuple[str, ...] = Field(min_length=1)
+
+
+class SafeReply(BaseModel):
+    """A safe non-answer, the reference of the conversation's ``harm_vs_safe`` replies."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    text: str = Field(min_length=1)
+    failed: tuple[str, ...] = ()
+
+
+class Conversation(BaseModel):
+    """A conversation with a good reply and several flawed ones (the blind set's format, issue 44):
+    each flawed reply becomes one :class:`StressCase` against the good reply (a ``harm_vs_safe``
+    reply against the ``safe`` one). ``applicable`` lists every conditional leaf whose situation is
+    present; ``clean_failed`` what the good reply still fails after the labels were settled."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    conversation: str = Field(min_length=1)
+    language: str = Field(min_length=2)
+    scenario: Scenario
+    tags: tuple[Literal[TAGS], ...] = ()
+    context: str | None = None
+    prompt: list[Message] = Field(min_length=1)
+    applicable: tuple[str, ...]
+    clean: str = Field(min_length=1)
+    clean_failed: tuple[str, ...] = ()
+    replies: tuple[Reply, ...] = Field(min_length=1)
+    safe: SafeReply | None = None
+    note: str = ""
+
+    def cases(self) -> list[StressCase]:
+        out = []
+        for r in self.replies:
+            vs_safe = r.perturbation == "harm_vs_safe" and self.safe is not None
+            out.append(StressCase(
+                id=r.id, scenario=self.scenario, perturbation=r.perturbation, prompt=self.prompt, context=self.context,
+                clean=self.safe.text if vs_safe else self.clean, perturbed=r.text, failed=r.failed,
+                clean_failed=self.safe.failed if vs_safe else self.clean_failed, applicable=self.applicable,
+                note=r.note, conversation=self.conversation, language=self.language, tags=self.tags))
+        return out
+
+
 def default_cases_path() -> Path:
     """The bundled cases (``reward/data/stress_cases.yaml``)."""
     return Path(str(resources.files("reward") / "data" / DEFAULT_CASES))
@@ -113,6 +184,20 @@ def load_cases(path: str | Path | None = None, tree: RubricTree | None = None) -
     src = str(path)
     if not path.exists():
         raise InputError("file not found", file=src)
+    if path.is_dir():  # a labelled set's part: every YAML file in it, in name order
+        files = sorted(path.glob("*.yaml"))
+        if not files:
+            raise InputError("a folder without case files (*.yaml)", file=src)
+        out: list[StressCase] = []
+        seen_ids: dict[str, str] = {}
+        for f in files:
+            for case in load_cases(f, tree):
+                if case.id in seen_ids:
+                    raise InputError(f"duplicate id '{case.id}' (also in {seen_ids[case.id]})", file=str(f),
+                                     field="id")
+                seen_ids[case.id] = f.name
+                out.append(case)
+        return out
     try:
         raw = load_yaml(path)
     except yaml.YAMLError as exc:
@@ -121,28 +206,36 @@ def load_cases(path: str | Path | None = None, tree: RubricTree | None = None) -
         raw = raw.get("cases")
     if not isinstance(raw, list) or not raw:
         raise InputError("expected a non-empty list of cases (or a mapping with 'cases')", file=src)
-    out: list[StressCase] = []
+    out = []
     seen: dict[str, int] = {}
     for i, rec in enumerate(raw):
-        label = f"#{i}" + (f" (id {rec.get('id')})" if isinstance(rec, dict) and "id" in rec else "")
+        key = "conversation" if isinstance(rec, dict) and "replies" in rec else "id"
+        label = f"#{i}" + (f" ({key} {rec.get(key)})" if isinstance(rec, dict) and key in rec else "")
         if not isinstance(rec, dict):
             raise InputError(f"a case must be a mapping, got {type(rec).__name__}", file=src, record=label)
         try:
-            case = StressCase.model_validate(rec)
+            cases = (Conversation.model_validate(rec).cases() if key == "conversation"
+                     else [StressCase.model_validate(rec)])
         except ValidationError as exc:
             raise validation_error(exc, file=src, record=label) from exc
-        if case.id in seen:
-            raise InputError(f"duplicate id '{case.id}' (first at #{seen[case.id]})", file=src, record=label,
-                             field="id")
-        seen[case.id] = i
-        if tree is not None:
-            for fname in ("failed", "clean_failed", "applicable"):
-                bad = [x for x in getattr(case, fname) or () if tree.resolve(x) is None]
-                if bad:
-                    raise InputError(f"not leaves of the tree '{tree.name}' ({tree.source}): {bad}", file=src,
-                                     record=label, field=fname)
-            case = case.model_copy(update={f: tuple(tree.resolve(x) for x in getattr(case, f))
-                                           for f in ("failed", "clean_failed", "applicable")
-                                           if getattr(case, f) is not None})
-        out.append(case)
+        for case in cases:
+            out.extend(_checked(case, tree, seen, i, src, label))
     return out
+
+
+def _checked(case: StressCase, tree: RubricTree | None, seen: dict[str, int], i: int, src: str,
+             label: str) -> list[StressCase]:
+    """``case`` checked (a unique id; with ``tree``, its leaf ids resolved), as a one-item list."""
+    if case.id in seen:
+        raise InputError(f"duplicate id '{case.id}' (first at #{seen[case.id]})", file=src, record=label, field="id")
+    seen[case.id] = i
+    if tree is not None:
+        for fname in ("failed", "clean_failed", "applicable"):
+            bad = [x for x in getattr(case, fname) or () if tree.resolve(x) is None]
+            if bad:
+                raise InputError(f"not leaves of the tree '{tree.name}' ({tree.source}): {bad}", file=src,
+                                 record=label, field=fname)
+        case = case.model_copy(update={f: tuple(tree.resolve(x) for x in getattr(case, f))
+                                       for f in ("failed", "clean_failed", "applicable")
+                                       if getattr(case, f) is not None})
+    return [case]

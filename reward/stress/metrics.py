@@ -16,7 +16,7 @@ from reward.stress.cases import PERTURBATIONS, SCENARIOS
 DEFAULT_MARGIN = 0.02
 # The noise blocks of a summary (``reward.stress.noise.noise_blocks``), in report order.
 NOISE_KEYS = ("noise", "noise_confirmed", "noise_correlated", "noise_correlated_confirmed", "noise_measured",
-              "noise_measured_confirmed")
+              "noise_measured_confirmed", "noise_measured_posterior", "noise_measured_panel")
 
 
 def _stats(deltas: Sequence[float], margin: float) -> dict[str, Any]:

@@ -43,6 +43,7 @@ from __future__ import annotations
 import random
 import statistics
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from reward.router.base import Routing
@@ -92,11 +93,28 @@ class _Reader:
     def confirmed(self, lid: str, fails: bool, first: bool, rng: random.Random) -> tuple[bool, int]:
         """The verdict after confirmation of ``first`` and the extra readings it took: only
         failures are read again; a disagreement is settled by a third reading."""
+        reads = self.confirm_readings(lid, fails, first, rng)
+        return reads[-1] if len(reads) != 2 else reads[0], len(reads) - 1
+
+    def confirm_readings(self, lid: str, fails: bool, first: bool, rng: random.Random) -> list[bool]:
+        """Every reading confirmation takes: the first; a failure read again; a disagreement
+        settled by a third (the draws :meth:`confirmed` makes, in order)."""
         if not first:
-            return first, 0
-        if self.again(lid, fails, first, rng):
-            return True, 1
-        return self.again(lid, fails, first, rng), 2  # 1 vs 1: the third reading decides
+            return [first]
+        second = self.again(lid, fails, first, rng)
+        if second:
+            return [first, second]
+        return [first, second, self.again(lid, fails, first, rng)]
+
+
+@dataclass(frozen=True)
+class PanelSim:
+    """A second judge in the stress test: its error model, its systematic leaves, and the leaves it
+    reads (once per reply, from its own stream)."""
+
+    errors: ErrorModel
+    systematic: frozenset[str]
+    leaves: frozenset[str] | None  # None: every leaf
 
 
 def noisy_pair(tree: RubricTree, case: StressCase, routing: Routing, variant: str, *, judge_noise: float = 0.0,
@@ -114,16 +132,24 @@ def noisy_pair_cost(tree: RubricTree, case: StressCase, routing: Routing, varian
                     applicability_noise: float | None = None, rng: random.Random, design: str = "per_prompt",
                     confirm_rng: random.Random | None = None, errors: ErrorModel | None = None,
                     systematic: frozenset[str] = frozenset(),
-                    app_rng: random.Random | None = None) -> tuple[float, float, int, int, int, int]:
+                    app_rng: random.Random | None = None, posterior=None, panel: PanelSim | None = None,
+                    panel_rng: random.Random | None = None) -> tuple[float, float, int, int, int, int]:
     """:func:`noisy_pair`, the extra (confirmation) readings of the clean and the perturbed reply,
     and the true failures of each that a wrong "absent" dropped. ``errors`` (default: the
     independent model of ``judge_noise``/``applicability_noise``) gives the rates; ``systematic``
     the leaves misread every time (:meth:`ErrorModel.systematic`); ``app_rng`` the stream of the
-    critical leaves' second applicability reading (default: ``rng``)."""
+    critical leaves' second applicability reading (default: ``rng``). ``posterior``
+    (:class:`reward.scoring.posterior.Posterior`): each leaf scored at P(met | its readings) instead
+    of its (confirmed) reading; ``panel``: a second judge reads its leaves once per reply (from
+    ``panel_rng``), its reading entering the posterior (the extra readings count its items)."""
+    if panel is not None and posterior is None:
+        raise ValueError("a panel's readings combine through the posterior: give posterior too")
     if design not in DESIGNS:
         raise ValueError(f"design must be one of {DESIGNS}, got {design!r}")
     errors = errors or ErrorModel.independent(judge_noise, applicability_noise)
     reader = _Reader(tree, errors, systematic)
+    reader_b = _Reader(tree, panel.errors, panel.systematic) if panel is not None else None
+    panel_rng = panel_rng or rng
     app_rng = app_rng or rng
     kw = score_kwargs(routing, variant)
     truth = {lid: case.is_applicable(lid, tree[lid].conditional) for lid in routing.leaf_ids}
@@ -166,9 +192,19 @@ def noisy_pair_cost(tree: RubricTree, case: StressCase, routing: Routing, varian
                 n_lost += fails
                 continue
             read = reader.first(lid, fails, u)
+            reads = [read]
             if confirm_rng is not None:
-                read, k = reader.confirmed(lid, fails, read, confirm_rng)
-                n_extra += k
+                reads = reader.confirm_readings(lid, fails, read, confirm_rng)
+                read = reads[-1] if len(reads) != 2 else reads[0]
+                n_extra += len(reads) - 1
+            if posterior is not None:
+                second: list[bool] = []
+                if reader_b is not None and (panel.leaves is None or lid in panel.leaves):
+                    second = [reader_b.first(lid, fails, panel_rng.random())]
+                    n_extra += 1
+                q = posterior.p_fail(lid, tree.severity[lid], tree[lid].polarity, [reads, second], case.language)
+                met[lid] = posterior.met_value(tree[lid].polarity, q)
+                continue
             met[lid] = read if tree[lid].polarity == "negative" else not read
         out.append(score_tree(tree, met, **kw).score if met else 1.0)
         extra.append(n_extra)
@@ -179,7 +215,8 @@ def noisy_pair_cost(tree: RubricTree, case: StressCase, routing: Routing, varian
 def noise_summary(tree: RubricTree, cases: Sequence[StressCase], routings: Sequence[Routing], variant: str, *,
                   judge_noise: float = 0.0, applicability_noise: float | None = None, seed: int = 0,
                   repeats: int = 20, margin: float = 0.02, design: str = "per_prompt",
-                  confirm_failures: bool = False, errors: ErrorModel | None = None) -> dict[str, Any]:
+                  confirm_failures: bool = False, errors: ErrorModel | None = None, posterior=None,
+                  panel: PanelSim | None = None) -> dict[str, Any]:
     """Score every case ``repeats`` times under noise; the summary the JSON and report show.
 
     ``errors`` gives the judge's error model; without it, the independent model of
@@ -196,11 +233,13 @@ def noise_summary(tree: RubricTree, cases: Sequence[StressCase], routings: Seque
     confirm_rng = random.Random(f"{seed}/confirm") if confirm_failures else None
     app_rng = random.Random(f"{seed}/applicability")
     systematic = errors.systematic(tree, seed)
+    panel_rng = random.Random(f"{seed}/panel")
     rows: list[tuple[str, float, float, int, int, int, int]] = []
     for case, routing in zip(cases, routings):
         for _ in range(repeats):
             drawn = noisy_pair_cost(tree, case, routing, variant, rng=rng, design=design, confirm_rng=confirm_rng,
-                                    errors=errors, systematic=systematic, app_rng=app_rng)
+                                    errors=errors, systematic=systematic, app_rng=app_rng, posterior=posterior,
+                                    panel=panel, panel_rng=panel_rng)
             rows.append((case.perturbation, *drawn))
 
     def stats(sel: list[tuple[str, float, float, int, int, int, int]]) -> dict[str, Any]:
@@ -210,7 +249,7 @@ def noise_summary(tree: RubricTree, cases: Sequence[StressCase], routings: Seque
                "detection_rate": sum(d > margin for d in deltas) / len(deltas),
                "mean_penalty": statistics.fmean(deltas), "n": len(sel),
                "dropped_failures_per_reply": statistics.fmean([x for r in sel for x in r[5:]])}
-        if confirm_failures:
+        if confirm_failures or panel is not None:
             out["extra_items_per_reply"] = statistics.fmean([x for r in sel for x in r[3:5]])
             out["extra_items_per_clean_reply"] = statistics.fmean([r[3] for r in sel])
             out["extra_items_per_perturbed_reply"] = statistics.fmean([r[4] for r in sel])
@@ -219,6 +258,8 @@ def noise_summary(tree: RubricTree, cases: Sequence[StressCase], routings: Seque
     by = {p: stats([r for r in rows if r[0] == p]) for p in PERTURBATIONS if any(r[0] == p for r in rows)}
     app_noise = errors.app_false_present
     return {"judge_noise": errors.false_fail["*"], "applicability_noise": app_noise, "seed": seed,
+            "posterior": posterior is not None, "panel": None if panel is None else (
+                "all" if panel.leaves is None else len(panel.leaves)),
             "repeats": repeats, "scoring_variant": variant, "design": design, "confirm_failures": confirm_failures,
             "errors": errors.source, "reread_correlation": errors.reread_correlation,
             "systematic_leaves": len(systematic), **stats(rows), "by_perturbation": by}

@@ -79,8 +79,11 @@ def oracle_applicable(tree: RubricTree, case: StressCase, routing: Routing) -> l
 
 
 def score_kwargs(routing: Routing, variant: str) -> dict[str, Any]:
+    from reward.stages.guards import price_scale
+
     return {"variant": variant, "activated": set(routing.expanded),
-            "rule_active": [a.leaf_id for a in routing.active if a.reason in RULE_REASONS]}
+            "rule_active": [a.leaf_id for a in routing.active if a.reason in RULE_REASONS],
+            "price_scale": price_scale(routing.urgency)}
 
 
 def oracle_scores(tree: RubricTree, case: StressCase, routing: Routing, variant: str) -> tuple[float, float]:

@@ -5,77 +5,76 @@ read the same way in every run and in any order)."""
 
 from __future__ import annotations
 
-import hashlib
+import functools
 
-from rt_fakes import FakeJudge
-
-from reward.calibration.items import labelled_items
-from reward.router.applicability import APPLICABILITY, APPLICABILITY_CONFIRM
-from reward.stages.confirm import readings
-
-
-def _u(*parts: str) -> float:
-    h = hashlib.sha256("\0".join(parts).encode()).digest()
-    return int.from_bytes(h[:8], "big") / 2**64
+from reward.calibration.simulated import simulated_judge
 
 
 def erring_judge(tree, cases, routings, *, false_fail=0.10, false_pass=0.05, correlation=0.5,
                  systematic_share=0.05, app_false_absent=0.10, app_false_present=0.10, salt="0"):
-    """A FakeJudge erring as told; returns (judge, the systematic leaf ids)."""
-    verdicts, apps = labelled_items(tree, cases, routings)
-    truth = {(lv.item.response, lv.item.criterion): lv for lv in verdicts}
-    present = {(la.item.conversation[-1].content, la.item.criterion): la.present for la in apps}
-    ids = sorted(leaf.id for leaf in tree.leaves)
-    systematic = {lid for lid in ids if _u(salt, "systematic", lid) < systematic_share}
-    second, third = readings("choice")
-    reread = {second.template.name: second, third.template.name: third}
-
-    def first_fails(lv, key) -> bool:
-        if lv.leaf_id in systematic:
-            return not lv.fails
-        rate = false_pass if lv.fails else false_fail
-        return lv.fails ^ (_u(salt, "first", *key) < rate)
-
-    def decide(template, item) -> float:
-        if template.name in (APPLICABILITY.name, APPLICABILITY_CONFIRM.name):
-            is_present = present.get((item.conversation[-1].content, item.criterion), True)
-            rate = app_false_absent if is_present else app_false_present
-            says_present = is_present ^ (_u(salt, template.name, item.conversation[-1].content, item.criterion) < rate)
-            return float(says_present if template.name == APPLICABILITY.name else not says_present)
-        key = (item.response, item.criterion)
-        lv = truth[key]
-        fails = first_fails(lv, key)
-        if template.name in reread:  # a re-reading: the first answer with p = correlation, else a fresh draw
-            if lv.leaf_id in systematic:
-                fails = not lv.fails
-            elif _u(salt, "copy", template.name, *key) >= correlation:
-                rate = false_pass if lv.fails else false_fail
-                fails = lv.fails ^ (_u(salt, "fresh", template.name, *key) < rate)
-            met = fails if lv.polarity == "negative" else not fails
-            return float(not met) if reread[template.name].inverted else float(met)
-        return float(fails if lv.polarity == "negative" else not fails)
-
-    return FakeJudge(decide), systematic
+    """A judge erring as told (``reward.calibration.simulated``); returns (judge, the systematic leaf ids)."""
+    return simulated_judge(tree, cases, routings, false_fail=false_fail, false_pass=false_pass,
+                           correlation=correlation, systematic_share=systematic_share,
+                           app_false_absent=app_false_absent, app_false_present=app_false_present, salt=salt)
 
 
-def record_with(judge_id, *, detection, critical_false_pass, independent=None, taxonomy_fingerprint=None,
-                cases=60, judge=None):
-    """A calibration record of ``judge_id`` with the given predicted detection and critical
-    false-pass counts (the gate's two figures), for gate tests that need no calibration run; made
-    on the packaged taxonomy unless ``taxonomy_fingerprint`` says otherwise."""
-    from reward.calibration.record import CalibrationRecord, Prediction
-    from reward.calibration.stats import Rate
+@functools.lru_cache(maxsize=1)
+def packaged_fingerprint() -> str:
     from reward.router.base import tree_fingerprint
     from reward.tree import load_tree
 
+    return tree_fingerprint(load_tree())
+
+
+def run_facts(judge_id, **changes):
+    """The gate's view of a default run of ``judge_id`` (the packaged taxonomy, our choice prompts,
+    the stage-3 recipe with the static router, this scoring code, a judge known by content and
+    never probed): what :func:`record_with` is bound to. ``changes``: fields of RunFacts."""
+    from reward.calibration.binding import scoring_code_version, scoring_settings, template_hash
+    from reward.calibration.gate import RunFacts
+    from reward.judge.templates import default_template
+    from reward.settings import RewardSettings
+
+    facts = {"judge_id": judge_id, "taxonomy_fingerprint": packaged_fingerprint(),
+             "template_hash": template_hash(default_template("choice"), "choice"), "judge_mode": "choice",
+             "judge_template": None, "reward_settings": scoring_settings(RewardSettings(router="static")),
+             "scoring_code": scoring_code_version(),
+             "who": {"judge_id": judge_id, "probe": None, "endpoints": [], "unknown": None}}
+    return RunFacts(**{**facts, **changes})
+
+
+def record_with(judge_id, *, detection, critical_false_pass, independent=None, taxonomy_fingerprint=None,
+                cases=60, distinct=None, judge=None, seed_rates=None, facts=None, coverage=None):
+    """A calibration record of ``judge_id`` with the given predicted detection (its interval over
+    ``distinct`` cases, default ``cases``, and ``seed_rates``, default the one rate) and critical
+    false-pass counts (the gate's figures), bound to ``facts`` (default :func:`run_facts`), for gate
+    tests that need no calibration run; made on the packaged taxonomy unless ``taxonomy_fingerprint``
+    says otherwise. ``coverage``: leaf id -> LeafCoverage fields."""
+    from reward.calibration.binding import settings_hash
+    from reward.calibration.record import CalibrationRecord, LeafCoverage, Prediction, ProbeAnswers
+    from reward.calibration.run import detection_interval
+    from reward.calibration.stats import Rate
+
     r = Rate.of
     k, n = critical_false_pass
-    taxonomy_fingerprint = taxonomy_fingerprint or tree_fingerprint(load_tree())[:16]
+    facts = facts or run_facts(judge_id)
+    distinct = cases if distinct is None else distinct
+    rates = seed_rates or [detection]
+    low, high = detection_interval(rates, distinct)
+    who = facts.who or {}
     return CalibrationRecord(
-        judge_id=judge_id, judge=judge or {"mode": "choice"}, cases="test", cases_fingerprint="f",
-        taxonomy_fingerprint=taxonomy_fingerprint, router="static",
+        judge_id=judge_id, cases="test", cases_fingerprint="f",
+        judge=judge or {"mode": facts.judge_mode or "choice",
+                        **({"template": facts.judge_template} if facts.judge_template else {})},
+        judge_probe=ProbeAnswers(**who["probe"]) if who.get("probe") else None,
+        judge_endpoints=list(who.get("endpoints") or []), template_hash=facts.template_hash,
+        reward_settings=facts.reward_settings, reward_settings_hash=settings_hash(facts.reward_settings),
+        scoring_code=facts.scoring_code, distinct_cases=distinct,
+        taxonomy_fingerprint=taxonomy_fingerprint or facts.taxonomy_fingerprint[:16], router="static",
         created="now", verdict_items=100, applicability_items=0, failed_items=0, verdict_error=r(5, 100),
         false_fail={"*": r(5, 70)}, false_pass={"*": r(k, n), "critical_all": r(k, n)}, false_fail_all=r(5, 70),
         false_pass_all=r(k, n), app_false_absent={"*": r(0, 0)}, app_false_present={"*": r(0, 0)},
-        predicted=Prediction(detection_rate=detection, clean_mean=0.9, independent_detection_rate=independent or detection,
-                             cases=cases, seeds=[0], repeats=1, confirm_failures=True))
+        coverage={lid: LeafCoverage(**c) for lid, c in (coverage or {}).items()},
+        predicted=Prediction(detection_rate=sum(rates) / len(rates), detection_low=low, detection_high=high,
+                             seed_rates=rates, clean_mean=0.9, independent_detection_rate=independent or detection,
+                             cases=cases, seeds=list(range(len(rates))), repeats=1, confirm_failures=True))

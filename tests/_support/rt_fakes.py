@@ -9,32 +9,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+# the word tokenizer the simulated judges of reward.calibration.simulated use: one class, not two
+from reward.calibration.simulated import _WordTokenizer  # noqa: F401
 from reward.judge.base import Judge
 from reward.judge.templates import Template
 from reward.judge.types import JSONResult, JudgeItem, Verdict
-
-
-class _WordTokenizer:
-    """Just enough of a tokenizer for the renderer: one id per whitespace-separated word."""
-
-    chat_template = None
-    pad_token_id = eos_token_id = 0
-
-    def __init__(self) -> None:
-        self.vocab: dict[str, int] = {"<pad>": 0, "yes": 1, "no": 2}
-
-    def _ids(self, text: str) -> list[int]:
-        return [self.vocab.setdefault(w, len(self.vocab)) for w in text.split()]
-
-    def encode(self, text: str, add_special_tokens: bool = False) -> list[int]:
-        return self._ids(text)
-
-    def __call__(self, text: str, add_special_tokens: bool = False, split_special_tokens: bool = False):
-        return {"input_ids": self._ids(text)}
-
-    def decode(self, ids, skip_special_tokens: bool = False) -> str:
-        inv = {v: k for k, v in self.vocab.items()}
-        return " ".join(inv.get(i, "?") for i in ids)
 
 
 class FakeJudge(Judge):

@@ -8,6 +8,11 @@ the emergency scores half of one that meets it; one that misses both scores 0.47
 critical leaf carries almost all of the group's score variance. Run B meets the emergency leaf in
 3 more rollouts of 8 (r4, r5, r6): the group's mean rises by 0.18125.
 
+With ``emergency=EMERGENCY`` the emergency is checked by five members of the fault group
+``missed_emergency`` (two positive leaves, three negative ones: met = failed): a reply without
+the marker fails all five, priced once (the critical price, 0.5), so the scores are the same as
+with the one critical leaf.
+
 The records are what ``rubricstree score`` writes: the reward is built from ``RewardSettings``.
 """
 
@@ -28,6 +33,9 @@ MINOR_MET = {0, 2, 6, 7}
 A_MET = {0, 1, 2, 3}          # rollouts that meet the critical leaf in run A
 B_MET = A_MET | {4, 5, 6}     # run B meets it in 3 more of 8
 MEAN_CHANGE = (0.475 + 0.475 + 0.5) / 8  # r4, r5 (minor missed) and r6 (minor met) stop failing it
+# five members of the fault group missed_emergency: positive (met = passed), then negative (met = failed)
+EMERGENCY = ("sf_chest_pain_emergency", "sf_chest_pain_ambulance", "sf_red_flags_missed",
+             "sf_home_care_instead_of_emergency", "cm_false_reassurance")
 
 
 class FixedRouter(Router):
@@ -45,13 +53,13 @@ class FixedRouter(Router):
                                                               self.always_on_ids()), expanded=expanded)
 
 
-def judge(tree) -> FakeJudge:
+def judge(tree, emergency: tuple[str, ...] = (CRITICAL,)) -> FakeJudge:
     by_criterion = {leaf.criterion: leaf for leaf in tree.leaves}
 
     def verdict(template, item) -> float:
         leaf = by_criterion[item.criterion]
-        if leaf.id == CRITICAL:
-            return float("EMERGENCY" in item.response)
+        if leaf.id in emergency:  # passes when the reply escalates: a negative leaf is then not met
+            return float(("EMERGENCY" in item.response) == (leaf.polarity == "positive"))
         if leaf.id == MINOR:
             return float("DURATION" in item.response)
         return 1.0 if leaf.polarity == "positive" else 0.0  # every other check passes
@@ -65,11 +73,12 @@ def rollouts(met: set[int]) -> list[dict]:
             for i in range(8)]
 
 
-def score(met: set[int], **settings) -> list[dict]:
-    """The 8 records of a run (``RolloutScore`` dumps), scored by the reward of ``settings``."""
+def score(met: set[int], *, emergency: tuple[str, ...] = (CRITICAL,), **settings) -> list[dict]:
+    """The 8 records of a run (``RolloutScore`` dumps), scored by the reward of ``settings``; the
+    emergency checked by the leaves ``emergency``."""
     tree = load_tree()
-    j = judge(tree)
-    reward = RewardSettings(**settings).build(j, tree=tree, router=FixedRouter(tree, [CRITICAL, MINOR]),
+    j = judge(tree, emergency)
+    reward = RewardSettings(**settings).build(j, tree=tree, router=FixedRouter(tree, [*emergency, MINOR]),
                                               cache_routing=False)
     return [s.model_dump(mode="json") for s in reward.score_sync(rollouts(met))]
 

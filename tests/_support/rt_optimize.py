@@ -75,21 +75,23 @@ def run_all_four(tmp: Path, policy: list[str], judge: list[str], heldout: list[s
     prompts, tax = prompts_file(tmp), taxonomy_file(tmp)
     common = ["--taxonomy", str(tax), *judge]
     gen = [*policy, "--max-new-tokens", "12"]
-    invoke(["handbook", "--prompts", str(prompts), "--out", str(tmp / "hb.jsonl"), *common])
-    hb = lines(tmp / "hb.jsonl")
+    invoke(["handbook", "--prompts", str(prompts), "--out", str(tmp / "hb"), *common])
+    hb = lines(tmp / "hb" / "handbook.jsonl")
     assert [r["id"] for r in hb if r["kind"] == "handbook"] == ["evalown-001", "evalown-002", "evalown-003"] or \
         sorted(r["id"] for r in hb if r["kind"] == "handbook") == ["evalown-001", "evalown-002", "evalown-003"]
     invoke(["best-of-n", "--prompts", str(prompts), "--n", "1", "--temperature", "0",
-            "--out", str(tmp / "base.jsonl"), *common, *gen])
+            "--out", str(tmp / "base"), *common, *gen])
     invoke(["best-of-n", "--prompts", str(prompts), "--n", "1", "--temperature", "0",
-            "--system-prompt", f"handbook:{tmp / 'hb.jsonl'}", "--out", str(tmp / "handbook.jsonl"), *common, *gen])
+            "--system-prompt", f"handbook:{tmp / 'hb' / 'handbook.jsonl'}", "--out", str(tmp / "handbook"), *common, *gen])
     invoke(["best-of-n", "--prompts", str(prompts), "--n", "3", "--save-pairs", str(tmp / "pairs"),
-            "--out", str(tmp / "bon.jsonl"), *common, *gen])
-    invoke(["revise", "--rollouts", str(tmp / "base.jsonl"), "--rounds", "1", "--out", str(tmp / "rev.jsonl"),
+            "--out", str(tmp / "bon"), *common, *gen])
+    invoke(["revise", "--rollouts", str(tmp / "base" / "samples.jsonl"), "--rounds", "1", "--out", str(tmp / "rev"),
             *common, *gen])
     res = invoke(["report", "--data", str(prompts), "--out", str(tmp / "report"),
-                  "--method", f"baseline={tmp / 'base.jsonl'}", "--method", f"handbook={tmp / 'handbook.jsonl'}",
-                  "--method", f"revise={tmp / 'rev.jsonl'}", "--method", f"best-of-n={tmp / 'bon.jsonl'}", *heldout])
+                  "--method", f"baseline={tmp / 'base' / 'samples.jsonl'}",
+                  "--method", f"handbook={tmp / 'handbook' / 'samples.jsonl'}",
+                  "--method", f"revise={tmp / 'rev' / 'rounds.jsonl'}",
+                  "--method", f"best-of-n={tmp / 'bon' / 'samples.jsonl'}", *heldout])
     return {"output": res.output, "report": json.loads((tmp / "report" / "report.json").read_text())}
 
 
@@ -103,12 +105,12 @@ def check_outputs(tmp: Path, result: dict) -> None:
         assert (tmp / "report" / f).is_file()
     graded = lines(tmp / "report" / "graded.jsonl")
     assert len({(g["method"], g["id"]) for g in graded}) == len(graded) == 12
-    bon = [r for r in lines(tmp / "bon.jsonl") if r["kind"] == "scored"]
+    bon = [r for r in lines(tmp / "bon" / "samples.jsonl") if r["kind"] == "scored"]
     assert len(bon) == 3 and all(len(r["scores"]) == 3 for r in bon)
     for r in bon:  # the kept answer is the highest-scored sample
         vals = [s for s in r["scores"] if s is not None]
         assert r["score"] == max(vals)
-    rev = lines(tmp / "rev.jsonl")
+    rev = lines(tmp / "rev" / "rounds.jsonl")
     assert sum(1 for r in rev if r["kind"] == "best") == 3
     assert len({(r["id"], r["round"]) for r in rev if r["kind"] == "round"}) == sum(
         1 for r in rev if r["kind"] == "round")

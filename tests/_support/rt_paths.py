@@ -22,3 +22,17 @@ def judge_venv_python() -> str | None:
     if common:
         cands.append(Path(common).parent / ".venv-judge/bin/python")
     return next((str(p) for p in cands if p and Path(p).is_file()), None)
+
+
+def shared_file(name: str) -> Path:
+    """``name`` in the shared data folder (``reward.paths.shared_data_dir``: ``../shared/data``
+    beside the checkout, or ``$RUBRICSTREE_SHARED_DATA``); the test is skipped, saying so, when absent."""
+    import pytest
+
+    from reward.paths import SHARED_DATA_ENV, shared_data_dir
+
+    folder = shared_data_dir()
+    if folder is None or not (folder / name).is_file():
+        pytest.skip(f"{name} is absent: the shared data (never committed) is read from ../shared/data beside the "
+                    f"checkout or ${SHARED_DATA_ENV}")
+    return folder / name

@@ -2,7 +2,8 @@
 
 Every request is forwarded to ``upstream`` (the real vLLM CPU judge) and its answer passed back,
 except that ``rewrite(path, data)`` may return another JSON body for an answer (``data`` is the
-parsed JSON, or None when it is not JSON; return None to pass the answer through). It stands for
+parsed JSON, or None when it is not JSON; return None to pass the answer through; a ``_status`` key in
+it sets the answer's HTTP status). It stands for
 what the real server cannot be made to do on its own: report another root, serve other numbers
 behind the same name, answer NaN. ``requests`` counts forwarded requests by path.
 """
@@ -46,10 +47,14 @@ class RewriteProxy:
                 except ValueError:
                     data = None
                 new = proxy.rewrite(path, data)
+                status = resp.status_code
                 if new is not None:
+                    if isinstance(new, dict) and "_status" in new:  # another status too (a busy 503)
+                        new = dict(new)
+                        status = new.pop("_status")
                     raw = json.dumps(new).encode()  # NaN and Infinity written as a sloppy server would
                 try:
-                    self.send_response(resp.status_code)
+                    self.send_response(status)
                     self.send_header("Content-Type", resp.headers.get("content-type", "application/json"))
                     self.send_header("Content-Length", str(len(raw)))
                     self.end_headers()

@@ -79,7 +79,12 @@ class VLLMStub:
         self.server_info, self.tokenizer = server_info, tokenizer or HashTokenizer()
         self.weights, self.numerics, self.tokenize = weights, numerics, tokenize
         self.prompt_logprobs = prompt_logprobs
+        self.jitter = 0.0
         self.answer_override: tuple[float, float] | None = None
+        # completions/chat requests answered 503 (a server busy loading, a slow gateway): the next
+        # ``busy_requests`` of them, or every one for which ``busy_when(body)`` is true
+        self.busy_requests = 0
+        self.busy_when = None
         self.hits: dict[str, int] = {}
         self._lock = threading.Lock()
         stub = self
@@ -125,6 +130,8 @@ class VLLMStub:
                     text = tok.render(body["messages"]) if "messages" in body else body.get("prompt", "")
                     ids = tok.encode(text)
                     return self._send(200, {"count": len(ids), "max_model_len": stub.max_model_len, "tokens": ids})
+                if path in ("/v1/completions", "/v1/chat/completions") and stub.busy(body):
+                    return self._send(503, {"error": {"message": "busy"}})
                 if path == "/v1/completions":
                     if body.get("prompt_logprobs") is not None and not stub.prompt_logprobs:
                         return self._send(400, {"error": {"message": "prompt_logprobs is not supported"}})
@@ -146,6 +153,28 @@ class VLLMStub:
         self._httpd.shutdown()
         self._httpd.server_close()
 
+    def stop(self) -> None:
+        """The server goes away (connections refused) until :meth:`start_again`."""
+        self._httpd.shutdown()
+        self._httpd.server_close()
+
+    def start_again(self, **changes) -> None:
+        """Listen again on the same port, with ``changes`` applied (e.g. ``weights="w2"``): a restart."""
+        for k, v in changes.items():
+            setattr(self, k, v)
+        port = int(self.url.rsplit(":", 1)[1])
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", port), self._httpd.RequestHandlerClass)
+        self._httpd.daemon_threads = True
+        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
+        self._thread.start()
+
+    def busy(self, body: dict) -> bool:
+        with self._lock:
+            if self.busy_requests > 0:
+                self.busy_requests -= 1
+                return True
+        return bool(self.busy_when and self.busy_when(body))
+
     def _hit(self, path: str) -> None:
         with self._lock:
             self.hits[path] = self.hits.get(path, 0) + 1
@@ -158,13 +187,21 @@ class VLLMStub:
         if self.answer_override is not None:
             return self.answer_override
         p = self.p_yes(prompt_key)
-        return math.log(p) + self.numerics, math.log(1 - p) + self.numerics
+        # another dtype or quantization moves the logprobs, never above 0 (a probability above 1);
+        # ``jitter``: batch noise, a fresh draw in [0, jitter) per value and request
+        return (math.log(p) - abs(self.numerics) - self._noise(), math.log(1 - p) - abs(self.numerics) - self._noise())
+
+    def _noise(self) -> float:
+        import random
+
+        return random.random() * self.jitter if self.jitter else 0.0
 
     def _completion(self, body: dict) -> dict:
         prompt = body.get("prompt")
         if body.get("prompt_logprobs") is not None and isinstance(prompt, str):  # the start-up probe
             ids = self.tokenizer.encode(prompt)
-            rows = [None] + [{str(t): {"logprob": -8.0 + 0.5 * _unit(self.weights, i, t) + self.numerics, "rank": 1}}
+            rows = [None] + [{str(t): {"logprob": -8.0 + 0.5 * _unit(self.weights, i, t) + self.numerics - self._noise(),
+                                       "rank": 1}}
                              for i, t in enumerate(ids[1:])]
             return {"choices": [{"text": "", "prompt_logprobs": rows}], "usage": {"prompt_tokens": len(ids)}}
         key = json.dumps(prompt)

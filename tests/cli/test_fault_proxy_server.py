@@ -70,10 +70,10 @@ def _score(tmp_path, url: str, mode: str, tag: str, tiny_model_dir) -> dict:
     rows.write_text("".join(json.dumps({"id": f"p{i}r{j}", "prompt": [{"role": "user", "content": p}],
                                         "completion": a}) + "\n"
                             for i, p in enumerate(PROMPTS) for j, a in enumerate(ANSWERS)), encoding="utf-8")
-    out = tmp_path / f"{tag}.jsonl"
-    result = CliRunner().invoke(app, ["score", "--rollouts", str(rows), "--out", str(out), "--taxonomy", str(tax),
+    out = tmp_path / tag / "scores.jsonl"
+    result = CliRunner().invoke(app, ["score", "--rollouts", str(rows), "--out", str(out.parent), "--taxonomy", str(tax),
                                       "--router", "static", "--judge-url", url, "--judge-model", str(tiny_model_dir),
-                                      "--mode", mode, "--no-cache", "--json", "--item-timeout", "10",
+                                      "--judge-mode", mode, "--no-cache", "--json", "--item-timeout", "10",
                                       "--concurrency", "1", "--judge-concurrency", "1"])
     assert result.exit_code in (0, 3), result.output
     return {r["id"]: r for r in map(json.loads, out.read_text(encoding="utf-8").splitlines())}

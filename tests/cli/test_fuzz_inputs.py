@@ -86,7 +86,7 @@ def test_mcq_score(tmp_path, data, other):
 @given(data=file_bytes())
 def test_score_rollouts(tmp_path, data):
     rows = _write(tmp_path, "r.jsonl", data)
-    _check(runner.invoke(app, ["score", "--rollouts", str(rows), "--out", str(tmp_path / "o.jsonl"),
+    _check(runner.invoke(app, ["score", "--rollouts", str(rows), "--out", str(tmp_path / "o"),
                                "--router", "static", "--judge-url", "http://127.0.0.1:9", "--served-model", "m",
                                "--judge-model", "/nonexistent/tokenizer", "--no-cache"]))
 
@@ -103,10 +103,10 @@ def test_train_config_loader_raises_only_named_errors(tmp_path, data):
 
 
 @pytest.mark.parametrize("argv", [
-    ["score", "--rollouts", "/nonexistent.jsonl", "--out", "o.jsonl", "--judge-url", "http://x"],
-    ["score", "--rollouts", ".", "--out", "o.jsonl", "--judge-url", "http://x"],
+    ["score", "--rollouts", "/nonexistent.jsonl", "--out", "o", "--judge-url", "http://x"],
+    ["score", "--rollouts", ".", "--out", "o", "--judge-url", "http://x"],
     ["tree", "validate", "/"],
-    ["score", "--rollouts", "r.jsonl", "--out", "o.jsonl", "--judge-url", ",,,"],
+    ["score", "--rollouts", "r.jsonl", "--out", "o", "--judge-url", ",,,"],
 ])
 def test_bad_paths_and_urls_on_the_command_line(tmp_path, monkeypatch, argv):
     monkeypatch.chdir(tmp_path)

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
-from rt_paths import REPO_ROOT, TESTS_DIR
+from rt_paths import TESTS_DIR, shared_file
 from typer.testing import CliRunner
 
 from reward.healthbench.schema import load_healthbench
@@ -65,22 +65,23 @@ def test_score_json_matches_hand_computation(tmp_path):
     assert res.exit_code == 0, res.output
     out = json.loads(res.stdout)
     assert set(out) == {"score", "bootstrap_std", "n_samples", "tags"}
-    assert out["score"] == pytest.approx(OVERALL)  # 0.4788...
+    # scores are arithmetic on fixed verdicts, no model: equal up to float rounding (abs 1e-9)
+    assert out["score"] == pytest.approx(OVERALL, abs=1e-9)  # 0.4788...
     assert out["n_samples"] == 5
     assert out["bootstrap_std"] > 0
     tags = out["tags"]
     assert set(tags["theme:context_seeking"]) == {"score", "bootstrap_std", "n_samples"}
     assert tags["theme:context_seeking"]["score"] == 0.0  # -0.1, clipped after the mean
-    assert tags["theme:hedging"]["score"] == pytest.approx(0.2)
-    assert tags["physician_agreed_category:emergent"]["score"] == pytest.approx(5 / 17)
+    assert tags["theme:hedging"]["score"] == pytest.approx(0.2, abs=1e-9)
+    assert tags["physician_agreed_category:emergent"]["score"] == pytest.approx(5 / 17, abs=1e-9)
     # axis:accuracy per example: 1/8, -1/4, 1, 1, 1
-    assert tags["axis:accuracy"]["score"] == pytest.approx((1 / 8 - 1 / 4 + 3) / 5)
+    assert tags["axis:accuracy"]["score"] == pytest.approx((1 / 8 - 1 / 4 + 3) / 5, abs=1e-9)
     assert tags["axis:accuracy"]["n_samples"] == 5
     # own-004's communication item is negative only, so only own-001 counts
     assert tags["axis:communication_quality"] == {"score": 1.0, "bootstrap_std": 0.0, "n_samples": 1}
-    assert tags["axis:context_awareness"]["score"] == pytest.approx(0.5)
+    assert tags["axis:context_awareness"]["score"] == pytest.approx(0.5, abs=1e-9)
     assert tags["axis:completeness"]["score"] == 0.0
-    assert tags["level:example"]["score"] == pytest.approx((1 / 13 - 0.1 + 1 + 0.2 + 1) / 5)
+    assert tags["level:example"]["score"] == pytest.approx((1 / 13 - 0.1 + 1 + 0.2 + 1) / 5, abs=1e-9)
     assert tags["level:cluster"]["n_samples"] == 2
     assert tags["cluster:emergency_referrals_emergent_emergency_behavior"]["score"] == 1.0
 
@@ -127,12 +128,12 @@ def test_length_adjust(tmp_path):
     assert res.exit_code == 0, res.output
     out = json.loads(res.stdout)
     # every response is 2500 chars: each example loses 0.05 * (500 / 500)
-    assert out["score"] == pytest.approx(OVERALL - 0.05)
-    assert out["tags"]["theme:hedging"]["score"] == pytest.approx(0.15)
-    assert out["tags"]["axis:accuracy"]["score"] == pytest.approx((1 / 8 - 1 / 4 + 3) / 5)
+    assert out["score"] == pytest.approx(OVERALL - 0.05, abs=1e-9)
+    assert out["tags"]["theme:hedging"]["score"] == pytest.approx(0.15, abs=1e-9)
+    assert out["tags"]["axis:accuracy"]["score"] == pytest.approx((1 / 8 - 1 / 4 + 3) / 5, abs=1e-9)
     res = _score("--data", str(FIXTURE), "--verdicts", str(v), "--responses", str(r),
                  "--length-coefficient", "hard", "--json")
-    assert json.loads(res.stdout)["score"] == pytest.approx(OVERALL - 0.0392)
+    assert json.loads(res.stdout)["score"] == pytest.approx(OVERALL - 0.0392, abs=1e-9)
 
 
 def test_length_adjust_needs_responses(tmp_path):
@@ -160,11 +161,7 @@ def test_bad_data_file_exits_2(tmp_path):
 
 
 def _shared_sample() -> Path:
-    name = "healthbench_hard_sample50.jsonl"
-    for base in (REPO_ROOT.parent / "shared" / "data", Path("/work/shared/data")):
-        if (base / name).exists():
-            return base / name
-    pytest.skip(f"{name} is not available (it is never committed)")
+    return shared_file("healthbench_hard_sample50.jsonl")
 
 
 def test_real_rows_with_synthetic_verdicts(tmp_path):
@@ -178,11 +175,11 @@ def test_real_rows_with_synthetic_verdicts(tmp_path):
     res = _score("--data", str(path), "--verdicts", str(v_ideal), "--json")
     assert res.exit_code == 0, res.output
     out = json.loads(res.stdout)
-    assert out["score"] == pytest.approx(1.0) and out["n_samples"] == 50
-    assert out["bootstrap_std"] == pytest.approx(0.0)
+    assert out["score"] == pytest.approx(1.0, abs=1e-9) and out["n_samples"] == 50
+    assert out["bootstrap_std"] == pytest.approx(0.0, abs=1e-9)
     assert any(t.startswith("theme:") for t in out["tags"])
     assert any(t.startswith("axis:") for t in out["tags"])
-    assert all(m["score"] == pytest.approx(1.0) for m in out["tags"].values())
+    assert all(m["score"] == pytest.approx(1.0, abs=1e-9) for m in out["tags"].values())
 
     v_none = _write_verdicts(tmp_path / "none.jsonl", none)
     res = _score("--data", str(path), "--verdicts", str(v_none), "--json")

@@ -44,7 +44,7 @@ def _run(args):
     ["eval", "mcq", "--model", "{m}", "--data", str(FIXTURES / "mcq_own.jsonl"), "--out", "{out}"],
     ["judge", "check", "--judge-model", "{m}"],
     ["score", "--rollouts", str(REPO_ROOT / "reward/data/demo_rollouts.jsonl"), "--judge-model", "{m}",
-     "--router", "static", "--out", "{out}/s.jsonl"],
+     "--router", "static", "--out", "{out}/s"],
     ["train", "run", "--config", str(REPO_ROOT / "configs/smoke/stage1_mcq.yaml"), "--set", "model={m}"],
 ], ids=["eval-healthbench", "eval-mcq", "judge-check", "score", "train-run"])
 def test_every_model_option_names_a_missing_path(tmp_path, args):

@@ -72,12 +72,13 @@ def test_the_parsed_settings_and_a_bad_value(tmp_path):
 def test_a_new_settings_field_is_an_option_and_reaches_the_reward_by_name(monkeypatch):
     """What the lead's next step needs: one field (with a flag) is a command-line option at once, and
     RewardSettings.engine_kwargs hands every recipe field to RubricReward by name."""
+    from reward.settings import CALIBRATION_FIELDS
     from reward.stages.rubric_reward import RubricReward
 
     engine = set(inspect.signature(RubricReward.__init__).parameters)
     assert set(RewardSettings().engine_kwargs()) <= engine
     assert set(RewardSettings.model_fields) == set(RewardSettings().engine_kwargs()) | {
-        "tree", "router", "router_options", "rubric_source"}
+        "tree", "router", "router_options", "rubric_source", *CALIBRATION_FIELDS}
     flags = [f["flag"] for f in reward_flags().values()]
     assert len(flags) == len(set(flags)) and all(f["help"] for f in reward_flags().values())
 
@@ -94,7 +95,7 @@ def test_progress_goes_to_stderr_under_json_and_quiet_silences_it():
     loud = runner.invoke(app, base)
     assert loud.exit_code == 0, loud.output
     json.loads(loud.stdout.strip().splitlines()[-1])  # stdout: the result alone
-    assert "routing and scoring 60 cases" in loud.stderr
+    assert "routing and scoring 84 cases" in loud.stderr
     quiet = runner.invoke(app, [*base, "--quiet"])
     assert quiet.exit_code == 0 and quiet.stderr == "" and json.loads(quiet.stdout) == json.loads(
         loud.stdout.strip().splitlines()[-1])

@@ -79,9 +79,9 @@ def _check_out(out: Path, n: int) -> list[dict]:
 @pytest.mark.parametrize("router", ["llm", "static"])
 def test_score_cli_end_to_end_and_rerun_from_cache(tmp_path, judge_url, tiny_model_dir, router):
     rollouts = _rollouts(tmp_path)
-    out, report = tmp_path / "out.jsonl", tmp_path / "report.md"
+    out, report = tmp_path / "out" / "scores.jsonl", tmp_path / "out" / "report.md"
     args = ["--rollouts", str(rollouts), "--router", router, "--judge-url", judge_url,
-            "--judge-model", str(tiny_model_dir), "--out", str(out), "--report", str(report),
+            "--judge-model", str(tiny_model_dir), "--out", str(out.parent), "--report", str(report.parent),
             "--no-applicability", "--no-confirm-failures"]  # counts below are of the graded items alone
     if router == "static":
         tax = tmp_path / "small.yaml"

@@ -52,7 +52,7 @@ def _rollouts(tmp_path: Path, prompts: int = 50, per_prompt: int = 4) -> Path:
 
 def _score(tmp_path, hung_url, tiny_model_dir, *extra: str):
     rows = _rollouts(tmp_path)
-    args = ["score", "--rollouts", str(rows), "--out", str(tmp_path / "o.jsonl"), "--router", "static",
+    args = ["score", "--rollouts", str(rows), "--out", str(tmp_path / "o"), "--router", "static",
             "--no-cache", "--json", "--judge-url", hung_url, "--served-model", "tiny", "--judge-api", "completions",
             "--judge-tokenizer", str(tiny_model_dir), "--item-timeout", "1", "--max-retries", "4", *extra]
     t0 = time.monotonic()

@@ -26,9 +26,9 @@ def test_score_cli_grades_the_answer_not_the_thinking(tmp_path, judge_url, tiny_
     path = tmp_path / "rollouts.jsonl"
     path.write_text("".join(json.dumps({"id": i, "prompt": PROMPT, "completion": c, "rubrics": RUBRICS}) + "\n"
                             for i, c in rows))
-    out = tmp_path / "out.jsonl"
+    out = tmp_path / "out" / "scores.jsonl"
     res = CliRunner().invoke(app, ["score", "--rollouts", str(path), "--router", "static", "--judge-url", judge_url,
-                                   "--judge-model", str(tiny_model_dir), "--out", str(out), "--combine", "points",
+                                   "--judge-model", str(tiny_model_dir), "--out", str(out.parent), "--combine", "points",
                                    "--no-cache", "--json"])
     assert res.exit_code == 0, res.output
     summary = json.loads(res.stdout.strip().splitlines()[-1])

@@ -35,7 +35,7 @@ def test_the_config_reward_block_is_what_the_filter_scores_with(tmp_path):
     assert filter_reward_settings(cfg, "rows").rubric_source == "rows"  # the flag wins
 
 
-@pytest.mark.parametrize("name", ["stage3_clinical_rubric.yaml", "stage3_tree_and_rows.yaml"])
+@pytest.mark.parametrize("name", ["stage3_row_rubrics.yaml", "stage3_clinical_rubric.yaml"])
 def test_the_filter_and_the_launcher_read_the_same_settings(name, monkeypatch):
     from training.trl_config import load_config
 
@@ -73,7 +73,7 @@ def test_the_cli_takes_the_config(tmp_path):
     assert mcq.exit_code == 2 and "--kind healthbench" in mcq.output
 
 
-@pytest.mark.parametrize("name", ["stage3_clinical_rubric.yaml", "stage3_tree_and_rows.yaml"])
+@pytest.mark.parametrize("name", ["stage3_row_rubrics.yaml", "stage3_clinical_rubric.yaml"])
 def test_a_verl_config_gives_the_settings_its_reward_function_scores_with(name, monkeypatch):
     """As verl's reward reads reward_kwargs (reward.integrations.verl.settings.load_settings)."""
     import yaml
@@ -127,5 +127,5 @@ def test_a_config_of_another_stage_or_shape_is_refused(tmp_path):
     with pytest.raises(InputError, match="YAML mapping"):
         filter_reward_settings(listed, None)
     with pytest.raises(InputError) as e:
-        filter_reward_settings(ROOT / "configs" / "trl" / "stage3_tree_and_rows.yaml", "all")
+        filter_reward_settings(ROOT / "configs" / "trl" / "stage3_clinical_rubric.yaml", "all")
     assert e.value.field == "--rubric-source" and e.value.file is None

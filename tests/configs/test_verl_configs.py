@@ -112,7 +112,7 @@ def test_stage2_convex_ablation_runs_from_overrides(alpha):
 
 
 @pytest.mark.parametrize("name", ["stage1_mcq", "stage2_error_rubric", "stage3_clinical_rubric",
-                                  "stage3_tree_and_rows"])
+                                  "stage3_row_rubrics"])
 def test_verl_corrects_the_vllm_trainer_mismatch_as_the_trl_config_does(name, monkeypatch):
     """TRL's token_truncate with clip_max 3 in every TRL config; verl's decoupled token-level rollout
     correction with the same cap, built into verl's own RolloutCorrectionConfig, computed from the

@@ -25,6 +25,8 @@ from pathlib import Path
 import pytest
 from rt_paths import REPO_ROOT
 
+from rubricstree.common_options import FILE_SUFFIXES
+
 DOCS = [REPO_ROOT / "README.md", *sorted((REPO_ROOT / "docs").glob("*.md"))]
 MARKER = re.compile(r"^<!--\s*doc-test:\s*run(?P<tags>(\s+\w+)*)\s*-->\s*$")
 FENCE = re.compile(r"^(?P<indent>\s*)(?P<fence>```+|~~~+)\s*(?P<lang>[\w+-]*)")
@@ -150,12 +152,18 @@ def check_invocation(root, args: list[str]) -> str | None:
             return f"'{' '.join(path)}' has no subcommand '{name}' ({', '.join(sorted(cmd.commands))})"
         cmd, path = cmd.commands[name], [*path, name]
     known = _option_names(cmd)
-    for word in rest:
+    hidden = {o for p in cmd.params if getattr(p, "hidden", False) for o in getattr(p, "opts", ())}
+    for i, word in enumerate(rest):
         tok = word.strip("[]()")
         if tok.startswith("--") and len(tok) > 2:
             opt = re.split(r"[=\]|,]", tok, maxsplit=1)[0]
             if opt not in known:
                 return f"'{' '.join(path)}' has no option {opt} (it has {', '.join(sorted(known))})"
+            if opt in hidden:
+                return f"'{' '.join(path)}' {opt} is an old spelling (see --help)"
+            value = tok.split("=", 1)[1] if "=" in tok else (rest[i + 1].strip("[]()") if i + 1 < len(rest) else "")
+            if opt in ("--out", "--report") and Path(value).suffix.lower() in FILE_SUFFIXES:
+                return f"'{' '.join(path)}' {opt} is a folder, not the file {value}"
     return None
 
 
@@ -187,8 +195,10 @@ def test_the_checker_catches_a_wrong_command():
     root = typer.main.get_command(app)
     calls = rubricstree_invocations("X=1 rubricstree tree lint --no-such-flag  # comment\n"
                                     "rubricstree tre stats\nrubricstree score --rollouts R.jsonl \\\n  --bogus 1\n"
-                                    "rubricstree tree lint --json --no-duplicates [--duplicate-threshold 0.9]")
-    assert [check_invocation(root, c) is None for c in calls] == [False, False, False, True]
+                                    "rubricstree tree lint --json --no-duplicates [--duplicate-threshold 0.9]\n"
+                                    "rubricstree score --out scores.jsonl\nrubricstree stress --mode judge\n"
+                                    "rubricstree score --out runs/scores --report=runs/r")
+    assert [check_invocation(root, c) is None for c in calls] == [False, False, False, True, False, False, True]
 
 
 # --------------------------------------------------------------------------- paths and stale names
@@ -280,3 +290,8 @@ def test_run_block(block: Block, scratch: Path, tmp_path, request):
     res = subprocess.run(argv, cwd=scratch, env=env, capture_output=True, text=True, timeout=900)
     assert res.returncode == 0, (f"{block.name} ({block.lang}) exited {res.returncode}\n--- stdout\n"
                                  f"{res.stdout[-4000:]}\n--- stderr\n{res.stderr[-6000:]}")
+
+
+def test_the_readme_stays_short():
+    """The README is the front page (issue 49): at most 250 lines; the rest belongs in docs/."""
+    assert len((REPO_ROOT / "README.md").read_text(encoding="utf-8").splitlines()) <= 250

@@ -1,7 +1,7 @@
 """One reward, the same wherever it is trained, measured or explained.
 
 One ``RewardSettings`` object gives the same score, rollout by rollout, through ``rubricstree
-score``'s engine, ``stress --mode judge``, ``meta-eval stability`` (at temperature 0), TRL's
+score``'s engine, ``stress --verdicts judge``, ``meta-eval stability`` (at temperature 0), TRL's
 ``RubricRewardFunc`` and verl's ``compute_score``, on the same rollouts and judge: in process with a
 judge that errs (its confirmation readings disagree with its first reading now and then, and it
 calls some situations absent), and against the real vLLM server through the command lines with
@@ -128,7 +128,7 @@ def _trl(settings, judge, tree, recs) -> dict[str, float | None]:
     from reward.integrations.trl import RubricRewardFunc
 
     f = RubricRewardFunc(judge, settings, tree=tree)
-    kw = {"rubrics": [r["rubrics"] for r in recs]} if "rubrics" in recs[0] else {}
+    kw = {"rubrics": [r.get("rubrics") or [] for r in recs]}  # a dataset's column; rows without items: the tree alone
     scores = asyncio.run(f([r["prompt"] for r in recs], [r["completion"] for r in recs], **kw))
     return {r["id"]: s for r, s in zip(recs, scores)}
 
@@ -157,7 +157,7 @@ def test_one_settings_object_one_score_everywhere(settings, with_rubrics, tmp_pa
              "trl": _trl(settings, erring_judge(), tree, recs),
              "verl": _verl(settings, erring_judge(), tree, recs)}
     if not with_rubrics:  # stress cases carry no rubric items
-        paths["stress --mode judge"] = _stress(settings, erring_judge(), tree, recs)
+        paths["stress --verdicts judge"] = _stress(settings, erring_judge(), tree, recs)
     ref = paths["score"]
     assert all(v is not None for v in ref.values()) and len(set(ref.values())) > 2  # scored, and not all alike
     for name, got in paths.items():
@@ -233,8 +233,8 @@ def test_the_default_reward_is_the_same_through_every_command_against_the_server
         recs = rollouts(with_rubrics)
         path = tmp_path / f"rollouts-{with_rubrics}.jsonl"
         path.write_text("".join(json.dumps(r) + "\n" for r in recs))
-        out = tmp_path / f"scores-{with_rubrics}.jsonl"
-        res = runner.invoke(app, ["score", "--rollouts", str(path), "--out", str(out), "--json", *judge_args])
+        out = tmp_path / f"scores-{with_rubrics}" / "scores.jsonl"
+        res = runner.invoke(app, ["score", "--rollouts", str(path), "--out", str(out.parent), "--json", *judge_args])
         assert res.exit_code == 0, res.output
         assert json.loads(out.with_name(out.stem + ".settings.json").read_text())["reward"] == settings.record()
         got = {"score": {r["id"]: r["score"] for r in map(json.loads, out.read_text().splitlines())}}
@@ -248,7 +248,9 @@ def test_the_default_reward_is_the_same_through_every_command_against_the_server
 
         from reward.integrations.trl import RubricRewardFunc
 
-        kw = {"rubrics": [r["rubrics"] for r in recs]} if with_rubrics else {}
+        # a dataset's rubrics column is there in both cases (the recipe refuses a dataset without one:
+        # reward.integrations.columns); a row without items is graded on the tree alone, as elsewhere
+        kw = {"rubrics": [r.get("rubrics") or [] for r in recs]}
         trl = asyncio.run(RubricRewardFunc(spec, settings)([r["prompt"] for r in recs], [r["completion"] for r in recs], **kw))
         got["trl"] = {r["id"]: s for r, s in zip(recs, trl)}
 
@@ -264,14 +266,14 @@ def test_the_default_reward_is_the_same_through_every_command_against_the_server
                      for i in range(len(PROMPTS)) for a, b in zip(recs[3 * i:3 * i + 3], recs[3 * i + 1:3 * i + 3])]
             (tmp_path / "cases.yaml").write_text(yaml.safe_dump({"cases": cases}))
             rep = tmp_path / "stress"
-            res = runner.invoke(app, ["stress", "--cases", str(tmp_path / "cases.yaml"), "--mode", "judge",
+            res = runner.invoke(app, ["stress", "--cases", str(tmp_path / "cases.yaml"), "--verdicts", "judge",
                                       "--report", str(rep), "--json", *judge_args])
             assert res.exit_code == 0, res.output
             assert json.loads(res.stdout.strip().splitlines()[-1])["reward"] == settings.record()
-            got["stress --mode judge"] = {}
+            got["stress --verdicts judge"] = {}
             for c in map(json.loads, (rep / "cases.jsonl").read_text().splitlines()):
                 a, b = c["id"].split("~")
-                got["stress --mode judge"].update({a: c["clean"], b: c["perturbed"]})
+                got["stress --verdicts judge"].update({a: c["clean"], b: c["perturbed"]})
         results[str(with_rubrics)] = got
     for got in results.values():
         ref = got["score"]

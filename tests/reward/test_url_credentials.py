@@ -33,8 +33,8 @@ def test_score_cli_hides_credentials(tmp_path, tiny_model_dir):
     rows = tmp_path / "r.jsonl"
     rows.write_text(json.dumps({"id": "x", "prompt": [{"role": "user", "content": "hi"}], "completion": "c"}) + "\n",
                     encoding="utf-8")
-    out, report = tmp_path / "o.jsonl", tmp_path / "report.md"
-    res = CliRunner().invoke(app, ["score", "--rollouts", str(rows), "--out", str(out), "--report", str(report),
+    out, report = tmp_path / "o" / "scores.jsonl", tmp_path / "rep" / "report.md"
+    res = CliRunner().invoke(app, ["score", "--rollouts", str(rows), "--out", str(out.parent), "--report", str(report.parent),
                                    "--router", "static", "--no-cache", "--served-model", "m",
                                    "--judge-url", "http://user:s3cret@127.0.0.1:9", "--judge-model", str(tiny_model_dir),
                                    "--max-retries", "0", "--timeout", "2", "--circuit-breaker", "0"])

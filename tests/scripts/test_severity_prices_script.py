@@ -6,8 +6,7 @@ from __future__ import annotations
 import importlib.util
 import json
 
-import pytest
-from rt_paths import REPO_ROOT
+from rt_paths import REPO_ROOT, shared_file
 
 SCRIPT = REPO_ROOT / "scripts" / "severity_prices.py"
 
@@ -37,7 +36,6 @@ def test_statistic_on_crafted_rows(tmp_path, capsys):
 
 def test_the_code_floors_are_the_healthbench_hard_medians(capsys):
     mod = _load()
-    if not mod.DEFAULT_ROWS.exists():
-        pytest.skip(f"{mod.DEFAULT_ROWS} is absent")
+    shared_file(mod.SAMPLE)  # skipped, saying where the shared data is looked for, when absent
     assert mod.main(["--check"]) == 0
     assert "a -10 item: median 0.155" in capsys.readouterr().out

@@ -70,8 +70,8 @@ def test_a_stage_ends_with_a_hugging_face_export_of_its_last_checkpoint(tmp_path
 
 
 @pytest.mark.parametrize("config, var", [("stage2_error_rubric", "FV_STAGE1_MODEL"),
-                                         ("stage3_clinical_rubric", "FV_STAGE2_MODEL"),
-                                         ("stage3_tree_and_rows", "FV_STAGE2_MODEL")])
+                                         ("stage3_row_rubrics", "FV_STAGE2_MODEL"),
+                                         ("stage3_clinical_rubric", "FV_STAGE2_MODEL")])
 def test_stages_2_and_3_are_refused_without_the_previous_checkpoint(tmp_path, config, var):
     env = {"PYTHON": sys.executable, "RUBRICSTREE_JUDGE_URL": "http://127.0.0.1:9/v1"}
     res = run(f"configs/verl/{config}.yaml", env=env)

@@ -24,7 +24,7 @@ def eight_ranks(monkeypatch):
 
 
 @pytest.mark.parametrize("name, rounds", [("stage1_mcq", 0), ("stage2_error_rubric", 1),
-                                          ("stage3_clinical_rubric", 1), ("stage3_tree_and_rows", 5)])
+                                          ("stage3_row_rubrics", 1), ("stage3_clinical_rubric", 5)])
 def test_the_shipped_configs_fit_under_their_collective_timeout(name, rounds, eight_ranks):
     cfg = load_config(TRL / f"{name}.yaml", URL)
     assert judge_rounds(cfg) == rounds
@@ -52,12 +52,12 @@ def test_every_judge_round_of_a_tree_reward_counts(eight_ranks):
     two confirmation readings run one after another, each with its own deadline: 5 x 1500 s does not
     fit the default 1800 s, the config's 9000 s does."""
     with pytest.raises(InputError, match=r"5 x judge.deadline_s = 7500"):
-        check_collective_timeout(load_config(TRL / "stage3_tree_and_rows.yaml", [*URL, "grpo.ddp_timeout=1800"]))
-    fewer = load_config(TRL / "stage3_tree_and_rows.yaml", [*URL, "reward.confirm_failures=false",
+        check_collective_timeout(load_config(TRL / "stage3_clinical_rubric.yaml", [*URL, "grpo.ddp_timeout=1800"]))
+    fewer = load_config(TRL / "stage3_clinical_rubric.yaml", [*URL, "reward.confirm_failures=false",
                                                             "reward.applicability=false", "grpo.ddp_timeout=1800"])
     assert judge_rounds(fewer) == 1
     check_collective_timeout(fewer)
-    assert judge_rounds(load_config(TRL / "stage3_tree_and_rows.yaml", [*URL, "reward.router=llm"])) == 9
+    assert judge_rounds(load_config(TRL / "stage3_clinical_rubric.yaml", [*URL, "reward.router=llm"])) == 9
 
 
 def test_one_process_has_no_collective(monkeypatch):

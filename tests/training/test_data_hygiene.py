@@ -1,6 +1,6 @@
 """Training-data hygiene (training/data_hygiene.py, ``rubricstree train data``, ``data.exclude``):
-training rows whose prompt matches HealthBench-Hard (read from /work/shared/data, never copied into
-the repository) are dropped and counted, also after case and whitespace changes; HealthBench-Easy is
+training rows whose prompt matches HealthBench-Hard (read from the shared data folder, never copied
+into the repository) are dropped and counted, also after case and whitespace changes; HealthBench-Easy is
 full minus Hard by prompt_id; MedMCQA rows convert to our MCQ rows."""
 
 from __future__ import annotations

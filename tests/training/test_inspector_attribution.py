@@ -1,9 +1,10 @@
 """What the inspector says explains a score, on records the real reward wrote (rt_inspector: a
-group whose advantages one critical leaf decides). Contributions are the reward's own rescoring
-of a flipped verdict; they add up as docs/inspector.md says; the critical leaf comes first in the
-variance shares; compare finds the +0.181 change and the 3 flipped rollouts; the group view's
-drivers and other add up to each advantage. Expected values are worked out here from the prices
-(critical 0.5, minor 0.05), not read from the inspector's code."""
+group whose advantages one critical leaf decides). Contributions are Shapley values of the reward's
+own rescoring and add up to the score minus the all-pass score; the flip value is the change if one
+verdict flipped; the critical leaf comes first in the variance shares; compare finds the +0.181
+change and the 3 flipped rollouts; the group view's drivers and other add up to each advantage.
+Expected values are worked out here from the prices (critical 0.5, minor 0.05), not read from the
+inspector's code."""
 
 from __future__ import annotations
 
@@ -37,25 +38,33 @@ def test_the_scores_are_the_severity_prices(runs):
     assert len({r.group for r in a.rollouts}) == 1  # grouped by the records' own group id, no rollouts file
 
 
-def test_a_contribution_is_the_change_if_the_verdict_flipped(runs):
+def test_a_contribution_is_the_checks_share_of_what_the_failures_cost(runs):
     a, _ = runs
     by = {r.id: r for r in a.rollouts}
-    # r4 fails both: the critical failure costs half of what passing it would give (0.95 - 0.475)
-    assert by["r4"].contrib[CRITICAL] == pytest.approx(-0.475, abs=1e-9)
-    assert by["r4"].contrib[MINOR] == pytest.approx(0.475 - 0.5, abs=1e-9)
-    # r0 passes both: what each pass is worth
-    assert by["r0"].contrib[CRITICAL] == pytest.approx(0.5, abs=1e-9)
-    assert by["r0"].contrib[MINOR] == pytest.approx(0.05, abs=1e-9)
-    always_on = [lid for lid in by["r0"].contrib if lid not in (CRITICAL, MINOR)]
-    assert always_on and all(by["r0"].contrib[lid] > 0 for lid in always_on)  # passing checks are worth something
+    # r4 fails both: 1 -> 0.5 (critical alone), 0.95 (minor alone), 0.475 (both); each failure's
+    # effect averaged over the two orders of restoring them
+    assert by["r4"].contrib[CRITICAL] == pytest.approx(((0.5 - 1) + (0.475 - 0.95)) / 2, abs=1e-9)
+    assert by["r4"].contrib[MINOR] == pytest.approx(((0.95 - 1) + (0.475 - 0.5)) / 2, abs=1e-9)
+    for r in a.rollouts:  # the parts add up to the score minus the score with every check passing (1)
+        assert sum(r.contrib.values()) == pytest.approx(r.score - 1.0, abs=1e-9), r.id
+        assert r.orders == 0  # exact: two players at most
+    # r0 passes both: nothing to share
+    assert all(v == 0.0 for v in by["r0"].contrib.values())
+    # the flip value stays: what the score would be with that one verdict flipped
+    assert by["r4"].flip[CRITICAL] == pytest.approx(-0.475, abs=1e-9)
+    assert by["r0"].flip[CRITICAL] == pytest.approx(0.5, abs=1e-9)
+    assert by["r0"].flip[MINOR] == pytest.approx(0.05, abs=1e-9)
 
 
-def test_under_a_linear_variant_contributions_add_up_to_2s_minus_1(tree, tmp_path):
-    """docs/inspector.md: under paper and active, a rollout's leaf contributions sum to a(2 tree - 1)."""
+def test_under_a_linear_variant_contributions_are_each_failures_own_effect(tree, tmp_path):
+    """Under paper and active the score is a weighted sum of pass values: each failed check's
+    contribution is minus its weight's share (the flip of a failure), and they add up."""
     for variant in ("paper", "active"):
         run = load_run(write(tmp_path / f"{variant}.jsonl", score(A_MET, scoring_variant=variant)), tree=tree)
         for r in run.rollouts:
-            assert sum(r.contrib.values()) == pytest.approx(2 * r.score - 1, abs=1e-9), (variant, r.id)
+            assert sum(r.contrib.values()) == pytest.approx(r.score - 1.0, abs=1e-9), (variant, r.id)
+            for lid, c in r.contrib.items():
+                assert c == pytest.approx(min(0.0, r.flip[lid]), abs=1e-9), (variant, r.id, lid)
 
 
 def test_the_critical_leaf_carries_the_group_variance(runs):
@@ -92,7 +101,7 @@ def test_compare_ranks_the_leaf_by_its_share_of_the_mean_change(runs):
     assert top["share"] == pytest.approx(1.0, abs=0.05)
     assert sum(x["share"] for x in cmp["leaves"]) + cmp["other"] == pytest.approx(1.0, abs=1e-9)
     (p,) = cmp["prompts"]
-    assert p["leaves"][0]["leaf_id"] == CRITICAL and p["leaves"][0]["met_a"] == 0.5 and p["leaves"][0]["met_b"] == 0.875
+    assert p["leaves"][0]["leaf_id"] == CRITICAL and p["leaves"][0]["pass_a"] == 0.5 and p["leaves"][0]["pass_b"] == 0.875
 
 
 def test_a_scores_file_without_prompts_or_group_ids_is_refused(tmp_path: Path):

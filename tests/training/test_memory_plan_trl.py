@@ -88,7 +88,7 @@ def test_accumulation_without_sync_each_batch_holds_the_unsharded_gradients():
     assert not plan_input_from_config(cfg, ["grpo.accelerator_config=null"]).sync_each_batch
 
 
-@pytest.mark.parametrize("config", ["stage1_mcq.yaml", "stage3_clinical_rubric.yaml", "stage3_tree_and_rows.yaml"])
+@pytest.mark.parametrize("config", ["stage1_mcq.yaml", "stage3_row_rubrics.yaml", "stage3_clinical_rubric.yaml"])
 def test_the_colocated_vllm_share_holds_the_configured_sequences(config, monkeypatch):
     monkeypatch.setenv("FV_STAGE1_MODEL", "Qwen/Qwen3-8B")
     path = str(REPO / "configs/trl" / config)

@@ -10,7 +10,7 @@ from rt_paths import REPO_ROOT
 from reward.errors import InputError
 from training.trl_config import load_config
 
-STAGE3 = ["configs/trl/stage3_clinical_rubric.yaml", "configs/trl/stage3_tree_and_rows.yaml"]
+STAGE3 = ["configs/trl/stage3_row_rubrics.yaml", "configs/trl/stage3_clinical_rubric.yaml"]
 
 
 @pytest.mark.parametrize("path", STAGE3)

@@ -148,6 +148,54 @@ def test_filter_results_made_with_other_windows_are_refused(tmp_path, clean_env,
         tl.build_train_dataset(cfg)
 
 
+class KnownScores:
+    """A filter reward with the settings of a rubric reward and known scores (no judge)."""
+
+    def __init__(self, settings) -> None:
+        self.settings = settings
+
+    def __call__(self, prompts, completions, completion_ids=None, **kw):
+        return [0.5] * len(completions)
+
+
+def test_filter_results_scored_with_other_reward_settings_are_refused(tmp_path, clean_env):
+    """The filter records the reward settings it scored with (stats.json ``reward``: what
+    ``RewardSettings.record()`` writes); a stage-3 launch reuses results scored as its own filter
+    would score (the run's recipe as a pass rate) and refuses others, naming what differs."""
+    pytest.importorskip("datasets")
+    import training.trl_launcher as tl
+    from training.data import build_healthbench_dataset
+    from training.difficulty import filter_rows, read_rows
+
+    clean_env.chdir(REPO)
+    cfg = tl.load_config(REPO / "configs/smoke/stage3_clinical_rubric.yaml", [
+        f"output_dir={tmp_path / 'run'}", "difficulty.enabled=true", f"difficulty.out_dir={tmp_path / 'd'}",
+        "judge.url=http://127.0.0.1:9/v1"])
+    rows = read_rows(REPO / "tests/fixtures/healthbench_own.jsonl")
+    own = tl.filter_scorer(cfg).settings
+    assert own.format_failure_score == 0.0 and own.clip_below_zero  # the pass rate, not the shaped reward
+
+    def filtered(settings) -> None:
+        filter_rows(rows, build_healthbench_dataset(rows), [["x"] * 4 for _ in rows], KnownScores(settings),
+                    cfg.difficulty.config("keep"), tmp_path / "d")
+
+    filtered(own)
+    stats = json.loads((tmp_path / "d" / "stats.json").read_text())
+    assert stats["reward"] == own.record()
+    assert len(tl.build_train_dataset(cfg)) == len(rows)  # scored as this run's filter would: reused
+
+    filtered(own.model_copy(update={"scoring_variant": "paper", "router": "embedding"}))
+    with pytest.raises(InputError, match=r"other reward settings .*router: 'embedding' -> 'static'; "
+                                         r"scoring_variant: 'paper' -> 'severity'") as err:
+        tl.build_train_dataset(cfg)
+    assert str(tmp_path / "d" / "stats.json") in str(err.value) and err.value.field == "reward"
+
+    stats["reward"] = None  # results from before the filter recorded its reward: cannot be checked
+    (tmp_path / "d" / "stats.json").write_text(json.dumps(stats))
+    with pytest.raises(InputError, match="do not record the reward settings"):
+        tl.build_train_dataset(cfg)
+
+
 def test_stats_file_is_written_last_and_whole(tmp_path, clean_env):
     pytest.importorskip("datasets")
     clean_env.chdir(REPO)

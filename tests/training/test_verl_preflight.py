@@ -165,15 +165,29 @@ def test_a_judge_from_the_environment_fallback_is_checked_too(tmp_path, capsys, 
     assert rc == 2 and "the judge does not answer" in capsys.readouterr().err
 
 
+def _stage3_recipe():
+    """The reward settings the stage-3 config trains with, as the preflight reads them."""
+    from omegaconf import OmegaConf
+
+    from reward.integrations.verl.settings import load_settings
+    from training.verl_preflight import compose
+
+    cfg = compose(STAGE3, ["actor_rollout_ref.model.path=m"])
+    kwargs = dict(OmegaConf.to_container(OmegaConf.select(cfg, "reward.custom_reward_function.reward_kwargs"),
+                                         resolve=True))
+    return load_settings(kwargs.pop("config", None), **kwargs)
+
+
 def test_the_judge_gate_looks_the_served_judge_up_by_identity(tmp_path, capsys, tiny_model_dir, judge_url, monkeypatch):
     """Stage 3 refuses a judge without a calibration on record (saying how to make one), refuses one
     whose calibration predicts too little, and passes one whose record clears both thresholds; the
-    record is found by the judge's identity, as the verdict cache keys it."""
+    record is found by the judge's identity, as the verdict cache keys it, and is bound to what the
+    judge answers to the fixed probe items and to the stage's recipe."""
     from rt_calibration import record_with
 
     from reward.calibration.record import record_path, save_calibration
     from reward.settings import JudgeSettings
-    from training.judge_gate import judge_identity
+    from training.judge_gate import built_judge, run_facts
 
     monkeypatch.setenv("RUBRICSTREE_JUDGE_URL", judge_url)
     monkeypatch.delenv("RUBRICSTREE_JUDGE_SERVED", raising=False)
@@ -181,11 +195,40 @@ def test_the_judge_gate_looks_the_served_judge_up_by_identity(tmp_path, capsys, 
     assert main(args) == 2
     err = capsys.readouterr().err
     assert "no calibration of the judge http:tiny@" in err and "rubricstree judge calibrate --judge-url" in err
+    # the stage trains the default recipe (RewardSettings()): no recipe option to calibrate with
+    assert "rubricstree judge calibrate --judge-url" in err and "--rubric-source" not in err
     assert "judge_gate.enforce=false" in err and not (tmp_path / "ckpt" / RECORD).exists()
-    ident = judge_identity(JudgeSettings(url=judge_url))
-    save_calibration(record_with(ident, detection=0.62, critical_false_pass=(9, 30)), record_path(ident))
+    recipe = _stage3_recipe()
+    with built_judge(JudgeSettings(url=judge_url)) as built:
+        facts = run_facts(built, tree=None, recipe=recipe)
+    path = record_path(facts.judge_id)
+    save_calibration(record_with(facts.judge_id, facts=facts, detection=0.62, critical_false_pass=(9, 30), cases=600),
+                     path)
     assert main(args) == 2
     err = capsys.readouterr().err
-    assert "predicted detection 0.620 < min_detection 0.9" in err and "critical false-pass rate 0.300 (9/30)" in err
-    save_calibration(record_with(ident, detection=0.93, critical_false_pass=(1, 30)), record_path(ident))
+    assert "predicted detection 0.620" in err and "lower end is below min_detection 0.9" in err
+    assert "critical false-pass rate 0.300 (9/30)" in err
+    save_calibration(record_with(facts.judge_id, facts=facts, detection=0.97, critical_false_pass=(1, 200),
+                                 cases=800), path)
     assert main(args) == 0, capsys.readouterr().err
+    assert json.loads((tmp_path / "ckpt" / "judge_gate.json").read_text())[0]["passed"]
+
+
+@pytest.mark.parametrize(("overrides", "new_key"), [
+    (["custom_reward_function.path=pkg://my_reward", "custom_reward_function.name=score"],
+     "reward.custom_reward_function.path"),
+    (["+custom_reward_function.reward_kwargs.on_failure=raise"], "reward.custom_reward_function.reward_kwargs.on_failure"),
+    (["reward_model.reward_manager=naive"], "reward.reward_manager.name"),
+    (["reward_model.num_workers=4"], "reward.num_workers"),
+])
+def test_verls_older_reward_keys_are_refused_naming_the_key_to_use(overrides, new_key, tmp_path, capsys):
+    """verl 0.9.1's main_ppo never reads its older top-level reward keys, and its fully-async
+    trainer lets them replace reward.*: our settings, judge gate and failure policy. Either way the
+    user's key does not do what it says, so the run is refused before anything starts."""
+    rc = main([STAGE3, f"trainer.default_local_dir={tmp_path / 'ckpt'}", "actor_rollout_ref.model.path=Qwen/Qwen3-8B",
+               *overrides])
+    err = capsys.readouterr().err
+    assert rc == 2, err
+    assert "older reward key" in err and f"set {new_key} instead" in err and "judge gate and failure policy" in err
+    assert overrides[0].lstrip("+").split("=")[0] in err
+    assert not (tmp_path / "ckpt" / RECORD).exists()

@@ -1,22 +1,26 @@
 """Which leaves explain a score, a group's advantages and a change between two runs.
 
-**Contribution** of a leaf (or rubric item) to one rollout's score, under every scoring variant:
-the score minus the score the reward gives the same rollout with that one verdict flipped
-(``reward.stages.rescore.Rescorer.flip_contributions``: the reward's own rescoring, never a formula
-of ours). A passing leaf's contribution is what its pass is worth (>= 0), a failing leaf's is
-minus what its failure costs (<= 0). Under the linear variants (``paper``, ``active``) the
-contributions of a rollout's leaves add up to ``a * (2 * tree score - 1)`` (``a``: the tree's
-share of the score: 1, 1/2 under ``combine: mean`` with rubric items); under ``severity`` and the
-penalty variants they need not add up to anything, since a failure's cost depends on the others.
+Every figure here is a Shapley value (:mod:`training.inspector.shapley`) of the reward's own
+rescoring (``reward.stages.rescore.Rescorer``, never a formula of ours), so the parts always add
+up, whatever the scoring variant, and checks that play the same part share alike: five members of
+one fault group that failed together, priced once, carry a fifth of the group's price each.
+
+**Contribution** of a leaf (or rubric item) to one rollout's score: its Shapley value in the game
+whose players are the checks that did not pass (``pass < 1``) and whose reference is every check
+passing. The contributions of a rollout's checks add up to ``score - the score with every check
+passing`` (1 under ``severity`` with no rubric items); a passing check's is 0. Leaves and rubric
+items are split apart: the score is the mean (or one) of the tree and points scores
+(``combine_scores``), so a leaf and an item never interact. **If flipped** is the older what-if,
+``score - the score with that one verdict flipped`` (``Rescorer.flip_contributions``): under a
+fault group one member of five failing changes nothing when flipped alone.
 
 **Part** of a leaf in a rollout's score, relative to a set of rollouts of the same prompt (its
-group; in a comparison, both runs' rollouts of the prompt): the score minus the score the reward
-gives the rollout with that leaf's verdict set to the set's mean verdict (rescored the same way).
-A leaf whose verdict is the same in every rollout of the set has part 0 in all of them, whatever
-the variant; under the linear variants the parts are exactly each leaf's linear deviation
-``a * w * (pass - mean pass)``, so the statistics below reduce to the usual linear ones; under
-the others they are each verdict's own effect, and what is left over (the interplay of failures,
-the rubric items) is shown as ``other``.
+group; in a comparison, both runs' rollouts of the prompt): its Shapley value in the game whose
+reference is each leaf's mean verdict over the set. A leaf whose verdict is the same in every
+rollout of the set is no player and has part 0; under the linear variants the parts are each
+leaf's linear deviation ``a * w * (pass - mean pass)``. A rollout's parts add up to its score minus
+the score at the set's mean verdicts; what is left (the rubric items, leaves routed in some
+rollouts only) is ``other``.
 
 **Advantage** of a rollout: its score minus its group's mean (GRPO's advantage before the division
 by the group's standard deviation). The leaves that drove it: the largest centred parts
@@ -32,26 +36,82 @@ over the scored rollouts of groups with at least two of them; the shares of all 
 **Share of the mean change** (compare): with ``D = mean_B s - mean_A s`` over the prompts scored in
 both runs (each prompt's mean first), leaf ``l``'s share is ``(mean_B part_l - mean_A part_l) / D``
 (parts relative to both runs' rollouts of the prompt, the same averaging); the shares plus
-``other`` add up to 1. A leaf's **flipped** rollouts are the rollouts (paired by id) whose verdict
-on it changed; when the runs share no ids, the net change in the number of rollouts of a prompt
-that meet it.
+``other`` add up to 1. A leaf's **flipped** rollouts are the rollouts (paired by id) whose pass or
+fail on it changed (now passes / now fails: a negative leaf that stops being met now passes);
+when the runs share no ids, the net change in the number of rollouts of a prompt that pass it.
 """
 
 from __future__ import annotations
 
 import math
 import re
+import zlib
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["attach_contributions", "compare_groups", "group_view", "leaf_variance_shares", "pair_key",
+from training.inspector.shapley import shapley
+
+__all__ = ["Scorable", "attach_contributions", "compare_groups", "group_view", "leaf_variance_shares", "pair_key",
            "reference_parts"]
 
 TOLERANCE = 1e-6  # a record's score must be what its verdicts give (else it has no contributions)
+MEMO_LIMIT = 200_000  # rescorings remembered at once (verdict patterns repeat within a group)
+
+
+@dataclass
+class Scorable:
+    """One record made rescorable: the record, the reward's rescorer, the verdicts it was scored on
+    and a memo of rescorings shared by the records of the same shape (routing, variant, items)."""
+
+    record: Any  # RolloutScore
+    rescorer: Any  # Rescorer
+    leaves: dict[str, bool | float]
+    items: list[bool | float]
+    shape: tuple
+    memo: dict = field(default_factory=dict, repr=False)
+    seed: int = 0  # of the sampled orders, when there are too many players for the exact value
+
+    def score(self, leaves: dict[str, bool | float], items: Sequence[bool | float]) -> float:
+        key = (self.shape, tuple(leaves.values()), tuple(items))
+        got = self.memo.get(key)
+        if got is None:
+            if len(self.memo) >= MEMO_LIMIT:
+                self.memo.clear()
+            again = self.rescorer.rescore(self.record, leaves, list(items))
+            got = self.memo[key] = float(again) if again is not None else math.nan
+        return got
+
+    def leaf_split(self, reference: dict[str, bool | float]):
+        """Shapley values of the leaves whose verdict differs from ``reference`` (leaf id ->
+        verdict), the other leaves and the items at their own verdicts."""
+        players = [lid for lid, v in self.leaves.items() if lid in reference and abs(float(v) - float(reference[lid])) > 1e-12]
+
+        def value(coalition: frozenset[str]) -> float:
+            return self.score({lid: v if lid in coalition or lid not in players else reference[lid]
+                               for lid, v in self.leaves.items()}, self.items)
+
+        return shapley(players, value, additive=self.rescorer.additive, seed=self.seed)
+
+    def item_split(self, reference: Sequence[bool | float]):
+        """Shapley values of the items (by index, as strings) whose verdict differs from ``reference``."""
+        players = [str(k) for k, v in enumerate(self.items) if abs(float(v) - float(reference[k])) > 1e-12]
+
+        def value(coalition: frozenset[str]) -> float:
+            return self.score(self.leaves, [v if str(k) in coalition else reference[k]
+                                            for k, v in enumerate(self.items)])
+
+        return shapley(players, value, additive=self.rescorer.additive, seed=self.seed)
+
+
+def _passing(verdict: bool | float, good: bool) -> bool | float:
+    """The verdict of a passing check, in the verdict's own kind (yes/no or a probability)."""
+    return good if isinstance(verdict, bool) else float(good)
 
 
 def attach_contributions(rollouts: Sequence[Any], tree: Any, *, clip_below_zero: bool = False) -> int:
-    """Set each rollout's ``contrib`` (leaf id -> contribution) and ``item_contrib`` from its record,
+    """Set each rollout's ``contrib`` (leaf id -> contribution), ``item_contrib``, their flip values
+    (``flip``, ``item_flip``) and ``orders`` (0: exact; else how many sampled orders) from its record,
     rescored on ``tree``; returns how many scored records could not be rescored (their score is not
     what their verdicts give, or their leaves are not in the tree), which get none."""
     from pydantic import ValidationError
@@ -61,7 +121,8 @@ def attach_contributions(rollouts: Sequence[Any], tree: Any, *, clip_below_zero:
     from reward.stages.results import RolloutScore
 
     skipped = 0
-    memo: dict[tuple, tuple[dict[str, float], list[float | None]]] = {}
+    done: dict[tuple, tuple] = {}
+    memos: dict[tuple, dict] = {}
     for r in rollouts:
         if r.score is None or not (r.rec.get("leaves") or r.rec.get("rubric_items")):
             continue
@@ -71,19 +132,35 @@ def attach_contributions(rollouts: Sequence[Any], tree: Any, *, clip_below_zero:
                                              "group": None})
             rescorer = Rescorer.of_record(tree, s, clip_below_zero=clip_below_zero)
             leaves, items = rescorer.verdicts(s)
-            key = (s.scoring_variant, s.combine, tuple(sorted(s.routing.get("expanded") or ())),
-                   tuple(sorted((lr.leaf_id, lr.reason) for lr in s.leaves)), tuple(sorted(leaves.items())),
-                   tuple(items), tuple(it.points for it in s.rubric_items))
-            if key not in memo:
-                again = rescorer.rescore(s, leaves, items)
-                if again is None or abs(again - s.score) > TOLERANCE:
+            shape = (s.scoring_variant, s.combine, s.format_failure, tuple(sorted(s.routing.get("expanded") or ())),
+                     tuple((lr.leaf_id, lr.reason) for lr in s.leaves if lr.failure is None),
+                     tuple(it.points for it in s.rubric_items), s.routing.get("urgency"))
+            one = Scorable(s, rescorer, leaves, items, shape, memos.setdefault(shape, {}),
+                           seed=zlib.crc32(r.id.encode("utf-8")))
+            key = (shape, tuple(leaves.values()), tuple(items))
+            if key not in done:
+                if abs(one.score(leaves, items) - s.score) > TOLERANCE:
                     raise ValueError("the record's score is not what its verdicts give")
-                memo[key] = rescorer.flip_contributions(s)
-            r.contrib, r.item_contrib = memo[key]
-            r.ctx = (s, rescorer, leaves, items)
+                done[key] = _contributions(one, tree)
+            r.contrib, r.item_contrib, r.flip, r.item_flip, r.orders = done[key]
+            r.ctx = one
         except (ValidationError, RubricsTreeError, ValueError, KeyError):
             skipped += 1
     return skipped
+
+
+def _contributions(one: Scorable, tree: Any) -> tuple:
+    s = one.record
+    if s.format_failure:  # its score is fixed, whatever the verdicts
+        return {}, [None] * len(one.items), {}, [None] * len(one.items), 0
+    flip, item_flip = one.rescorer.flip_contributions(s)
+    passing = {lid: _passing(v, tree[lid].polarity == "positive") for lid, v in one.leaves.items()}
+    leaves = one.leaf_split(passing)
+    points = [it.points for it in s.rubric_items]
+    items = one.item_split([_passing(v, p > 0) if p else v for v, p in zip(one.items, points)])
+    contrib = {lid: leaves.values.get(lid, 0.0) for lid in one.leaves}
+    item_contrib = [items.values.get(str(k), 0.0) for k in range(len(one.items))]
+    return contrib, item_contrib, flip, item_flip, max(leaves.orders, items.orders)
 
 
 def _groups(rollouts: Iterable[Any]) -> dict[str, list[Any]]:
@@ -100,27 +177,20 @@ def reference_parts(members: Sequence[Any]) -> list[dict[str, float]]:
     cache = getattr(members[0], "cache", None) if members else None
     if cache is not None and key in cache:  # the group view and the variance shares ask for the same
         return cache[key]
-    ctxs = [getattr(r, "ctx", None) for r in members]
+    ctxs: list[Scorable | None] = [getattr(r, "ctx", None) for r in members]
     sums: dict[str, list[float]] = {}
     for c in ctxs:
         if c is not None:
-            for lid, v in c[2].items():
+            for lid, v in c.leaves.items():
                 sums.setdefault(lid, []).append(float(v))
     ref = {lid: sum(v) / len(v) for lid, v in sums.items()}
     out = []
-    for r, c in zip(members, ctxs):
+    for c in ctxs:
         if c is None:
             out.append({})
             continue
-        s, rescorer, leaves, items = c
-        part = {}
-        for lid, v in leaves.items():
-            if abs(float(v) - ref[lid]) < 1e-12:
-                part[lid] = 0.0
-                continue
-            again = rescorer.rescore(s, {**leaves, lid: ref[lid]}, items)
-            part[lid] = r.score - again if again is not None else 0.0
-        out.append(part)
+        split = c.leaf_split(ref).values
+        out.append({lid: split.get(lid, 0.0) for lid in c.leaves})
     if cache is not None:
         cache[key] = out
     return out
@@ -185,8 +255,19 @@ def pair_key(group: str) -> str:
     return re.sub(r"^step\d+:", "", group)
 
 
-def _met(r: Any) -> dict[str, bool]:
-    return {lf["leaf_id"]: bool(lf.get("met")) for lf in r.leaves if not lf.get("failure")}
+def _passes(r: Any) -> dict[str, bool]:
+    """Leaf id -> whether the check passed the rollout (pass value >= 0.5: a positive leaf met, a
+    negative leaf not met), for the leaves with a verdict."""
+    out = {}
+    for lf in r.leaves:
+        if lf.get("failure"):
+            continue
+        passed = lf.get("passed")
+        if isinstance(passed, (int, float)) and not isinstance(passed, bool):
+            out[lf["leaf_id"]] = passed >= 0.5
+        else:
+            out[lf["leaf_id"]] = bool(lf.get("met")) != (lf.get("polarity") == "negative")
+    return out
 
 
 def compare_groups(a: Any, b: Any) -> dict[str, Any]:
@@ -205,15 +286,13 @@ def compare_groups(a: Any, b: Any) -> dict[str, Any]:
         ma, mb = sum(r.score for r in sa) / len(sa), sum(r.score for r in sb) / len(sb)
         pooled = reference_parts(sa + sb)  # parts relative to both runs' rollouts of the prompt
         pa, pb = pooled[:len(sa)], pooled[len(sa):]
-        ids = {lid for p in pa + pb for lid in p} | {lid for r in sa + sb for lid in _met(r)}
+        ids = {lid for p in pa + pb for lid in p} | {lid for r in sa + sb for lid in _passes(r)}
         flips = _flips(ga[key], gb[key])
         leaves = {}
         for lid in ids:
             d = sum(p.get(lid, 0.0) for p in pb) / len(pb) - sum(p.get(lid, 0.0) for p in pa) / len(pa)
             up, down = flips.get(lid, (0, 0))
-            rate_a = _rate(sa, lid)
-            rate_b = _rate(sb, lid)
-            leaves[lid] = {"part_change": d, "up": up, "down": down, "met_a": rate_a, "met_b": rate_b}
+            leaves[lid] = {"part_change": d, "up": up, "down": down, "pass_a": _rate(sa, lid), "pass_b": _rate(sb, lid)}
             t = total.setdefault(lid, {"part_change": 0.0, "up": 0, "down": 0})
             t["part_change"] += d
             t["up"] += up
@@ -234,7 +313,8 @@ def compare_groups(a: Any, b: Any) -> dict[str, Any]:
 
 
 def _rate(members: Sequence[Any], lid: str) -> float | None:
-    got = [m for r in members for k, m in _met(r).items() if k == lid]
+    """The share of ``members`` that pass leaf ``lid`` (None: none was judged on it)."""
+    got = [ok for r in members for k, ok in _passes(r).items() if k == lid]
     return sum(got) / len(got) if got else None
 
 
@@ -252,9 +332,9 @@ def _ranked(leaves: dict[str, dict[str, Any]], delta: float | None, n: int) -> l
 
 
 def _flips(a: Sequence[Any], b: Sequence[Any]) -> dict[str, tuple[int, int]]:
-    """Leaf id -> (rollouts now meeting it, rollouts no longer meeting it): paired by id, or the net
+    """Leaf id -> (rollouts that now pass it, rollouts that now fail it): paired by id, or the net
     change in the count when the runs share no rollout id."""
-    by_a, by_b = {r.id: _met(r) for r in a}, {r.id: _met(r) for r in b}
+    by_a, by_b = {r.id: _passes(r) for r in a}, {r.id: _passes(r) for r in b}
     out: dict[str, list[int]] = {}
     common = by_a.keys() & by_b.keys()
     if common:

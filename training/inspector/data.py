@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -27,8 +28,9 @@ from typing import Any
 
 from reward.errors import InputError
 
+log = logging.getLogger(__name__)
+
 UNCERTAIN = 0.15  # |p_yes - 0.5| <= this: the judge could not decide
-CHANGED = 0.5  # --compare: a leaf's met rate on a prompt moved by at least this much
 
 
 @dataclass
@@ -45,7 +47,10 @@ class Rollout:
     group_size: int = 1
     contrib: dict[str, float] = field(default_factory=dict)  # leaf id -> contribution (attribution module)
     item_contrib: list[float | None] = field(default_factory=list)
-    ctx: Any = None  # (RolloutScore, Rescorer, leaf verdicts, item verdicts): how to rescore it
+    flip: dict[str, float] = field(default_factory=dict)  # leaf id -> the score's change if that verdict flipped
+    item_flip: list[float | None] = field(default_factory=list)
+    orders: int = 0  # 0: the contributions are exact; else how many sampled orders estimated them
+    ctx: Any = None  # attribution.Scorable: how to rescore it
     cache: dict = field(default_factory=dict)  # attribution's parts of the groups this rollout leads
 
     @property
@@ -61,6 +66,7 @@ class Run:
     rollouts: list[Rollout] = field(default_factory=list)
     settings: dict[str, Any] = field(default_factory=dict)  # the reward's recipe, when recorded
     unexplained: int = 0  # scored records whose contributions could not be computed
+    warnings: list[str] = field(default_factory=list)  # what was read around (a cut last line)
 
 
 def not_applicable(rec: dict[str, Any]) -> list[tuple[str, str]]:
@@ -130,9 +136,21 @@ def read_settings(path: Path) -> dict[str, Any]:
     return {}
 
 
-def _records(path: Path) -> Iterable[tuple[int, dict[str, Any]]]:
+def settings_differences(a: dict[str, Any], b: dict[str, Any]) -> list[str]:
+    """The keys whose values differ between two runs' recorded reward settings, sorted (a key one
+    of them lacks counts as differing)."""
+    return sorted(k for k in a.keys() | b.keys() if a.get(k, "(absent)") != b.get(k, "(absent)"))
+
+
+def _records(path: Path, warnings: list[str] | None = None) -> Iterable[tuple[int, dict[str, Any]]]:
     """``(line number, object)`` of a JSONL file; plain ``json.loads`` (a viewer need not refuse
-    duplicate keys as ``reward.jsonl`` does, and it is several times faster on large files)."""
+    duplicate keys as ``reward.jsonl`` does, and it is several times faster on large files).
+
+    A last line without its newline that does not parse was cut by a kill mid-write (a trainer's
+    records are appended line by line, as ``reward.jsonl.JsonlLog`` appends): it is skipped, and
+    said in ``warnings`` and the log. Unlike ``JsonlLog.load`` the file is left as it is (a live
+    run may still be appending to it), and a last line that parses is kept (a file written by hand
+    may end without a newline). A bad line anywhere else is an error naming the file and line."""
     try:
         fh = path.open(encoding="utf-8", errors="replace")
     except OSError as exc:
@@ -144,6 +162,12 @@ def _records(path: Path) -> Iterable[tuple[int, dict[str, Any]]]:
             try:
                 obj = json.loads(line)
             except json.JSONDecodeError as exc:
+                if not line.endswith("\n") and warnings is not None:
+                    note = (f"{path.name} line {lineno}: skipped a cut last line ({len(line)} characters, no "
+                            "newline: the run was killed while writing it)")
+                    log.warning("%s: %s", path.parent, note)
+                    warnings.append(note)
+                    return
                 raise InputError(f"invalid JSON: {exc.msg}", file=str(path), record=f"line {lineno}") from exc
             if not isinstance(obj, dict):
                 raise InputError("each line must be a JSON object", file=str(path), record=f"line {lineno}")
@@ -191,7 +215,7 @@ def load_run(scores: Path, rollouts: Path | None = None, name: str | None = None
     run = Run(name=name or scores.name, settings=read_settings(scores))
     seen: dict[str, str] = {}
     ungrouped: list[str] = []
-    for path, lineno, rec in ((f, n, r) for f in record_files(scores) for n, r in _records(f)):
+    for path, lineno, rec in ((f, n, r) for f in record_files(scores) for n, r in _records(f, run.warnings)):
         where = f"line {lineno}" if path == scores else f"{path.name} line {lineno}"
         if "id" not in rec and "input" in rec and "output" in rec:
             rec = verl_dump_record(rec, lineno, path)

@@ -8,8 +8,9 @@ from collections.abc import Sequence
 from math import isfinite
 from typing import Any
 
+from reward.scoring.variants import uses_severity
 from training.inspector.attribution import compare_groups, group_view, leaf_variance_shares, pair_key
-from training.inspector.data import Rollout, Run, leaf_counts, not_applicable
+from training.inspector.data import Rollout, Run, leaf_counts, not_applicable, settings_differences
 
 KIND_INTERNAL, KIND_POSITIVE, KIND_NEGATIVE = 0, 1, 2
 
@@ -96,14 +97,37 @@ class Packer:
             return text
         return text[:lim] + f"\n[… {len(text) - lim} more characters cut by --text-limit]"
 
+    def faults(self, r: Rollout) -> list[list[Any]]:
+        """The fault groups (``faults:`` of the taxonomy) the rollout failed, each as one line:
+        ``[idS, titleS, summed contribution, [node, contribution]*]`` of its failed members."""
+        t = self.tree
+        if t is None or not r.contrib or r.ctx is None or not uses_severity(r.ctx.record.scoring_variant):
+            return []  # only the severity variant prices a group once
+        by: dict[str, list[tuple[str, float]]] = {}
+        for lf in r.leaves:
+            lid = lf["leaf_id"]
+            passed = lf.get("passed")
+            failed = isinstance(passed, (int, float)) and passed < 0.5 and not lf.get("failure")
+            if lid in t and t[lid].id in t.fault_of and lid in r.contrib and (failed or r.contrib[lid]):
+                by.setdefault(t.fault_of[t[lid].id], []).append((lid, r.contrib[lid]))
+        out = []
+        for fid, members in by.items():
+            members.sort(key=lambda m: m[1])
+            out.append([self.s(fid), self.s(t.faults[fid].title), _num(sum(c for _, c in members)),
+                        [x for lid, c in members for x in (self.node(lid), _num(c))]])
+        out.sort(key=lambda f: f[2] if f[2] is not None else 0.0)
+        return out
+
     def rollout(self, r: Rollout, view: dict[str, Any] | None = None) -> list[Any]:
         rec = r.rec
         leaves: list[Any] = []
         for lf in r.leaves:
-            leaves += [self.node(lf["leaf_id"], lf.get("title"), lf.get("polarity")), _tri(lf.get("met")),
+            lid = lf["leaf_id"]
+            leaves += [self.node(lid, lf.get("title"), lf.get("polarity")), _tri(lf.get("met")),
                        _num(lf.get("p_yes"), 3), _num(lf.get("passed"), 3), _num(lf.get("weight"), 5),
                        self.s(str(lf.get("reason") or "")), self.s(lf.get("failure")),
-                       _num(r.contrib.get(lf["leaf_id"])) if lf["leaf_id"] in r.contrib else None]
+                       _num(r.contrib[lid]) if lid in r.contrib else None,
+                       _num(r.flip[lid]) if lid in r.flip else None]
         nodes: list[Any] = []
         for nid, v in (rec.get("nodes") or {}).items():
             if isinstance(v, dict):
@@ -112,7 +136,8 @@ class Packer:
         for k, it in enumerate(x for x in rec.get("rubric_items") or [] if isinstance(x, dict)):
             items += [self.s(str(it.get("criterion", ""))), _num(it.get("points"), 2), _tri(it.get("met")),
                       _num(it.get("p_yes"), 3), self.s(it.get("failure")),
-                      _num(r.item_contrib[k]) if k < len(r.item_contrib) else None]
+                      _num(r.item_contrib[k]) if k < len(r.item_contrib) else None,
+                      _num(r.item_flip[k]) if k < len(r.item_flip) else None]
         na: list[Any] = []
         for lid, why in not_applicable(rec):
             na += [self.node(lid), self.s(why)]
@@ -133,7 +158,7 @@ class Packer:
                 [self.s(f) for f in fails[1:10]], self.s(str(rec.get("scoring_variant") or "")),
                 _num((view or {}).get("advantage")),
                 [x for lid, d in (view or {}).get("drivers", []) for x in (self.node(lid), _num(d))],
-                _num((view or {}).get("other"))]
+                _num((view or {}).get("other")), r.orders, self.faults(r)]
 
     def run(self, run: Run) -> dict[str, Any]:
         counts = leaf_counts(run.rollouts)
@@ -152,7 +177,8 @@ class Packer:
                 "groups": len(groups), "unexplained": run.unexplained,
                 "variant": ", ".join(sorted({str(r.rec.get("scoring_variant")) for r in run.rollouts
                                              if r.rec.get("scoring_variant")})),
-                "settings": run.settings}
+                "settings": run.settings, "warnings": run.warnings,
+                "estimated": sum(1 for r in run.rollouts if r.orders)}
 
     def _pair_group(self, run: Run, key: str) -> str:
         """The first run's own group id of a compare pair key (the page finds its rollouts by it)."""
@@ -171,14 +197,15 @@ class Packer:
         if compare is not None:
             def leaves(xs: list[dict[str, Any]]) -> list[list[Any]]:
                 return [[self.node(x["leaf_id"]), _num(x["share"]), _num(x["part_change"]), x["up"], x["down"],
-                         _num(x.get("met_a"), 3), _num(x.get("met_b"), 3)] for x in xs]
+                         _num(x.get("pass_a"), 3), _num(x.get("pass_b"), 3)] for x in xs]
 
             data["C"] = [[self.group(self._pair_group(runs[0], g["group"])), _num(g["a"]), _num(g["b"]),
                           leaves(g["leaves"]), self.group(self._pair_group(runs[1], g["group"]))]
                          for g in compare["prompts"]]
             data["CL"] = leaves(compare["leaves"])
             data["CD"] = {"delta": _num(compare["delta"]), "other": _num(compare["other"]),
-                          "n": compare["n_prompts"]}
+                          "n": compare["n_prompts"],
+                          "settings_diff": settings_differences(runs[0].settings, runs[1].settings)}
         data["S"] = self.strings
         data["nG"] = len(self.groups)
         return data

@@ -44,7 +44,7 @@ from verl.experimental.reward_loop.reward_manager.registry import (
 from reward.integrations.verl.advantage import ESTIMATOR
 from reward.integrations.verl.context import RewardContext
 from reward.integrations.verl.policy import group_policy
-from reward.integrations.verl.settings import load_settings
+from reward.integrations.verl.settings import load_settings, refuse_legacy_reward_keys
 from reward.integrations.verl.sources import Sample, score_samples
 from reward.integrations.verl.streaming import StreamingScorer
 from reward.stages.rollout_text import to_plain
@@ -84,6 +84,8 @@ class RubricsTreeRewardManager(RewardManagerBase):
     def __init__(self, config: Any, tokenizer: Any, compute_score: Any = None, reward_router_address: Any = None,
                  reward_model_tokenizer: Any = None, *, context: RewardContext | None = None, **_: Any) -> None:
         super().__init__(config, tokenizer, compute_score)
+        if config is not None:  # verl's older reward keys would bypass these settings: said, not ignored
+            refuse_legacy_reward_keys(config)
         if context is None:
             kw = reward_kwargs_of(config)
             context = RewardContext(load_settings(kw.pop("config", None), **kw))
@@ -119,6 +121,7 @@ class RubricsTreeRewardManager(RewardManagerBase):
         the batch, such as tests or a colocated reward step. Same result shape as ``run_single``."""
         samples = [self.sample_of(data[i]) for i in range(len(data))]
         raws = await score_samples(samples, self.context)
+        self.streaming.monitor_batch(samples, raws)
         results = group_policy(samples, raws, self.settings)
         return [{"reward_score": r["score"], "reward_extra_info": r} for r in results]
 

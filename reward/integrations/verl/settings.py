@@ -6,6 +6,12 @@ those keys, read over a YAML file of the same keys (``config=...`` or ``$RUBRICS
 :class:`VerlRewardSettings`. The judge and stage keys are the shared models of
 ``reward.settings``. Unknown keys fail naming the file and the field. Loading is cached, so a
 per-rollout call costs a dictionary lookup.
+
+verl's older reward keys (top-level ``custom_reward_function``, ``reward_model.reward_manager``
+and the rest of ``verl/trainer/config/legacy_reward_impl.yaml``) are refused wherever they are set
+(:func:`refuse_legacy_reward_keys`: the preflight and the reward manager): verl 0.9.1's trainer
+(``main_ppo``) never reads them, and its fully-async trainer lets them replace ``reward.*``, our
+settings, judge gate and failure policy with it. The message names the key to use instead.
 """
 
 from __future__ import annotations
@@ -22,11 +28,12 @@ from pydantic import Field, ValidationError
 from reward.calibration.gate import JudgeGateSettings
 from reward.envvars import expand_env
 from reward.errors import InputError
-from reward.settings import ErrorRubricSettings, JudgeSettings, RewardSettings
+from reward.settings import ErrorRubricSettings, JudgeSettings, MonitorSettings, RewardSettings
 from reward.stages.rollout_text import to_plain
 from reward.textio import load_yaml
 
-__all__ = ["CONFIG_ENV", "JUDGE_URL_ENV", "VerlRewardSettings", "load_settings"]
+__all__ = ["CONFIG_ENV", "JUDGE_URL_ENV", "LEGACY_REWARD_KEYS", "VerlRewardSettings", "legacy_reward_keys",
+           "load_settings", "refuse_legacy_reward_keys"]
 
 CONFIG_ENV = "RUBRICSTREE_VERL_CONFIG"
 JUDGE_URL_ENV = "RUBRICSTREE_JUDGE_URL"
@@ -57,6 +64,8 @@ class VerlRewardSettings(RewardSettings):
     batch_window_s: float = Field(
         0.05, ge=0, description="manager: rollouts arriving within this window are scored in one batch")
     max_batch: int = Field(512, ge=1, description="manager: largest batch scored at once")
+    monitors: MonitorSettings = Field(default_factory=MonitorSettings, description=(
+        "gaming monitors' thresholds (reward.integrations.monitors): the manager warns when one is crossed"))
     log_records: bool = Field(
         False, description="clinical tree: each rollout's full score record (JSON) in the extra info as "
                            "rubric_record, so verl's rollout dumps (trainer.rollout_data_dir) open in "
@@ -124,3 +133,59 @@ def load_settings(config: str | os.PathLike | None = None, **inline: Any) -> Ver
         mtime = Path(path).stat().st_mtime
     inline_json = json.dumps(to_plain(inline), sort_keys=True, default=str)
     return _settings_cached(path, mtime, inline_json)
+
+
+# verl 0.9.1's older reward keys (verl/trainer/config/legacy_reward_impl.yaml), longest prefix
+# first, and where each lives now (verl.experimental.reward_loop.migrate_legacy_reward_impl)
+LEGACY_REWARD_KEYS = {
+    "custom_reward_function": "reward.custom_reward_function",
+    "reward_model.reward_manager": "reward.reward_manager.name",
+    "reward_model.num_workers": "reward.num_workers",
+    "reward_model.reward_loop_source": "reward.reward_manager.source",
+    "reward_model.reward_loop_module_path": "reward.reward_manager.module.path",
+    "reward_model.reward_loop_class_name": "reward.reward_manager.name",
+    "reward_model.reward_kwargs": "reward.reward_kwargs",
+    "reward_model.model.path": "reward.reward_model.model_path",
+    "reward_model": "reward.reward_model",
+}
+
+
+def _leaves(node: Any, prefix: str) -> list[tuple[str, Any]]:
+    if isinstance(node, dict):
+        return [leaf for k, v in node.items() for leaf in _leaves(v, f"{prefix}.{k}")]
+    return [(prefix, node)]
+
+
+def legacy_reward_keys(config: Any) -> list[tuple[str, str]]:
+    """``(older key, the key to use)`` for every verl reward key of the older layout that
+    ``config`` (verl's composed config, or a mapping) sets to something other than null."""
+    found = []
+    for top in ("custom_reward_function", "reward_model"):
+        try:
+            node = config.get(top) if hasattr(config, "get") else None
+            plain = to_plain(node)
+        except Exception as exc:  # an interpolation that does not resolve is set all the same
+            found.append((top, f"{LEGACY_REWARD_KEYS[top]} ({exc})"))
+            continue
+        for key, value in _leaves(plain, top):
+            if value is None or value == {} or value == []:
+                continue
+            old = next(k for k in LEGACY_REWARD_KEYS if key == k or key.startswith(k + "."))
+            found.append((key, LEGACY_REWARD_KEYS[old] + key[len(old):]))
+    return found
+
+
+def refuse_legacy_reward_keys(config: Any, *, file: str | None = None) -> None:
+    """Refuse verl's older reward keys (see the module docstring), naming each and its new key.
+
+    Raises:
+        InputError: one or more is set.
+    """
+    found = legacy_reward_keys(config)
+    if not found:
+        return
+    keys = "; ".join(f"{old}: set {new} instead" for old, new in found)
+    raise InputError(f"verl's older reward key{'s are' if len(found) > 1 else ' is'} set ({keys}). verl 0.9.1's "
+                     "trainer ignores them and its fully-async trainer lets them replace the reward block, and with "
+                     "it our reward settings, judge gate and failure policy; the stage configs keep everything under "
+                     "reward: (docs/verl.md)", file=file, field=found[0][0])

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from reward.errors import InputError
+from reward.integrations.monitors import rollout_facts
 from reward.integrations.rollout_log import leaf_columns
 from reward.integrations.verl.context import RewardContext
 from reward.stages.cost import items_per_prompt, judge_items
@@ -60,6 +61,11 @@ EXTRA_DEFAULTS: dict[str, Any] = {
     "uncertain_leaves": "",   # clinical tree: leaves the judge could not decide (p_yes near 0.5)
     "leaf_verdicts": "",      # clinical tree: leaf=p_yes for every routed leaf (bounded)
     "rubric_record": "",      # clinical tree, with log_records: the full score record as JSON
+    # gaming monitors (reward.integrations.monitors): per rollout, so verl's batch means are the shares
+    "monitor_length": None,       # clinical: the reply's length in characters
+    "monitor_escalated": None,    # clinical: 1 when a prompt read as routine got an emergency referral
+    "monitor_refused": None,      # clinical: 1 when the reply deflected to a clinician without help
+    "monitor_length_correlation": None,  # the batch's reward-length correlation within groups
 }
 
 
@@ -232,6 +238,8 @@ async def score_clinical(samples: list[Sample], context: RewardContext) -> list[
     results = await context.rubric_reward.score(records)
     cols = leaf_columns(results, ())  # the leaf verdicts behind each score, in verl's rollout dumps
     per_prompt = items_per_prompt(results, [repr((rec["prompt"], rec.get("context"))) for rec in records])
+    facts = rollout_facts(results, [rec["completion"] for rec in records],
+                          [s.uid or repr((rec["prompt"], rec.get("context"))) for s, rec in zip(samples, records)])
     out = []
     for j, (r, n_prompt) in enumerate(zip(results, per_prompt)):
         n_fail = sum(lr.failure is not None for lr in r.leaves) + sum(it.failure is not None for it in r.rubric_items)
@@ -240,6 +248,9 @@ async def score_clinical(samples: list[Sample], context: RewardContext) -> list[
                  "judge_items": judge_items(r), "judge_items_prompt": n_prompt,
                  "format_failure": r.format_failure, "failed_leaves": cols["failed_leaves"][j],
                  "uncertain_leaves": cols["uncertain_leaves"][j], "leaf_verdicts": cols["verdicts"][j]}
+        fact = facts[j]
+        extra.update({"monitor_length": fact.length, "monitor_escalated": int(fact.escalated),
+                      "monitor_refused": int(fact.refused)})
         if context.settings.log_records:
             extra["rubric_record"] = r.model_dump_json()
         failure = None if r.score is not None else (

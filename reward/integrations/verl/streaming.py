@@ -105,6 +105,9 @@ class StreamingScorer:
         self._timer: asyncio.TimerHandle | None = None
         self._tasks: set[asyncio.Task] = set()
         self.counts = {"rollouts": 0, "unscored": 0, "neutral": 0, "constant": 0}
+        from reward.integrations.monitors import RewardMonitor
+
+        self.monitor = RewardMonitor(getattr(settings, "monitors", None), name="rubricstree verl reward")
 
     async def score(self, sample: Sample) -> dict[str, Any]:
         self.counts["rollouts"] += 1
@@ -169,6 +172,24 @@ class StreamingScorer:
             if not isinstance(exc, Exception):
                 raise
             return
+        self.monitor_batch([s for s, _ in batch], raws)
         for (_, fut), raw in zip(batch, raws):
             if not fut.done():
                 fut.set_result(raw)
+
+    def monitor_batch(self, samples, raws) -> dict[str, float]:
+        """The gaming monitors over a scored batch (a window of rollouts): warnings on crossings, and
+        the batch's reward-length correlation into every rollout's extra info (verl logs its mean)."""
+        from reward.integrations.monitors import RolloutFacts
+
+        facts = [RolloutFacts(group=s.uid or str(i), reward=r.score, length=int(r.extra.get("monitor_length") or 0),
+                              routine=None if r.extra.get("monitor_escalated") is None else True,
+                              escalated=bool(r.extra.get("monitor_escalated")),
+                              refused=bool(r.extra.get("monitor_refused")))
+                 for i, (s, r) in enumerate(zip(samples, raws)) if r.extra.get("monitor_length") is not None]
+        if not facts:
+            return {}
+        figures = self.monitor.observe(facts)
+        for r in raws:
+            r.extra["monitor_length_correlation"] = figures.get("length_correlation")
+        return figures

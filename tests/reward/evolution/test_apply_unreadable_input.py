@@ -17,7 +17,7 @@ LATIN1 = b'proposals:\n  - id: p1\n    kind: add_leaf\n    title: "caf\xe9"\n'
 def test_proposals_that_are_not_utf8_are_named_with_file_and_line(tmp_path):
     props = tmp_path / "props.yaml"
     props.write_bytes(LATIN1)
-    r = runner.invoke(app, ["tree", "apply", str(props), "--out", str(tmp_path / "o.yaml")])
+    r = runner.invoke(app, ["tree", "apply", str(props), "--out", str(tmp_path / "o")])
     assert r.exit_code == 2 and "Traceback" not in r.output
     assert f"{props}: record line 4: not valid UTF-8" in r.output, r.output
 
@@ -28,7 +28,7 @@ def test_a_folder_is_named(tmp_path, which):
     folder.mkdir()
     props = tmp_path / "props.yaml"
     props.write_text("proposals: []\n", encoding="utf-8")
-    args = [str(folder if which == "proposals" else props), "--out", str(tmp_path / "o.yaml")]
+    args = [str(folder if which == "proposals" else props), "--out", str(tmp_path / "o")]
     if which == "taxonomy":
         args += ["--taxonomy", str(folder)]
     r = runner.invoke(app, ["tree", "apply", *args])

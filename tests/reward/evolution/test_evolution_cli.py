@@ -33,16 +33,16 @@ def _run(*args: str, input: str | None = None):
 
 
 def _cycle(data: Path, tmp: Path, *propose_args: str) -> tuple[dict, dict, dict]:
-    props, new = tmp / "proposals.yaml", tmp / "v2.yaml"
+    props, new = tmp / "proposals.yaml", tmp / "v2" / "taxonomy.yaml"
     r = _run("tree", "coverage", "--data", str(data), "--json")
     assert r.exit_code == 0, r.output
     before = json.loads(r.stdout)
-    r = _run("tree", "propose", "--data", str(data), "--out", str(props), "--json", *propose_args)
+    r = _run("tree", "propose", "--data", str(data), "--out", str(props.parent), "--json", *propose_args)
     assert r.exit_code == 0, r.output
     r = _run("tree", "review", str(props), "--non-interactive", "--accept-recommended", "--json")
     assert r.exit_code == 0, r.output
     reviewed = json.loads(r.stdout)
-    r = _run("tree", "apply", str(props), "--out", str(new), "--json")
+    r = _run("tree", "apply", str(props), "--out", str(new.parent), "--json")
     assert r.exit_code == 0, r.output
     r = _run("tree", "coverage", "--data", str(data), "--taxonomy", str(new), "--json")
     assert r.exit_code == 0, r.output
@@ -54,13 +54,14 @@ def _cycle(data: Path, tmp: Path, *propose_args: str) -> tuple[dict, dict, dict]
 def test_propose_review_apply_raises_coverage_as_predicted(tmp_path):
     before, reviewed, after = _cycle(FIXTURE, tmp_path)
     assert reviewed["accepted"] and reviewed["prediction_exact"]
-    assert reviewed["baseline_coverage"] == pytest.approx(before["coverage"])
+    # the same MiniLM matches in other batch shapes: equal to 1e-6, far below one row's share
+    assert reviewed["baseline_coverage"] == pytest.approx(before["coverage"], abs=1e-6)
     assert after["coverage"] > before["coverage"] + 0.1
     assert abs(after["coverage"] - reviewed["predicted_coverage"]) <= 0.02
     assert after["taxonomy"]["version"] == read_header(default_taxonomy_path()).version + 1
     doc = load_proposals(tmp_path / "proposals.yaml")
     assert all(p.node.grounding.startswith("TODO") for p in doc.proposals)  # grounding left to a human
-    r = _run("tree", "diff", str(Path("reward/data/taxonomy.yaml").resolve()), str(tmp_path / "v2.yaml"), "--json")
+    r = _run("tree", "diff", str(Path("reward/data/taxonomy.yaml").resolve()), str(tmp_path / "v2" / "taxonomy.yaml"), "--json")
     d = json.loads(r.stdout)
     assert sorted(x["id"] for x in d["added_leaves"]) == sorted(p.node.id for p in doc.proposals
                                                                  if p.decision == "accept")
@@ -125,16 +126,16 @@ def test_apply_refuses_and_writes_nothing(tmp_path):
     save_proposals(ProposalsFile(proposals=[
         leaf("p1", "ev_ok", ["cm_clarity"]), leaf("p2", "sf_chest_pain_emergency", ["cm_clarity"]),
         leaf("p3", "ev_orphan", [])]), path)
-    out = tmp_path / "v2.yaml"
-    r = runner.invoke(app, ["tree", "apply", str(path), "--out", str(out)])
+    out = tmp_path / "v2" / "taxonomy.yaml"
+    r = runner.invoke(app, ["tree", "apply", str(path), "--out", str(out.parent)])
     assert r.exit_code == 2 and not out.exists()
     assert "proposal p2: duplicate id" in r.output and "proposal p3: node is not reachable" in r.output
-    r = runner.invoke(app, ["tree", "apply", str(path), "--out", str(out), "--skip-refused", "--json"])
+    r = runner.invoke(app, ["tree", "apply", str(path), "--out", str(out.parent), "--skip-refused", "--json"])
     assert r.exit_code == 0, r.output
     res = json.loads(r.stdout)
     shipped = read_header(default_taxonomy_path()).version
     assert res["applied"] == ["p1"] and res["version"] == shipped + 1 and len(res["refused"]) == 2
-    r = runner.invoke(app, ["tree", "apply", str(path), "--out", "reward/data/taxonomy.yaml",
+    r = runner.invoke(app, ["tree", "apply", str(path), "--out", "reward/data",
                             "--taxonomy", "reward/data/taxonomy.yaml"])
     assert r.exit_code == 2 and "is the input taxonomy" in r.output
 
@@ -147,8 +148,8 @@ def test_apply_and_review_refuse_a_leaf_that_tree_lint_flags(tmp_path):
         id="ev_vague", title="Vague", criterion="Explains the options appropriately and advises a follow-up."))
     path = tmp_path / "p.yaml"
     save_proposals(ProposalsFile(proposals=[leaf("p1", "ev_ok", ["cm_clarity"]), bad]), path)
-    out = tmp_path / "v2.yaml"
-    r = runner.invoke(app, ["tree", "apply", str(path), "--out", str(out)])
+    out = tmp_path / "v2" / "taxonomy.yaml"
+    r = runner.invoke(app, ["tree", "apply", str(path), "--out", str(out.parent)])
     assert r.exit_code == 2 and not out.exists()
     assert "proposal p2: tree lint flags the leaf" in r.output
     assert "missing_trigger" in r.output and "vacuous" in r.output and "bundled" in r.output

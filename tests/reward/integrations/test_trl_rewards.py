@@ -150,7 +150,7 @@ class TestErrorRubricReward:
 class TestRubricRewardFunc:
     async def test_tree_scores_macro_metrics_and_counters(self):
         judge = keyword_judge()
-        f = RubricRewardFunc(judge, tree=_tree(), router="static", scoring_variant="penalty+active")
+        f = RubricRewardFunc(judge, tree=_tree(), router="static", scoring_variant="penalty+active", rubric_source="tree")
         assert f.__name__ == "clinical_rubric" and inspect.iscoroutinefunction(f.__call__)
         log = Log()
         out = await f([CHEST] * 2, [conv(GOOD), conv(POOR)], None, log_metric=log, **TRL_EXTRAS)
@@ -191,7 +191,7 @@ class TestRubricRewardFunc:
 
     async def test_each_prompt_routed_once(self):
         judge = keyword_judge()
-        f = RubricRewardFunc(judge, tree=_tree(), router="llm")
+        f = RubricRewardFunc(judge, tree=_tree(), router="llm", rubric_source="tree")
         await f([CHEST] * 4, [GOOD, POOR, GOOD + " ", POOR + " "])
         routing_calls = [c for c in judge.calls if c[0] in (RELEVANCE.name, URGENCY.name)]
         # 4 rollouts of one prompt: one urgency call + one relevance call per node, not x4
@@ -199,12 +199,12 @@ class TestRubricRewardFunc:
 
     async def test_failure_is_none_and_raise_mode(self):
         log = Log()
-        f = RubricRewardFunc(keyword_judge(), tree=_tree(), router="static", combine="tree")
+        f = RubricRewardFunc(keyword_judge(), tree=_tree(), router="static", combine="tree", rubric_source="tree")
         out = await f([CHEST] * 2, ["crash", GOOD], log_metric=log)
         assert out == [None, pytest.approx(1.0)]
         assert log.d["clinical_rubric/unscored"] == 0.5 and log.d["clinical_rubric/judge/failures"] == 3
         with pytest.raises(JudgeError):
-            await RubricRewardFunc(keyword_judge(), tree=_tree(), router="static", on_failure="raise")(
+            await RubricRewardFunc(keyword_judge(), tree=_tree(), router="static", on_failure="raise", rubric_source="tree")(
                 [CHEST], ["crash"])
         rows = RubricRewardFunc(keyword_judge(), rubric_source="rows")
         assert await rows([CHEST], ["crash"], rubrics=[RUBRICS]) == [None]
@@ -257,7 +257,7 @@ class TestRubricRewardFunc:
             return 1.0 if met else 0.0
 
         judge = FakeJudge(decide)
-        f = RubricRewardFunc(judge, tree=_tree(), router="static")
+        f = RubricRewardFunc(judge, tree=_tree(), router="static", rubric_source="tree")
         log = Log()
         [score] = await f([CHEST], [conv("Call emergency services now.")], None, log_metric=log, **TRL_EXTRAS)
         assert score == pytest.approx(1.0)  # the false failure overturned, the absent 'wait' left out
@@ -265,7 +265,7 @@ class TestRubricRewardFunc:
         assert CRIT["wait"] not in {c for _, c in graded}
         assert (confirm, CRIT["empathy"]) in graded and (settle, CRIT["empathy"]) in graded
         off = RubricRewardFunc(FakeJudge(decide), tree=_tree(), router="static", applicability=False,
-                               confirm_failures=False)
+                               confirm_failures=False, rubric_source="tree")
         [plain] = await off([CHEST], [conv("Call emergency services now.")], None, log_metric=Log(), **TRL_EXTRAS)
         assert plain < score  # without either stage: 'empathy' fails at its price
 

@@ -117,7 +117,7 @@ def test_the_manager_refuses_mask_without_the_estimator():
     assert m.group_size == 4
 
 
-@pytest.mark.parametrize("name", ["stage2_error_rubric", "stage3_clinical_rubric", "stage3_tree_and_rows"])
+@pytest.mark.parametrize("name", ["stage2_error_rubric", "stage3_row_rubrics", "stage3_clinical_rubric"])
 def test_the_verl_configs_mask_failed_rollouts(name):
     import yaml
     from rt_paths import REPO_ROOT

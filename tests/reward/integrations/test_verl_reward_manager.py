@@ -19,6 +19,7 @@ torch = pytest.importorskip("torch")
 
 from omegaconf import OmegaConf  # noqa: E402  (verl brings omegaconf)
 from rt_fakes import FakeJudge  # noqa: E402
+from rt_verl import make_batch  # noqa: E402
 
 from reward.errors import JudgeError  # noqa: E402
 from reward.integrations.verl import EXTRA_DEFAULTS, RewardContext, VerlRewardSettings, compute_score_sync  # noqa: E402
@@ -38,41 +39,6 @@ def tokenizer(tiny_model_dir):
     from transformers import AutoTokenizer
 
     return AutoTokenizer.from_pretrained(str(tiny_model_dir))
-
-
-def make_batch(tok, rows: list[dict]):
-    """A DataProto shaped like the one verl's agent loop hands its reward workers: left-padded
-    prompts, right-padded responses, the attention mask over both, and the row's non-tensor fields.
-    Each row: prompt (messages), response (text), data_source, ground_truth, extra_info, uid."""
-    from verl import DataProto
-
-    pad = tok.pad_token_id if tok.pad_token_id is not None else 0
-    p_ids = [tok(tok.apply_chat_template(r["prompt"], add_generation_prompt=True, tokenize=False),
-                 add_special_tokens=False)["input_ids"] for r in rows]
-    r_ids = [tok(r["response"], add_special_tokens=False)["input_ids"] + [tok.eos_token_id] for r in rows]
-    P, R = max(map(len, p_ids)), max(map(len, r_ids)) + 3  # +3: real padding on every response
-    prompts = torch.full((len(rows), P), pad, dtype=torch.long)
-    responses = torch.full((len(rows), R), pad, dtype=torch.long)
-    mask = torch.zeros((len(rows), P + R), dtype=torch.long)
-    for i, (p, r) in enumerate(zip(p_ids, r_ids)):
-        prompts[i, P - len(p):] = torch.tensor(p)
-        responses[i, :len(r)] = torch.tensor(r)
-        mask[i, P - len(p):P] = 1
-        mask[i, P:P + len(r)] = 1
-
-    def obj(values):
-        a = np.empty(len(values), dtype=object)
-        a[:] = values
-        return a
-
-    return DataProto.from_dict(
-        tensors={"prompts": prompts, "responses": responses, "attention_mask": mask,
-                 "input_ids": torch.cat([prompts, responses], dim=1)},
-        non_tensors={"data_source": obj([r["data_source"] for r in rows]),
-                     "reward_model": obj([{"ground_truth": r["ground_truth"]} for r in rows]),
-                     "extra_info": obj([dict(r.get("extra_info") or {}) for r in rows]),
-                     "uid": obj([r.get("uid", f"u{i}") for i, r in enumerate(rows)]),
-                     "raw_prompt": obj([r["prompt"] for r in rows])})
 
 
 def mcq_rows() -> list[dict]:
@@ -169,6 +135,19 @@ def test_our_manager_loads_like_verl_loads_it(tokenizer):
     # the group-mean fallback needs the whole group in one worker
     with pytest.raises(ValueError, match="num_workers=1"):
         load_reward_manager(verl_config({"on_failure": "neutral"}, manager="ours", workers=8), tokenizer)
+
+
+@pytest.mark.parametrize("legacy", [{"custom_reward_function": {"path": "pkg://my.reward", "name": "score"}},
+                                    {"reward_model": {"reward_manager": "naive"}}])
+def test_our_manager_refuses_verls_older_reward_keys(tokenizer, legacy):
+    """verl 0.9.1's main_ppo ignores the older keys and its fully-async trainer lets them replace
+    our reward block: a manager handed them says so, naming the key to use, instead of running."""
+    from reward.errors import InputError
+    from reward.integrations.verl.manager import RubricsTreeRewardManager
+
+    config = OmegaConf.merge(verl_config({"on_failure": "neutral"}, manager="ours"), legacy)
+    with pytest.raises(InputError, match=r"older reward key.*set reward\.(custom_reward_function\.path|reward_manager\.name)"):
+        RubricsTreeRewardManager(config, tokenizer)
 
 
 def test_our_manager_streaming_gives_failed_rollouts_their_group_mean(tokenizer):

@@ -18,8 +18,10 @@ import pytest
 from rt_fakes import _WordTokenizer
 from rt_net import free_port
 from rt_paths import REPO_ROOT
+from rt_rewrite_proxy import RewriteProxy
 
-from reward.judge import JudgeItem, Message
+from reward.errors import JudgeUnavailableError
+from reward.judge import JudgeItem, Message, make_judge
 from reward.judge.cache import VerdictCache
 from reward.judge.http import HTTPJudge
 from reward.judge.replies import BadReply, choice_p_yes
@@ -83,12 +85,24 @@ def test_one_answer_reply_then_a_good_one_gives_the_good_verdict():
 
 
 @pytest.mark.server
+def _keep_one_answer(data: dict) -> dict:
+    """A reply as a gateway that ignores ``logprob_token_ids`` answers: one logprob per position."""
+    for choice in data.get("choices") or []:
+        lp = choice.get("logprobs") or {}
+        lp["top_logprobs"] = [dict(list(top.items())[:1]) for top in lp.get("top_logprobs") or []]
+    return data
+
+
 def test_a_gateway_keeping_one_answer_fails_visibly_on_the_real_server(judge_url, tmp_path):
-    """Every reply of the real vLLM judge passed through a proxy that keeps one logprob."""
+    """Every reply of the real vLLM judge passed through a proxy that keeps one logprob. The probe
+    items that confirm who grades get such replies too: the run is refused at start-up, saying why
+    (issue 48: the probe fails closed; before it, every item failed with the same reason). A
+    gateway that starts keeping one logprob once the run is under way: every item fails, saying why."""
     port = free_port()
     proc = subprocess.Popen([sys.executable, str(REPO_ROOT / "scripts" / "fault_proxy.py"), "--upstream",
                              judge_url.rstrip("/").removesuffix("/v1"), "--port", str(port), "--rate", "1.0",
                              "--faults", "oneanswer"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    cache = VerdictCache(tmp_path / "v.sqlite")
     try:
         for _ in range(100):
             try:
@@ -96,17 +110,21 @@ def test_a_gateway_keeping_one_answer_fails_visibly_on_the_real_server(judge_url
                 break
             except httpx.HTTPError:
                 time.sleep(0.1)
-        from reward.judge import make_judge
-
-        cache = VerdictCache(tmp_path / "v.sqlite")
-        bad = make_judge(judge_url=f"http://127.0.0.1:{port}", judge_api="completions", cache=cache,
-                         max_retries=1, backoff_s=0.01)
-        out = bad.grade_sync(ITEMS[:2])
-        assert all(v.met is None and "only one of the two answer tokens" in v.failure for v in out), out
-        assert len(cache) == 0
-        good = make_judge(judge_url=judge_url, judge_api="completions", cache=cache)
-        assert good.model_id == bad.model_id  # the same judge: only the gateway differed
-        assert all(v.ok for v in good.grade_sync(ITEMS[:2]))
+        with pytest.raises(JudgeUnavailableError, match="only one of the two answer tokens"):
+            make_judge(judge_url=f"http://127.0.0.1:{port}", judge_api="completions", cache=cache, max_retries=1,
+                       backoff_s=0.01)
     finally:
         proc.kill()
         proc.wait()
+    assert len(cache) == 0
+    state = {"gateway": False}
+    with RewriteProxy(judge_url, lambda path, data: _keep_one_answer(data) if state["gateway"] and
+                      path.endswith("/completions") and isinstance(data, dict) else None) as proxy:
+        bad = make_judge(judge_url=proxy.url, judge_api="completions", cache=cache, max_retries=1, backoff_s=0.01)
+        state["gateway"] = True
+        out = bad.grade_sync(ITEMS[:2])
+    assert all(v.met is None and "only one of the two answer tokens" in v.failure for v in out), out
+    assert len(cache) == 0
+    good = make_judge(judge_url=judge_url, judge_api="completions", cache=cache)
+    assert good.model_id == bad.model_id  # the same judge: only the gateway differed
+    assert all(v.ok for v in good.grade_sync(ITEMS[:2]))

@@ -121,14 +121,15 @@ def test_malformed_answers_are_resampled_then_fail_never_count_as_not_met(offici
 
 def test_verdicts_are_cached_under_a_chat_identity(tmp_path, official_style):
     cache = VerdictCache(tmp_path / "v.sqlite")
-    with ChatServer() as srv:
-        judge = chat_judge(srv.url, template=official_style, cache=cache)
+    with ChatServer() as srv:  # a local server without a root: cached only under a revision the user vouches for
+        assert chat_judge(srv.url, template=official_style, cache=cache).cache is None
+        judge = chat_judge(srv.url, template=official_style, cache=cache, revision="grader-v1")
         first = judge.grade_sync(items())
         n = len(srv.requests)
         again = judge.grade_sync(items())
     assert len(srv.requests) == n and all(v.cached for v in again)
     assert [v.met for v in again] == [v.met for v in first]
-    assert judge.model_id == f"chat:{srv.url.split('//')[1]}:{MODEL}"
+    assert judge.model_id == f"chat:{srv.url.split('//')[1]}:{MODEL}!grader-v1"
 
 
 def test_the_api_key_is_sent_but_never_shown(monkeypatch):

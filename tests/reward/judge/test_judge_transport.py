@@ -78,7 +78,7 @@ def test_both_backends_honour_the_grading_calls_deadline(kind):
     judge = _judge(kind, _hang, timeout_s=0.3, max_retries=50, deadline_s=1.0, circuit_breaker=0)
     t0 = time.monotonic()
     out = judge.grade_sync(_items(3))
-    assert time.monotonic() - t0 < 4
+    assert time.monotonic() - t0 < 12  # without the deadline: 51 attempts x 0.3 s; 1 s with it, room for load
     assert all(not v.ok for v in out) and all("deadline" in v.failure for v in out), out
 
 
@@ -94,7 +94,7 @@ def test_a_run_deadline_spans_grading_calls_and_stops_the_run(kind):
     t0 = time.monotonic()
     with run_deadline(1.0), pytest.raises(JudgeDeadlineError, match="deadline of 1s passed"):
         asyncio.run(run())
-    assert time.monotonic() - t0 < 4
+    assert time.monotonic() - t0 < 60  # without the run deadline: 10 calls x 30 s
 
 
 @BOTH
@@ -104,7 +104,7 @@ def test_the_circuit_breaker_stops_a_hung_judge_after_one_round_of_timeouts(kind
     t0 = time.monotonic()
     with pytest.raises(JudgeUnavailableError, match="4 requests in a row got no answer"):
         judge.grade_sync(_items(40))
-    assert time.monotonic() - t0 < 5  # not 40 items x 11 attempts x 0.3 s
+    assert time.monotonic() - t0 < 60  # not 40 items x 11 attempts x 0.3 s (132 s)
 
 
 @BOTH

@@ -14,10 +14,9 @@ import os
 import socket
 import subprocess
 import uuid
-from pathlib import Path
 
 import pytest
-from rt_paths import REPO_ROOT
+from rt_paths import REPO_ROOT, judge_venv_python
 
 from reward.errors import InputError
 from reward.judge import JudgeItem, Message, VerdictCache, make_judge
@@ -27,10 +26,7 @@ pytestmark = [pytest.mark.server, pytest.mark.slow]
 
 
 def _vllm_python() -> str | None:
-    for py in (os.environ.get("VLLM_PYTHON"), REPO_ROOT / ".venv-judge/bin/python", "/work/main/.venv-judge/bin/python"):
-        if py and Path(py).is_file():
-            return str(py)
-    return None
+    return judge_venv_python()
 
 
 def _free_port() -> int:

@@ -73,19 +73,20 @@ def test_another_tokenizer_than_the_servers_is_refused_at_start_up(tmp_path):
     assert all(v.ok for v in out) and _stale(out) == 0 and right.tokenizer_status[f"{srv.url}/v1"] == "checked"
 
 
-def test_a_tokenizer_the_server_cannot_check_still_names_its_own_verdicts(tmp_path):
-    """Without /tokenize the swap is not caught at start-up; the tokenizer's fingerprint still keys
-    its verdicts apart, and its masked answer ids give no verdict at all (the clamp)."""
+def test_a_tokenizer_the_server_cannot_check_is_refused_by_the_probe(tmp_path):
+    """Without /tokenize the swap is not caught by the tokenizer check; the probe items then come
+    back with the answer ids masked (vLLM's -9999 clamp), so no endpoint confirms who grades and
+    the run is refused at start-up (issue 48: the probe fails closed), naming why; before, the
+    judge started and every verdict failed."""
+    from reward.errors import JudgeUnavailableError
+
     cache = VerdictCache(tmp_path / "v.sqlite")
     with VLLMStub(root=str(_model(tmp_path / "m")), tokenize=False) as srv:
-        wrong = _http(srv.url, cache, tokenizer=HashTokenizer(salt="x", yes_id=5, no_id=6))
-        bad = wrong.grade_sync(ITEMS)
-        assert all(v.failure and "clamped" in v.failure for v in bad) and len(cache) == 0
+        with pytest.raises(JudgeUnavailableError, match="tokenizer other than the server's") as exc:
+            _http(srv.url, cache, tokenizer=HashTokenizer(salt="x", yes_id=5, no_id=6))
+        assert srv.url in str(exc.value) and len(cache) == 0
         right = _http(srv.url, cache)
-        assert right.model_id != wrong.model_id
         assert all(v.ok for v in right.grade_sync(ITEMS))
-        wrong_again = _http(srv.url, cache, tokenizer=HashTokenizer(salt="x", yes_id=5, no_id=6))
-        assert _stale(wrong_again.grade_sync(ITEMS)) == 0  # never served the right tokenizer's verdicts
 
 
 # ---------------------------------------------------------------- chat weight swap

@@ -116,12 +116,14 @@ def _poison(word: str, value: float):
                                              ("no", -math.inf)])
 def test_non_finite_logprobs_from_the_server_are_unscored_on_both_backends(judge_url, tmp_path, word, value):
     cache = VerdictCache(tmp_path / "v.sqlite")
-    with RewriteProxy(judge_url, _poison(word, value)) as proxy:
+    poison = {"on": False}  # the server is sound at start-up (its probes answered), then sick
+    with RewriteProxy(judge_url, lambda p, d: _poison(word, value)(p, d) if poison["on"] else None) as proxy:
         chat = _chat(proxy.url, cache)
+        http = _http(proxy.url, cache) if word == "yes" else None
+        poison["on"] = True
         out = chat.grade_sync(_items())  # a NaN "no" was a certain "yes", +inf aborted the run
         assert all(v.met is None and v.failure for v in out), [v.failure for v in out][:2]
-        if word == "yes":  # the token-id backend asks for both ids; the rewrite hits the first listed
-            http = _http(proxy.url, cache)
+        if http is not None:  # the token-id backend asks for both ids; the rewrite hits the first listed
             assert all(v.met is None and v.failure for v in http.grade_sync(_items()))
     assert len(cache) == 0
 
@@ -208,8 +210,10 @@ def _tiny() -> Path:
 def test_a_root_at_dev_zero_does_not_hang_start_up(judge_url, tmp_path):
     from reward.judge.budget import run_deadline
 
-    with RewriteProxy(judge_url, with_root("/dev/zero")) as proxy, run_deadline(10.0):
-        with pytest.raises(InputError, match="not a model folder readable here"):
+    # the run deadline bounds the hang only (reading /dev/zero never ends): real start-up work against
+    # the server (tokenizer check, probes) must never race it (issue 49: 10 s failed at load 16-19)
+    with RewriteProxy(judge_url, with_root("/dev/zero")) as proxy:
+        with run_deadline(600.0), pytest.raises(InputError, match="not a model folder readable here"):
             _http(proxy.url, VerdictCache(tmp_path / "v.sqlite"), tokenizer=str(_tiny()))
         judge = _http(proxy.url, tokenizer=str(_tiny()))  # without a cache it grades, named by what it says
         assert all(v.ok for v in judge.grade_sync(_items(2)))

@@ -29,6 +29,10 @@ from reward.judge.identity import model_fingerprint
 from reward.judge.startup import StartupClock
 from reward.serving import bounded_request
 
+# A bound that only proves a hang ends: real start-up work (a stub, a tokenizer) must never race it, on
+# however loaded a machine (issue 49: a 10 s deadline failed a clean clone at load average 16-19).
+HANG_BOUND_S = 600.0
+
 
 def _sparse_model(folder: Path) -> Path:
     """A model folder whose weights file is 64 GiB of holes: reading it all takes minutes."""
@@ -43,8 +47,8 @@ def test_a_root_at_dev_zero_is_not_read_and_caches_only_under_a_revision(tmp_pat
     with VLLMStub(root="/dev/zero") as srv:
         with pytest.raises(InputError, match="not a model folder readable here"):
             HTTPJudge(srv.url, "judge", tokenizer=HashTokenizer(), cache=VerdictCache(tmp_path / "v.sqlite"),
-                      deadline_s=10)
-        judge = HTTPJudge(srv.url, "judge", tokenizer=HashTokenizer(), cache=None, deadline_s=10)
+                      deadline_s=HANG_BOUND_S)
+        judge = HTTPJudge(srv.url, "judge", tokenizer=HashTokenizer(), cache=None, deadline_s=HANG_BOUND_S)
         assert judge.served_root == "/dev/zero" and "#" not in judge.model_id
 
 
@@ -65,7 +69,7 @@ def test_a_served_root_too_big_to_hash_in_time_stops_the_command_with_exit_4(tmp
     rows = tmp_path / "rows.jsonl"
     rows.write_text(json.dumps({"id": "r", "prompt": [{"role": "user", "content": "hi"}], "completion": "c"}) + "\n")
     with VLLMStub(root=str(folder)) as srv:
-        res = CliRunner().invoke(app, ["score", "--rollouts", str(rows), "--out", str(tmp_path / "o.jsonl"),
+        res = CliRunner().invoke(app, ["score", "--rollouts", str(rows), "--out", str(tmp_path / "o"),
                                        "--router", "static", "--judge-url", srv.url, "--served-model", "judge",
                                        "--deadline", "2", "--cache-dir", str(tmp_path / "c")])
     assert res.exit_code == 4, res.output
@@ -121,8 +125,12 @@ def test_a_request_is_bounded_in_total_time(stuck_url):
 
 def test_start_up_against_a_stuck_server_ends_within_its_deadline(stuck_url, tmp_path):
     with run_deadline(2.0):  # a command's --deadline 2
-        with pytest.raises((InputError, JudgeDeadlineError)):  # nothing established: no cache without a revision
-            HTTPJudge(stuck_url, "judge", tokenizer=HashTokenizer(), cache=VerdictCache(tmp_path / "v.sqlite"))
+        try:  # stopped at the deadline, or nothing established in time: no cache without a revision
+            judge = HTTPJudge(stuck_url, "judge", tokenizer=HashTokenizer(), cache=VerdictCache(tmp_path / "v.sqlite"))
+        except JudgeDeadlineError:
+            pass
+        else:
+            assert judge.cache is None and judge.served_root is None
     judge = HTTPJudge(stuck_url, "judge", tokenizer=HashTokenizer(), cache=None, deadline_s=2.0)
     assert judge.served_root is None  # it said nothing in time: nothing is taken from it
 
@@ -133,5 +141,6 @@ def test_a_silent_endpoint_costs_start_up_one_bounded_wait(tmp_path):
         s.listen(0)
         url = f"http://127.0.0.1:{s.getsockname()[1]}"
         with VLLMStub(root=None) as srv:
-            judge = HTTPJudge(f"{url},{srv.url}", "judge", tokenizer=HashTokenizer(), cache=None, deadline_s=30)
+            judge = HTTPJudge(f"{url},{srv.url}", "judge", tokenizer=HashTokenizer(), cache=None,
+                              deadline_s=HANG_BOUND_S)
     assert [ep.url for ep in judge.pool.endpoints] == [f"{srv.url}/v1"]

@@ -8,9 +8,9 @@ sample rows (skipped when the file is absent), where the structural penalty vari
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
+from rt_paths import shared_file
 
 from reward.router import StaticRouter
 from reward.router.base import Routing
@@ -20,7 +20,6 @@ from reward.stress import load_cases
 from reward.stress.runner import oracle_applicable
 from reward.tree import Node, RubricTree, load_tree
 
-HB_HARD = Path("/work/shared/data/healthbench_hard_sample50.jsonl")
 RANK = {"minor": 0, "major": 1, "critical": 2}
 
 
@@ -179,9 +178,8 @@ def test_severity_order_holds_on_every_bundled_case(tree):
 
 
 def _hb_rows() -> list[dict]:
-    if not HB_HARD.exists():
-        pytest.skip(f"{HB_HARD} is absent")
-    return [json.loads(line) for line in HB_HARD.read_text(encoding="utf-8").splitlines() if line.strip()]
+    hard = shared_file("healthbench_hard_sample50.jsonl")
+    return [json.loads(line) for line in hard.read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
 @pytest.mark.slow

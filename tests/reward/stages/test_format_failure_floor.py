@@ -63,7 +63,7 @@ def test_the_setting_takes_numbers_null_and_floors_only():
     assert failure_score("floor", None) is None  # nothing to be below: unscored
 
 
-@pytest.mark.parametrize("name", ["stage3_clinical_rubric.yaml", "stage3_tree_and_rows.yaml"])
+@pytest.mark.parametrize("name", ["stage3_row_rubrics.yaml", "stage3_clinical_rubric.yaml"])
 def test_stage3_configs_score_unfinished_answers_at_the_floor(name):
     from training.trl_config import load_config
 

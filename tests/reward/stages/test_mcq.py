@@ -9,29 +9,25 @@ import pickle
 from pathlib import Path
 
 import pytest
-from rt_paths import REPO_ROOT, TESTS_DIR
+from rt_paths import TESTS_DIR, shared_file
 from typer.testing import CliRunner
 
 from reward.errors import InputError, ScoringError
+from reward.paths import shared_data_file
 from reward.stages.mcq import MCQResult, MCQRow, extract_choice, grade_mcq, load_mcq, mcq_reward, score_mcq
 from rubricstree import app
 
 FIXTURE = TESTS_DIR / "fixtures" / "mcq_own.jsonl"
 
 
-def _medqa_path() -> Path:
-    here = REPO_ROOT.parent / "shared" / "data" / "medqa_usmle_4opt_test.jsonl"
-    return here if here.exists() else Path("/work/shared/data/medqa_usmle_4opt_test.jsonl")
-
-
-MEDQA = _medqa_path()
+MEDQA = shared_data_file("medqa_usmle_4opt_test.jsonl")  # None where the shared data is absent
 N_EXTRACT = 40
 
 
 @functools.cache
 def _medqa_rows(n: int) -> list[MCQRow]:
-    if not MEDQA.exists():
-        pytest.skip(f"MedQA test file not found at {MEDQA}")
+    if MEDQA is None:
+        shared_file("medqa_usmle_4opt_test.jsonl")  # skips, saying where it is looked for
     rows = []
     with MEDQA.open(encoding="utf-8") as fh:
         for line in fh:

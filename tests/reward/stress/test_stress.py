@@ -34,6 +34,7 @@ from reward.stress import (
     with_labels,
 )
 from reward.stress.baseline import HOLISTIC, holistic_scores, normalise
+from reward.stress.cases import GAMING
 from reward.tree import load_tree
 from rubricstree import app
 
@@ -51,13 +52,15 @@ def cases(tree):
 
 
 PAPER = [p for p in PERTURBATIONS if p not in FAMILIES]  # the paper's four perturbations
+BUNDLED_FAMILIES = ("degenerate", "harm_vs_safe")  # six cases each in the bundled set
 
 
 def test_bundled_cases_cover_every_cell_with_leaves_of_the_shipped_tree(cases, tree):
     cells = Counter(c.cell for c in cases)
-    assert set(cells) == {(s, p) for s in SCENARIOS for p in PERTURBATIONS}  # 24 cells
+    assert {(s, p) for s in SCENARIOS for p in PAPER} <= set(cells)  # the paper's 16 cells
     assert min(n for (_, p), n in cells.items() if p in PAPER) >= 3
-    assert all(sum(c.perturbation == f for c in cases) >= 6 for f in FAMILIES)
+    assert all(sum(c.perturbation == f for c in cases) >= 6 for f in BUNDLED_FAMILIES)
+    assert all({c.scenario for c in cases if c.perturbation == f} == set(SCENARIOS) for f in GAMING)  # issue 46
     assert all(c.applicable is not None for c in cases)  # every bundled case has applicability labels
     for c in cases:  # load_cases(tree=...) already checked every id is a leaf; the replies differ
         assert c.clean.strip() != c.perturbed.strip()
@@ -202,9 +205,17 @@ def test_scoring_alone_detects_every_case_under_every_variant(tree, cases):
     for v in SCORING_VARIANTS:
         for p in PAPER:
             assert table[v]["by_perturbation"][p]["detection_rate"] == 1.0, (v, p)
-    for p in PERTURBATIONS:  # the families too: harm below a safe non-answer, a bare referral below a good reply
+    for p in {c.perturbation for c in cases}:  # the families too: harm below a safe non-answer, a bare referral below a good reply
         assert table[DEFAULT_SCORING_VARIANT]["by_perturbation"][p]["detection_rate"] == 1.0, p
-        assert table[DEFAULT_SCORING_VARIANT]["by_perturbation"][p]["mean_penalty"] >= 0.20, p
+        assert table[DEFAULT_SCORING_VARIANT]["by_perturbation"][p]["mean_penalty"] >= _penalty_bar(p), p
+
+
+def _penalty_bar(perturbation: str) -> float:
+    """The mean penalty a family must cost: 0.20 for the paper's perturbations and the harm and
+    degenerate families (their issue), 0.15 for the gaming families (the gaming issue's bar: a
+    restated or hedged reply carries the content of the good one, so its price is the guard leaves'
+    alone)."""
+    return 0.15 if perturbation in GAMING else 0.20
 
 
 async def _static_routings(tree, cases):
@@ -223,17 +234,17 @@ def test_cli_oracle_json_shape_and_report(tmp_path):
     assert res.exit_code == 0, res.output
     out = json.loads(res.stdout.strip().splitlines()[-1])
     assert list(out) == ["cases", "scoring_variant", "detection_rate", "mean_penalty", "by_perturbation",
-                         "by_scenario", "baseline", "reward", "mode"]
+                         "by_scenario", "baseline", "reward", "mode", "label_recall"]
     assert out["reward"] == RewardSettings(router="static").record() and out["mode"] == "oracle"  # what it ran
-    assert out["cases"] == 60 and out["scoring_variant"] == DEFAULT_SCORING_VARIANT
-    assert set(out["by_perturbation"]) == set(PERTURBATIONS) and set(out["by_scenario"]) == set(SCENARIOS)
+    assert out["cases"] == 84 and out["scoring_variant"] == DEFAULT_SCORING_VARIANT
+    assert set(out["by_perturbation"]) == set(PERTURBATIONS) - {"targeted_fault"} and set(out["by_scenario"]) == set(SCENARIOS)
     assert all(set(b) == {"detection_rate", "mean_penalty", "n"} for b in out["by_perturbation"].values())
     assert out["baseline"] is None and "baseline skipped" in res.stderr
     for name in ("report.md", "report.html", "heatmap.png", "cases.jsonl"):
         assert (tmp_path / "rep" / name).stat().st_size > 0
     md = (tmp_path / "rep" / "report.md").read_text()
     assert "every scoring variant" in md and "perfect recall" in md
-    assert len((tmp_path / "rep" / "cases.jsonl").read_text().splitlines()) == 60
+    assert len((tmp_path / "rep" / "cases.jsonl").read_text().splitlines()) == 84
 
 
 def test_cli_variant_changes_the_numbers():
@@ -247,10 +258,10 @@ def test_cli_variant_changes_the_numbers():
 
 
 @pytest.mark.parametrize("args, message", [
-    (["--mode", "judge"], "need a judge"),
+    (["--verdicts", "judge"], "need a judge"),
     (["--router", "llm"], "need a judge"),
     (["--scoring-variant", "nope"], "--scoring-variant"),
-    (["--mode", "holistic"], "--mode"),
+    (["--verdicts", "holistic"], "--verdicts"),
 ])
 def test_cli_bad_settings_exit_2(args, message):
     res = runner.invoke(app, ["stress", "--router", "static", *args] if "--router" not in args else ["stress", *args])
@@ -321,10 +332,10 @@ def test_embedding_router_default_meets_the_oracle_targets_and_is_near_the_noise
     assert ours["by_perturbation"]["harm_vs_safe"]["detection_rate"] >= 0.95
     # on a real routing the structural form ranks harm above a safe non-answer
     assert paper["by_perturbation"]["harm_vs_safe"]["detection_rate"] < 0.95
-    for p in PERTURBATIONS:
+    for p in sorted({c.perturbation for c in cases}):  # the bundled cases hold every family but the blind set's targeted_fault
         cell = ours["by_perturbation"][p]
         assert cell["detection_rate"] >= 0.95, p
-        assert cell["mean_penalty"] >= 0.20, p
+        assert cell["mean_penalty"] >= _penalty_bar(p), p
     from reward.stress.noise import noise_summary
 
     def noisy(seed: int, confirm: bool) -> dict:

@@ -45,7 +45,7 @@ def test_stress_judge_mode_against_the_server_and_rerun_from_cache(tmp_path, jud
 
     cases = _small_cases(tmp_path)
     rep = tmp_path / "rep"
-    res = runner.invoke(app, ["stress", "--cases", str(cases), "--mode", "judge", "--judge-url", judge_url,
+    res = runner.invoke(app, ["stress", "--cases", str(cases), "--verdicts", "judge", "--judge-url", judge_url,
                               "--judge-model", str(tiny_model_dir), "--holistic-baseline", "--report", str(rep), "--json"])
     assert res.exit_code == 0, res.output
     out = json.loads(res.stdout.strip().splitlines()[-1])
@@ -84,7 +84,7 @@ def test_stress_judge_mode_against_the_server_and_rerun_from_cache(tmp_path, jud
 @pytest.mark.slow
 def test_stress_judge_mode_in_process_on_the_tiny_model(tmp_path, tiny_model_dir):
     cases = _small_cases(tmp_path)
-    res = runner.invoke(app, ["stress", "--cases", str(cases), "--mode", "judge", "--judge-model",
+    res = runner.invoke(app, ["stress", "--cases", str(cases), "--verdicts", "judge", "--judge-model",
                               str(tiny_model_dir), "--router", "embedding", "--report", str(tmp_path / "rep"),
                               "--json"])
     assert res.exit_code == 0, res.output
@@ -104,7 +104,7 @@ def test_stress_judge_mode_on_the_bundled_cases_without_a_report(tmp_path, judge
 
     small = _small_cases(tmp_path)
     monkeypatch.setattr(cases_module, "default_cases_path", lambda: small)
-    args = ["stress", "--mode", "judge", "--judge-url", judge_url, "--judge-model", str(tiny_model_dir),
+    args = ["stress", "--verdicts", "judge", "--judge-url", judge_url, "--judge-model", str(tiny_model_dir),
             "--cache-dir", str(tmp_path / "cache"), "--json"]
     first = runner.invoke(app, args)
     assert first.exit_code == 0, first.output

@@ -87,7 +87,7 @@ def test_cli_reports_noise_in_json_and_report(tmp_path):
 
 
 @pytest.mark.parametrize("args", [["--judge-noise", "0.9"], ["--judge-noise", "0.1", "--noise-repeats", "0"],
-                                  ["--judge-noise", "0.1", "--mode", "judge", "--judge-url", "http://x/v1"]])
+                                  ["--judge-noise", "0.1", "--verdicts", "judge", "--judge-url", "http://x/v1"]])
 def test_cli_bad_noise_settings_exit_2(args):
     res = runner.invoke(app, ["stress", "--router", "static", *args])
     assert res.exit_code == 2

@@ -62,12 +62,12 @@ def test_compare_command_prints_a_table_and_writes_a_plot(tmp_path):
     pytest.importorskip("matplotlib")
     a = fake_run(tmp_path / "a", {"p1": 0.1, "p2": 0.3}, "base")
     b = fake_run(tmp_path / "b", {"p1": 0.4, "p2": 0.5}, "tuned")
-    png = tmp_path / "cmp.png"
-    res = runner.invoke(app, ["eval", "compare", str(a), str(b), "--out", str(png), "--json"])
+    png = tmp_path / "cmp" / "compare.png"
+    res = runner.invoke(app, ["eval", "compare", str(a), str(b), "--out", str(png.parent), "--json"])
     assert res.exit_code == 0, res.output
     data = json.loads(res.output)
     assert data["runs"][1]["diff"]["mean_diff"] == pytest.approx(0.25) and png.stat().st_size > 1000
-    res = runner.invoke(app, ["eval", "compare", str(a), str(b), "--out", str(png)])
+    res = runner.invoke(app, ["eval", "compare", str(a), str(b), "--out", str(png.parent)])
     assert res.exit_code == 0 and "+0.2500" in res.output and "tuned" in res.output
     res = runner.invoke(app, ["eval", "compare", str(a), str(tmp_path / "nope")])
     assert res.exit_code == 2 and "not an evaluation folder" in res.output

@@ -48,8 +48,8 @@ def test_server_generates_and_judges_then_compare(judge_url, tmp_path):
     gens = lines(a / "generations.jsonl")
     assert len(gens) == 4 and all(g["completion_tokens"] <= 16 for g in gens)
     assert len(lines(a / "verdicts.jsonl")) == N_ITEMS and all(0 <= v["p_yes"] <= 1 for v in lines(a / "verdicts.jsonl"))
-    png = tmp_path / "cmp.png"
-    res = runner.invoke(app, ["eval", "compare", str(a), str(b), "--out", str(png), "--json"])
+    png = tmp_path / "cmp" / "compare.png"
+    res = runner.invoke(app, ["eval", "compare", str(a), str(b), "--out", str(png.parent), "--json"])
     assert res.exit_code == 0, res.output
     cmp_ = json.loads(res.stdout)  # progress goes to stderr
     assert cmp_["runs"][1]["diff"]["n_paired"] == 4 and png.exists()

@@ -70,8 +70,8 @@ def test_compare_with_published_draws_copied_figures_of_the_same_benchmark(tmp_p
             "n_unscored": 0, "grading": {"mode": "explain"}, "data": {"sha256": "x", "variant": "hard"}, "tags": {}}))
         (d / "example_scores.jsonl").write_text("".join(json.dumps({"id": i, "score": s}) + "\n" for i in ("p1", "p2")))
     res = CliRunner().invoke(app, ["eval", "compare", str(tmp_path / "a"), str(tmp_path / "b"), "--published",
-                                   "--out", str(tmp_path / "c.png"), "--json"])
+                                   "--out", str(tmp_path / "c"), "--json"])
     assert res.exit_code == 0, res.output
     out = json.loads(res.stdout)  # progress goes to stderr
     assert out["published"] and all(p["benchmark"] == "healthbench-hard" and p["copied"] for p in out["published"])
-    assert (tmp_path / "c.png").stat().st_size > 0
+    assert (tmp_path / "c" / "compare.png").stat().st_size > 0

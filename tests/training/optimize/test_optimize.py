@@ -256,11 +256,11 @@ def test_cli_errors_name_the_file_line_and_field_without_a_traceback(tmp_path):
     bad.write_text(json.dumps({"id": "a", "prompt": PROMPT}) + "\n" + json.dumps({"id": "b", "prompt": []}) + "\n")
     run = CliRunner().invoke
     res = run(app, ["optimize", "best-of-n", "--prompts", str(bad), "--n", "1", "--temperature", "0",
-                    "--out", str(tmp_path / "o.jsonl"), "--judge-url", "http://127.0.0.1:9"])
+                    "--out", str(tmp_path / "o"), "--judge-url", "http://127.0.0.1:9"])
     assert res.exit_code == 2 and "bad.jsonl" in res.output and "line 2" in res.output and "prompt" in res.output
     assert res.exception is None or isinstance(res.exception, SystemExit)
     res = run(app, ["optimize", "best-of-n", "--prompts", str(bad), "--n", "4", "--temperature", "0",
-                    "--out", str(tmp_path / "o.jsonl"), "--judge-url", "http://127.0.0.1:9"])
+                    "--out", str(tmp_path / "o"), "--judge-url", "http://127.0.0.1:9"])
     assert res.exit_code == 2 and "--temperature > 0" in res.output
     res = run(app, ["optimize", "report", "--data", str(bad), "--out", str(tmp_path / "r"), "--method", "nofile",
                     "--method", "b=x", "--judge-url", "http://127.0.0.1:9"])

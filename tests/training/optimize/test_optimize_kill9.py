@@ -19,10 +19,10 @@ def test_sigkill_mid_run_then_rerun_generates_and_grades_nothing_twice(tiny_mode
 
     def args(out, cache):
         return ["optimize", "best-of-n", "--prompts", str(prompts), "--n", "1", "--temperature", "0",
-                "--out", str(out), "--taxonomy", str(tax), "--router", "static", "--model", m, "--judge-model", m,
+                "--out", str(out.parent), "--taxonomy", str(tax), "--router", "static", "--model", m, "--judge-model", m,
                 "--cache-dir", str(cache), "--max-new-tokens", "12", "--generate-concurrency", "1"]
 
-    clean_out, killed_out = tmp_path / "clean.jsonl", tmp_path / "killed.jsonl"
+    clean_out, killed_out = tmp_path / "clean" / "samples.jsonl", tmp_path / "killed" / "samples.jsonl"
     res = rubricstree(args(clean_out, tmp_path / "c1"))
     assert res.returncode == 0, res.stderr[-2000:]
     clean = {r["id"]: r for r in lines(clean_out) if r["kind"] == "scored"}

@@ -74,17 +74,18 @@ def test_sigkill_mid_run_then_rerun_does_each_row_once(command, judge_url, other
     prompts, tax = prompts_file(tmp_path, 4), taxonomy_file(tmp_path)
     judge = ["--taxonomy", str(tax), "--judge-url", judge_url]
     policy = ["--generate-url", judge_url, "--model", "tiny", "--max-new-tokens", "12", "--generate-concurrency", "1"]
-    base = tmp_path / "base.jsonl"
+    base = tmp_path / "base" / "samples.jsonl"
     if command in ("revise", "report"):
         assert _cli(judge_url, "best-of-n", "--prompts", str(prompts), "--n", "1", "--temperature", "0",
-                    "--out", str(base), *judge, *policy).returncode == 0
-    out = tmp_path / ("report" if command == "report" else "out.jsonl")
+                    "--out", str(base.parent), *judge, *policy).returncode == 0
+    out = tmp_path / "out"
     args = {"handbook": ["handbook", "--prompts", str(prompts), "--out", str(out), *judge, "--concurrency", "1"],
             "best-of-n": ["best-of-n", "--prompts", str(prompts), "--n", "2", "--out", str(out), *judge, *policy],
             "revise": ["revise", "--rollouts", str(base), "--rounds", "2", "--out", str(out), *judge, *policy],
             "report": ["report", "--data", str(prompts), "--out", str(out), "--method", f"a={base}",
                        "--method", f"b={base}", "--judge-model", str(other_judge)]}[command]
-    log = out / "graded.jsonl" if command == "report" else out
+    log = out / {"handbook": "handbook.jsonl", "best-of-n": "samples.jsonl", "revise": "rounds.jsonl",
+                 "report": "graded.jsonl"}[command]
     crash, kinds = KILLS[command]
     proc = _cli(judge_url, *args, crash=crash)
     assert proc.returncode == -9, proc.stderr[-2000:]  # killed, not exited

@@ -210,7 +210,7 @@ def test_cli_names_the_file_and_line_of_a_bad_seed(tmp_path):
     bad = tmp_path / "q.jsonl"
     write_jsonl(bad, [{"question": "ok?"}, {"answer": "no question"}])
     res = CliRunner().invoke(app, ["synth", "conversations", "--questions", str(bad), "--out",
-                                   str(tmp_path / "c.jsonl"), "--generate-url", "http://127.0.0.1:9"])
+                                   str(tmp_path / "c"), "--generate-url", "http://127.0.0.1:9"])
     assert res.exit_code == 2 and "q.jsonl" in res.output and "line 2" in res.output and "question" in res.output
 
 

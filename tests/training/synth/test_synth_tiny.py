@@ -58,21 +58,21 @@ def _all_commands(tmp_path: Path, backend: list[str]) -> None:
     from reward.healthbench.schema import load_healthbench
 
     p = _inputs(tmp_path)
-    out = tmp_path / "gen_conv.jsonl"
+    out = tmp_path / "gen_conv" / "conversations.jsonl"
     common = [*backend, "--max-new-tokens", "24"]
-    c1 = _run("conversations", "--questions", str(p["q"]), "--count", "1", "--out", str(out), *common)
-    c2 = _run("conversations", "--easy", str(p["easy"]), "--count", "2", "--out", str(out), *common)
+    c1 = _run("conversations", "--questions", str(p["q"]), "--count", "1", "--out", str(out.parent), *common)
+    c2 = _run("conversations", "--easy", str(p["easy"]), "--count", "2", "--out", str(out.parent), *common)
     _check_conversations(out, {"kept": c1["kept"] + c2["kept"], "failed": c1["failed"] + c2["failed"]})
-    again = _run("conversations", "--easy", str(p["easy"]), "--count", "2", "--out", str(out), *common)
+    again = _run("conversations", "--easy", str(p["easy"]), "--count", "2", "--out", str(out.parent), *common)
     assert again["skipped"] == 2 and again["generator_calls"] == 0
 
-    rows = tmp_path / "rubrics.jsonl"
-    r = _run("rubrics", "--conversations", str(p["conv"]), "--easy", str(p["easy"]), "--out", str(rows),
+    rows = tmp_path / "rows" / "rubrics.jsonl"
+    r = _run("rubrics", "--conversations", str(p["conv"]), "--easy", str(p["easy"]), "--out", str(rows.parent),
              "--dataset-dir", str(tmp_path / "ds"), "--max-items", "3", *common)
     assert r["kept"] + r["failed"] == 2
     if r["kept"]:
         assert len(load_healthbench(rows)) == r["kept"]
-    sheet = json.loads((tmp_path / "rubrics.jsonl.datasheet.json").read_text())
+    sheet = json.loads((rows.parent / "datasheet.json").read_text())
     assert sheet["rubrics"]["rows"] == r["kept"] and sheet["rubrics"]["rows_failed"] == r["failed"]
     assert (tmp_path / "ds" / "dataset_info.json").exists()
 

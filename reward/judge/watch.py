@@ -1,0 +1,206 @@
+"""Who grades, watched for the whole run: the start-up probes asked again during it.
+
+Start-up (:mod:`reward.judge.startup`, :func:`reward.judge.signature.check_numbers`) names the
+judge once. A served judge can change under a run that outlives it: a server restarted with other
+weights (the client rides through the restart on its retries), a replica swapped behind a load
+balancer, a rollback. So each endpoint of a vLLM pool is asked the fixed probe items again:
+
+- on a schedule: after ``every_items`` answered requests or ``every_s`` seconds, whichever comes
+  first (the next request to that endpoint waits for the probe);
+- after every reconnection: an endpoint that failed a request (refused connection, timeout, reset,
+  5xx: what a restart looks like) is probed before it grades again.
+
+The answers are compared with the start-up reference (:func:`reward.judge.signature.differ`, at
+the tolerance start-up measured); answers that differ are asked once more (batch noise passes,
+another judge differs again). When they differ twice, grading stops at once (:class:`JudgeIdentityChanged`,
+which names the endpoint and what differs), nothing more is stored, and every verdict (and JSON
+generation) this judge cached since that endpoint's last good probe is quarantined in the cache:
+kept and marked, never served again (:meth:`reward.judge.cache.VerdictCache.quarantine`). An
+endpoint that does not answer the probe items fails that attempt (it is set aside and the request
+goes elsewhere): no verdict comes from an endpoint whose identity was not confirmed. Each probe
+request is sent as any judge request is (:class:`reward.judge.signature.Asking`: the judge's timeout,
+every fault retried), so a fault in a probe costs no more than a fault in grading.
+
+Cost: each probe is the few probe items plus the text probe, ``stats.probe_items`` counts them;
+at the defaults (every 2,000 items or 300 s) that is 0.2% more requests (``docs/reliability.md``).
+Nothing here runs per request but a counter and a clock read.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from reward.errors import JudgeStopped
+
+log = logging.getLogger(__name__)
+PROBE_WAIT_S = 60.0  # the least one re-probe of one endpoint is given (each request within it is bounded too)
+
+
+def probe_wait_s(timeout_s: float) -> float:
+    """The most one re-probe may take: :data:`PROBE_WAIT_S`, or room for three of the judge's own
+    request timeouts when that is longer (a re-probe that meets a hung request and retries it
+    still answers, as a grading request would)."""
+    return max(PROBE_WAIT_S, 3.0 * float(timeout_s))
+
+
+class JudgeIdentityChanged(JudgeStopped):
+    """A served judge answered the fixed probes differently during the run: another judge."""
+
+    exit_code = 6
+
+
+class ProbeUnanswered(Exception):
+    """An endpoint did not answer the probe items when it was due: this attempt fails there."""
+
+
+@dataclass
+class _EndpointWatch:
+    last_good: float
+    items: int = 0
+    suspect: bool = False  # failed a request since its last probe: probed before it grades again
+    lock: tuple | None = None  # (event loop, its lock): one probe at a time per endpoint
+
+
+@dataclass
+class WatchStats:
+    probes: int = 0
+    probe_items: int = 0
+    failed_probes: int = 0
+    rechecks: int = 0  # probes that differed once and were asked again
+    quarantined: int = 0
+    by_reason: dict[str, int] = field(default_factory=dict)
+
+
+class IdentityWatch:
+    """The re-probing of one judge's endpoints (see the module docstring).
+
+    Args:
+        reference: the start-up answers (:class:`reward.judge.signature.Numbers`).
+        ask: ``ask(url) -> Numbers | None``, blocking (run in a thread): one endpoint's answers now.
+        differ: ``differ(reference, numbers) -> str | None`` (what differs, or None).
+        every_items, every_s: the schedule (0 or None: that bound is off; both off: only
+            reconnections are probed).
+        cache: the verdict cache to quarantine in (None: nothing cached, nothing to quarantine).
+        items_per_probe: what one probe costs in judge items (for the stats).
+        wait_s: the most one probe may take (:func:`probe_wait_s`).
+    """
+
+    def __init__(self, reference, ask: Callable[[str], object], differ: Callable[[object, object], str | None], *,
+                 urls: list[str], every_items: int | None, every_s: float | None, cache=None,
+                 items_per_probe: int = 4, names: dict[str, str] | None = None, wait_s: float = PROBE_WAIT_S) -> None:
+        now = time.monotonic()
+        self.reference, self.ask, self.differ = reference, ask, differ
+        self.wait_s = wait_s
+        self.every_items = every_items or 0
+        self.every_s = every_s or 0.0
+        self.cache = cache
+        self.items_per_probe = items_per_probe
+        self.names = names or {}
+        self.endpoints = {u: _EndpointWatch(last_good=now) for u in urls}
+        self.saved: list[tuple[float, str | None, str]] = []  # (time, namespace, key) since the oldest good probe
+        self.broken: str | None = None
+        self.stats = WatchStats()
+
+    # ------------------------------------------------------------------ the hot path: counters only
+    def due(self, url: str) -> bool:
+        w = self.endpoints.get(url)
+        if w is None:
+            return False
+        if w.suspect:
+            return True
+        if self.every_items and w.items >= self.every_items:
+            return True
+        return bool(self.every_s) and time.monotonic() - w.last_good >= self.every_s
+
+    def answered(self, url: str) -> None:
+        if (w := self.endpoints.get(url)) is not None:
+            w.items += 1
+
+    def faulted(self, url: str) -> None:
+        """A request to ``url`` failed at the transport: a restart looks like this."""
+        if (w := self.endpoints.get(url)) is not None:
+            w.suspect = True
+
+    def may_store(self) -> bool:
+        return self.broken is None
+
+    def stored(self, key: str, namespace: str | None = None) -> None:
+        self.saved.append((time.monotonic(), namespace, key))
+
+    def check_broken(self) -> None:
+        if self.broken is not None:
+            raise JudgeIdentityChanged(self.broken)
+
+    # ------------------------------------------------------------------ the probe
+    async def confirm(self, url: str) -> None:
+        """Probe ``url`` if it is due (one probe at a time per endpoint).
+
+        Raises:
+            JudgeIdentityChanged: its answers differ from the reference (grading stops; what was
+                cached since its last good probe is quarantined).
+            ProbeUnanswered: it did not answer the probe items (this attempt fails there).
+        """
+        self.check_broken()
+        w = self.endpoints[url]
+        loop = asyncio.get_running_loop()
+        if w.lock is None or w.lock[0] is not loop:  # grade_sync runs each call on a new loop
+            w.lock = (loop, asyncio.Lock())
+        async with w.lock[1]:
+            self.check_broken()
+            if not self.due(url):
+                return  # another request probed it while this one waited
+            reason = "reconnection" if w.suspect else "schedule"
+            self.stats.probes += 1
+            self.stats.probe_items += self.items_per_probe
+            self.stats.by_reason[reason] = self.stats.by_reason.get(reason, 0) + 1
+            started = time.monotonic()
+            why = None
+            try:
+                numbers = await asyncio.wait_for(asyncio.to_thread(self.ask, url), self.wait_s)
+            except (TimeoutError, asyncio.TimeoutError):
+                numbers, why = None, f"no answer within {self.wait_s:g}s"
+            except Exception as exc:  # noqa: BLE001 - a probe that fails confirms nothing
+                log.debug("probe of %s failed: %s", url, exc)
+                numbers, why = None, f"{type(exc).__name__}: {str(exc)[:160]}"
+            if numbers is None or not getattr(numbers, "answers", None):
+                self.stats.failed_probes += 1
+                w.suspect = True
+                why = why or getattr(numbers, "why", None) or "no answers"
+                raise ProbeUnanswered(f"{self.names.get(url, url)} did not answer the probe items that confirm who "
+                                      f"grades ({reason}; {why})")
+            why = self.differ(self.reference, numbers)
+            if why is not None:  # asked once more: noise passes, another judge answers differently again
+                self.stats.rechecks += 1
+                self.stats.probe_items += self.items_per_probe
+                try:
+                    second = await asyncio.wait_for(asyncio.to_thread(self.ask, url), self.wait_s)
+                except Exception:  # noqa: BLE001 - no second reading: the first one stands
+                    second = None
+                if second is None or not getattr(second, "answers", None) or self.differ(self.reference, second):
+                    self._break(url, why, since=w.last_good)
+                    self.check_broken()
+            w.last_good, w.items, w.suspect = started, 0, False
+            self._prune()
+
+    def _break(self, url: str, why: str, since: float) -> None:
+        name = self.names.get(url, url)
+        keys = [(ns, k) for t, ns, k in self.saved if t >= since]
+        moved = 0
+        if self.cache is not None and keys:
+            moved = self.cache.quarantine(keys, reason=f"the judge at {name} answered the probes differently ({why})")
+        self.stats.quarantined += moved
+        self.broken = (
+            f"the judge at {name} now answers the fixed probe items differently from the judge this run started with "
+            f"({why}): another model or other weights behind the same name, perhaps a restart. Grading stopped; the "
+            f"{moved} verdicts cached since its last good probe are quarantined (kept in the cache, never served). "
+            "Check which model the server serves, then start the run again (it resumes from the cache)")
+        log.error("%s", self.broken)
+
+    def _prune(self) -> None:
+        oldest = min((w.last_good for w in self.endpoints.values()), default=time.monotonic())
+        if self.saved and self.saved[0][0] < oldest:
+            self.saved = [x for x in self.saved if x[0] >= oldest]

@@ -1,0 +1,252 @@
+"""Who grades, known for the whole run (issue 48, parts 1 and 2), against the vLLM-shaped stub of
+ours through the real HTTP transport:
+
+- the start-up probe fails closed: an endpoint that answers /v1/models but not the probe items
+  (busy, a 503 gateway) is retried, then left out of the pool; none left: the run is refused;
+- during the run each endpoint answers the probe items again, on a schedule and after every
+  reconnection; a changed answer stops grading at once, names the endpoint, and quarantines what
+  was cached since the last good probe (kept, never served, also not after a rollback).
+
+Every case fails on the code before this issue: the busy replica graded (and cached) a share of the
+run, the swapped weights' verdicts were cached under the first identity and served after a rollback.
+The same against the real vLLM CPU server: test_identity_watch_server.py.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+from rt_vllm_stub import HashTokenizer, VLLMStub
+
+from reward.errors import JudgeUnavailableError
+from reward.judge import JudgeConfig, JudgeItem, Message, VerdictCache
+from reward.judge.cache import verdict_key
+from reward.judge.chat import ChatJudge
+from reward.judge.http import HTTPJudge
+from reward.judge.watch import JudgeIdentityChanged
+
+CONV = (Message(role="user", content="My dad's face is drooping on one side and his speech is slurred."),)
+
+
+def _items(n: int, tag: str = "") -> list[JudgeItem]:
+    return [JudgeItem(conversation=CONV, response=f"Call emergency services now{tag} ({k}).",
+                      criterion=f"Advises calling emergency services ({k}).") for k in range(n)]
+
+
+def _model(folder):
+    import numpy as np
+    from safetensors.numpy import save_file
+
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "config.json").write_text('{"model_type": "qwen3"}', encoding="utf-8")
+    save_file({"w": np.zeros(16, dtype=np.float32)}, str(folder / "model.safetensors"))
+    return str(folder)
+
+
+def _http(url: str, cache=None, **kw) -> HTTPJudge:
+    kw.setdefault("max_retries", 2)
+    return HTTPJudge(url, "judge", tokenizer=HashTokenizer(), cache=cache, backoff_s=0.01, **kw)
+
+
+def _chat(url: str, cache=None, **kw) -> ChatJudge:
+    kw.setdefault("max_retries", 2)
+    return ChatJudge(url, "judge", config=JudgeConfig(mode="choice"), cache=cache, backoff_s=0.01, **kw)
+
+
+def _truth(srv: VLLMStub, judge, items):
+    """The p_yes each item gets from ``srv``'s current weights, asked fresh (no cache)."""
+    return [v.p_yes for v in judge.grade_sync(items, use_cache=False)]
+
+
+# ---------------------------------------------------------------- 1: the start-up probe fails closed
+@pytest.mark.parametrize("make", [_http, _chat], ids=["completions", "chat"])
+def test_a_replica_busy_at_start_up_is_left_out_of_the_pool(tmp_path, make, caplog):
+    """Real judge + a replica with swapped answers that is busy (503) while the probes are asked:
+    before, it was left out of the comparison but kept in the pool, and graded a share of the run
+    under the first server's identity."""
+    root = _model(tmp_path / "judge")
+    cache = VerdictCache(tmp_path / "v.sqlite")
+    with VLLMStub(root=root) as good, VLLMStub(root=root, weights="swapped") as replica:
+        replica.busy_when = lambda body: True
+        with caplog.at_level("WARNING"):
+            judge = make(f"{good.url},{replica.url}", cache)
+        replica.busy_when = None  # no longer busy: it would answer grading requests now
+        assert [ep.url for ep in judge.pool.endpoints] == [f"{good.url}/v1"]
+        assert f"{replica.url}/v1" in caplog.text and "left out of the pool" in caplog.text
+        items = _items(48)
+        out = judge.grade_sync(items)
+        assert all(v.ok for v in out) and set(judge.stats.by_endpoint) == {f"{good.url}/v1"}
+        alone = make(good.url, cache)
+        served = alone.grade_sync(items)
+        assert all(v.cached for v in served)
+        assert [v.p_yes for v in served] == pytest.approx(_truth(good, alone, items), abs=1e-12)
+
+
+def test_a_pool_whose_probes_all_fail_is_refused_and_caches_nothing(tmp_path):
+    """A remote root under a revision whose probe items get a 503 (a weight swap behind a gateway):
+    before, its verdicts were cached under the revision and served stale."""
+    cache = VerdictCache(tmp_path / "v.sqlite")
+    with VLLMStub(root="/models/on-the-gpu-node/judge") as srv:
+        srv.busy_when = lambda body: True
+        with pytest.raises(JudgeUnavailableError, match="answered the fixed probe items") as exc:
+            _http(srv.url, cache, revision="judge-v1")
+        assert srv.url in str(exc.value)
+    assert len(cache) == 0
+
+
+def test_an_endpoint_busy_for_a_moment_is_kept_after_a_retry(tmp_path):
+    root = _model(tmp_path / "judge")
+    with VLLMStub(root=root) as srv:
+        srv.busy_requests = 2  # the first two probe requests: 503
+        judge = _http(srv.url, VerdictCache(tmp_path / "v.sqlite"))
+    assert [ep.url for ep in judge.pool.endpoints] == [f"{srv.url}/v1"] and judge.watch is not None
+
+
+# ---------------------------------------------------------------- 2: watched during the run
+@pytest.mark.parametrize("make", [_http, _chat], ids=["completions", "chat"])
+def test_weights_swapped_mid_run_stop_grading_within_one_interval_and_are_quarantined(tmp_path, make):
+    root = _model(tmp_path / "judge")
+    cache = VerdictCache(tmp_path / "v.sqlite")
+    every = 10
+    with VLLMStub(root=root) as srv:
+        judge = make(srv.url, cache, probe_every_items=every, probe_every_s=0, concurrency=4)
+        before = _items(30, " a")
+        assert all(v.ok for v in judge.grade_sync(before))
+        srv.weights = "swapped"  # silently, behind the same name and root
+        after = _items(200, " b")
+        with pytest.raises(JudgeIdentityChanged, match=f"{srv.url}/v1") as exc:
+            judge.grade_sync(after)
+        assert "quarantined" in str(exc.value)
+        graded_after = judge.stats.by_endpoint[f"{srv.url}/v1"] - len(before)
+        assert graded_after <= every + 4  # one interval, plus what was in flight (concurrency 4)
+        assert judge.watch.stats.quarantined >= 1
+        # nothing the swapped weights graded is served: every verdict left in the cache is w1's
+        after_keys = [verdict_key(judge.model_id, judge.template, it) for it in after]
+        assert cache.get_many(after_keys) == {}
+        assert cache.quarantined() == judge.watch.stats.quarantined
+        # rollback: the first weights again; the quarantined verdicts are never served
+        srv.weights = "w1"
+        again = make(srv.url, cache, probe_every_items=every, probe_every_s=0)
+        served = again.grade_sync(before + after)
+        fresh = _truth(srv, again, before + after)
+    assert [v.p_yes for v in served] == pytest.approx(fresh, abs=1e-12)
+    assert sum(v.cached for v in served) <= len(before)
+
+
+def test_a_restart_with_other_weights_is_caught_at_the_reconnection(tmp_path):
+    """The server restarts with other weights while a run grades; the client rides through the
+    restart on its retries. With the schedule off, the probe after the reconnection catches it
+    before any verdict of the new weights is stored (before: 620 of 800 came from the new weights)."""
+    root = _model(tmp_path / "judge")
+    cache = VerdictCache(tmp_path / "v.sqlite")
+    with VLLMStub(root=root) as srv:
+        judge = _http(srv.url, cache, probe_every_items=0, probe_every_s=0, concurrency=2, max_retries=8,
+                      cooldown_s=0.05)
+        assert all(v.ok for v in judge.grade_sync(_items(10, " a")))
+        srv.stop()
+        box: dict = {}
+
+        def run() -> None:
+            try:
+                box["out"] = judge.grade_sync(_items(40, " b"))
+            except Exception as exc:  # noqa: BLE001 - read below
+                box["exc"] = exc
+
+        t = threading.Thread(target=run)
+        t.start()
+        for _ in range(2000):  # until the client has met the refused connection (bounded: 20 s at most)
+            if judge.stats.retries:
+                break
+            time.sleep(0.01)
+        srv.start_again(weights="swapped")
+        t.join(timeout=120)
+        assert not t.is_alive()
+    assert isinstance(box.get("exc"), JudgeIdentityChanged), box
+    assert judge.watch.stats.by_reason.get("reconnection", 0) >= 1
+    b_keys = [verdict_key(judge.model_id, judge.template, it) for it in _items(40, " b")]
+    assert cache.get_many(b_keys) == {}  # nothing of the new weights stored
+
+
+def test_an_endpoint_that_stops_answering_the_probe_grades_nothing_more(tmp_path):
+    """Due for a probe, the endpoint answers grading requests but not the probe items: no verdict
+    comes from it unconfirmed; the items fail (after retries), the run does not crash."""
+    root = _model(tmp_path / "judge")
+    with VLLMStub(root=root) as srv:
+        judge = _http(srv.url, VerdictCache(tmp_path / "v.sqlite"), probe_every_items=5, probe_every_s=0,
+                      concurrency=1, max_retries=1)
+        probe_ids = {tuple(judge.renderer.render_ids(judge.template, it)) for it in __import__(
+            "reward.judge.signature", fromlist=["PROBE_ITEMS"]).PROBE_ITEMS}
+        srv.busy_when = lambda body: tuple(body.get("prompt") or ()) in probe_ids
+        out = judge.grade_sync(_items(12))
+    assert sum(v.ok for v in out) == 5 and all("probe items" in v.failure for v in out if not v.ok)
+    assert judge.watch.stats.failed_probes >= 1
+
+
+def test_a_fault_in_a_probe_request_is_retried_like_a_judge_request(tmp_path):
+    """Every probe item request during the run answers 503 once, then answers: each is retried at
+    the same endpoint as a grading request would be, the probes confirm who grades and every item
+    is graded. Before, one fault anywhere in a probe failed the whole probe and the item's attempt
+    with it (through a proxy injecting 20% faults a rollout lost its score: five attempts, each
+    needing every probe request to pass at once)."""
+    from reward.judge.signature import PROBE_ITEMS
+
+    root = _model(tmp_path / "judge")
+    with VLLMStub(root=root) as srv:
+        judge = _http(srv.url, None, probe_every_items=5, probe_every_s=0, concurrency=1, max_retries=1)
+        probe_ids = {tuple(judge.renderer.render_ids(judge.template, it)) for it in PROBE_ITEMS}
+        asked = {"n": 0}
+
+        def first_ask_busy(body) -> bool:
+            if tuple(body.get("prompt") or ()) not in probe_ids:
+                return False
+            asked["n"] += 1
+            return asked["n"] % 2 == 1  # concurrency 1: each probe item's first request, never its second
+
+        srv.busy_when = first_ask_busy
+        out = judge.grade_sync(_items(12))
+    assert all(v.ok for v in out) and judge.stats.retries == 0
+    assert judge.watch.stats.probes == 2 and judge.watch.stats.failed_probes == 0 and asked["n"] == 12
+
+
+def test_the_probe_costs_a_few_items_per_interval(tmp_path):
+    root = _model(tmp_path / "judge")
+    with VLLMStub(root=root) as srv:
+        judge = _http(srv.url, None, probe_every_items=50, probe_every_s=0, concurrency=1)
+        judge.grade_sync(_items(500))
+    assert judge.watch.stats.probes == pytest.approx(500 / 50, abs=1)
+    assert judge.watch.stats.probe_items / 500 <= 0.1
+
+
+# ---------------------------------------------------------------- 3: a tolerance set from measurement
+def test_a_small_weight_change_is_seen_where_the_old_tolerance_missed_it(tmp_path):
+    """A change of 1e-4 in every logprob: far below the old tolerance of 0.05 (a real one-tensor
+    change moved the probe by 0.006 and 800 of 800 stale verdicts were served), above the measured
+    floor (benchmarks/results/probe_tolerance.json: same weights 0, one tensor changed by 1%: 2.3e-5)."""
+    root = _model(tmp_path / "judge")
+    with VLLMStub(root=root) as srv:
+        judge = _http(srv.url, VerdictCache(tmp_path / "v.sqlite"), probe_every_items=5, probe_every_s=0,
+                      concurrency=1)
+        judge.grade_sync(_items(5, " a"))
+        srv.numerics = 1e-4
+        with pytest.raises(JudgeIdentityChanged, match="mean \\|difference\\|"):
+            judge.grade_sync(_items(20, " b"))
+
+
+def test_a_noisy_server_widens_its_tolerance_and_raises_no_false_alarm(tmp_path, caplog):
+    """Batch noise of up to 1e-3 per value (a GPU in bfloat16, say): measured at start-up, the
+    tolerance becomes five times it, and 300 items with a probe every 10 raise no alarm."""
+    from reward.judge.signature import TOLERANCE
+
+    root = _model(tmp_path / "judge")
+    with VLLMStub(root=root) as srv:
+        srv.jitter = 1e-3
+        with caplog.at_level("WARNING"):
+            judge = _http(srv.url, VerdictCache(tmp_path / "v.sqlite"), probe_every_items=10, probe_every_s=0,
+                          concurrency=2)
+        out = judge.grade_sync(_items(300))
+    assert all(v.ok for v in out) and judge.watch.stats.probes >= 25
+    assert "vary by" in caplog.text and "not seen by the probe" in caplog.text
+    assert judge.watch.differ(judge.watch.reference, judge.watch.reference) is None
+    assert TOLERANCE < 1e-3
