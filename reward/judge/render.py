@@ -21,6 +21,7 @@ as they are. The ids then depend on the block size: it is part of the judge's ca
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -71,6 +72,10 @@ class PromptRenderer:
 
     def __init__(self, tokenizer, *, block_size: int = 0) -> None:
         self.tokenizer = tokenizer
+        # A fast (Rust) tokenizer refuses a second borrow while one encode runs ("Already borrowed"),
+        # and split_special_tokens switches a flag on it: a pool's start-up probes (a thread per
+        # endpoint) and the identity watch render beside grading, so every call goes one at a time.
+        self._lock = threading.Lock()
         self.block_size = int(block_size or 0)
         self.framing = chat_framing(tokenizer)
         self.yes_word, self.no_word, self.yes_id, self.no_id = self._answer_tokens()
@@ -98,10 +103,12 @@ class PromptRenderer:
         raise ValueError("the judge tokenizer gives no yes/no answer pair with distinct first tokens")
 
     def _encode_trusted(self, text: str) -> tuple[int, ...]:
-        return tuple(self.tokenizer(text, add_special_tokens=False)["input_ids"])
+        with self._lock:
+            return tuple(self.tokenizer(text, add_special_tokens=False)["input_ids"])
 
     def _encode_untrusted(self, text: str) -> tuple[int, ...]:
-        return tuple(self.tokenizer(text, add_special_tokens=False, split_special_tokens=True)["input_ids"])
+        with self._lock:
+            return tuple(self.tokenizer(text, add_special_tokens=False, split_special_tokens=True)["input_ids"])
 
     def encode_untrusted(self, text: str) -> list[int]:
         """Tokenise graded text so that special-token strings in it stay plain text."""
