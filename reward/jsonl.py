@@ -20,7 +20,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from reward.errors import InputError
-from reward.textio import MAX_LINE_BYTES, clean_surrogates, decode_line
+from reward.textio import MAX_JSON_DEPTH, MAX_LINE_BYTES, clean_surrogates, decode_line, nesting_depth
 
 M = TypeVar("M", bound=BaseModel)
 log = logging.getLogger(__name__)
@@ -55,6 +55,8 @@ def _parse(line: str, path: Path, lineno: int) -> dict[str, Any] | None:
         raise InputError("JSON nested too deeply", file=str(path), record=f"line {lineno}") from exc
     if not isinstance(obj, dict):
         raise InputError("each line must be a JSON object", file=str(path), record=f"line {lineno}")
+    if nesting_depth(obj, MAX_JSON_DEPTH) > MAX_JSON_DEPTH:  # every later walk over it would recurse that deep
+        raise InputError(f"JSON nested deeper than {MAX_JSON_DEPTH} levels", file=str(path), record=f"line {lineno}")
     return clean_surrogates(obj) if "\\u" in line else obj
 
 

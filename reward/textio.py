@@ -33,6 +33,7 @@ def decode_line(raw: bytes, path: str | Path, lineno: int) -> str:
 # calibration records); row data is JSONL, read line by line, each line at most MAX_LINE_BYTES.
 MAX_FILE_BYTES = 64 << 20
 MAX_LINE_BYTES = 64 << 20
+MAX_JSON_DEPTH = 100  # a record nests a few levels (a conversation's messages, a rubric's items)
 
 
 def read_text(path: str | Path, *, max_bytes: int = MAX_FILE_BYTES) -> str:
@@ -82,6 +83,20 @@ def load_json_file(path: str | Path, *, max_bytes: int = MAX_FILE_BYTES) -> Any:
         raise InputError(f"invalid JSON: {exc.msg} (line {exc.lineno})", file=str(path)) from exc
     except RecursionError as exc:
         raise InputError("JSON nested too deeply", file=str(path)) from exc
+
+
+def nesting_depth(obj: Any, limit: int) -> int:
+    """How deep lists and dicts nest in ``obj``, counted without recursion and stopped past
+    ``limit`` (a parsed line may nest as deep as the JSON parser allowed: about Python's own stack)."""
+    deepest, stack = 0, [(obj, 1)]
+    while stack:
+        node, d = stack.pop()
+        if isinstance(node, (list, dict)):
+            deepest = max(deepest, d)
+            if deepest > limit:
+                return deepest
+            stack.extend((x, d + 1) for x in (node.values() if isinstance(node, dict) else node))
+    return deepest
 
 
 def clean_surrogates(obj: Any) -> Any:
@@ -156,11 +171,14 @@ def parse_yaml(text: str, *, where: str = "<text>") -> Any:
                          file=where)
     loader = _UniqueKeys(text)
     try:
-        node = loader.get_single_node()
+        node = loader.get_single_node()  # PyYAML composes nested collections by recursion
         if node is None:
             return None
         check_yaml_size(node, where)  # before any value is built: aliases can expand a few bytes without end
         data = loader.construct_document(node)
+    except RecursionError as exc:  # nested deeper than Python's stack before the depth bound could count
+        raise InputError(f"a YAML input that nests deeper than Python can read (at most {MAX_YAML_DEPTH} levels "
+                         "are accepted)", file=where) from exc
     finally:
         loader.dispose()
     check_value_sizes(data, where)

@@ -14,7 +14,7 @@ app = typer.Typer(no_args_is_help=True)
 def prune(
     older_than_days: float | None = typer.Option(None, "--older-than-days", min=0.0,
                                                  help="delete verdicts stored more than this many days ago"),
-    routing: bool = typer.Option(False, "--routing", help="also delete every stored routing and JSON generation"),
+    routing: bool = typer.Option(False, "--routing", help="also delete every stored routing and JSON generation (the judges' probe histories stay)"),
     cache_dir: str | None = typer.Option(None, "--cache-dir", help="cache folder (default: the user cache)"),
 ) -> None:
     """Delete old verdicts (and routings with --routing); prints the counts."""

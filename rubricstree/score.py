@@ -95,6 +95,9 @@ def summarise(reward, judge, rollouts: Sequence, results: dict[str, Any], second
         "applicability_judge_calls": int(st.get("applicability_judge_calls", 0)),
         "applicability_items_per_prompt": cost["applicability_items_per_prompt"],
         "judge_requests": judge.stats.requests,
+        # the identity watch's probe requests (reward.judge.watch; the end-of-run probe included),
+        # and what they add to the grading requests
+        **_probe_cost(judge),
         "cache_hits": judge.stats.cache_hits,
         "cache_misses": judge.stats.cache_misses,
         "judge_failures": judge.stats.failures,
@@ -106,6 +109,13 @@ def summarise(reward, judge, rollouts: Sequence, results: dict[str, Any], second
         "cached_tokens": judge.stats.cached_tokens,
         "seconds": round(seconds, 3),
     }
+
+
+def _probe_cost(judge) -> dict[str, Any]:
+    watch = getattr(judge, "watch", None)
+    items = watch.stats.probe_items if watch is not None else 0
+    return {"probe_items": items,
+            "probe_items_per_judge_request": round(items / judge.stats.requests, 4) if judge.stats.requests else None}
 
 
 def _reasons(out: Path) -> list[tuple[str, int]]:

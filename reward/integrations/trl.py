@@ -69,7 +69,7 @@ __all__ = ["CombinedReward", "ErrorRubricReward", "MCQRuleReward", "RubricReward
 # what TRL passes beside the dataset's columns (its ``prompt`` column arrives as ``prompts``)
 TRL_KWARGS = ("trainer_state", "log_extra", "log_metric", "completion_ids")
 JUDGE_COUNTERS = ("requests", "cache_hits", "failures", "retries", "prompt_tokens", "cached_tokens",
-                  "completion_tokens")
+                  "completion_tokens", "probe_items")  # probe_items: the identity watch's requests (its cost)
 # What a rollout whose judge calls failed gets: "skip" None (alone, TRL leaves the rollout out of
 # its group; beside other reward functions TRL sums with nansum, so prefer one of the next two),
 # "group_mean" the mean of the scored rollouts of its group (this reward then adds nothing to its
@@ -146,6 +146,8 @@ class _JudgeReward:
 
     def _counters(self) -> dict[str, int]:
         stats = self.judge.stats.as_dict()
+        watch = getattr(self.judge, "watch", None)
+        stats["probe_items"] = watch.stats.probe_items if watch is not None else 0
         return {k: int(stats.get(k, 0)) for k in JUDGE_COUNTERS}
 
     def _counter_delta(self, before: Mapping[str, int]) -> dict[str, float]:

@@ -65,7 +65,7 @@ class Judge(ABC):
         keys = [verdict_key(self.model_id, template, it) for it in items] if use else []
         return await self._through_cache(
             items, keys, load=lambda ks: self.cache.get_many(ks),
-            save=lambda k, v: self.cache.put_many([(k, v)]), namespace=None,
+            save=lambda k, v: self.cache.put_many([(k, v)], judge=self.model_id), namespace=None,
             compute=lambda sub, done: self._grade_uncached(template, sub, on_done=done),
             failed=Verdict.failed, what="judge items", on_failure=on_failure)
 
@@ -98,7 +98,8 @@ class Judge(ABC):
             items, keys,
             load=lambda ks: {k: JSONResult.model_validate_json(raw).model_copy(update={"cached": True})
                              for k, raw in self.cache.kv_get_many(JSON_NAMESPACE, ks).items()},
-            save=lambda k, r: self.cache.kv_put(JSON_NAMESPACE, k, r.model_dump_json()), namespace=JSON_NAMESPACE,
+            save=lambda k, r: self.cache.kv_put(JSON_NAMESPACE, k, r.model_dump_json(), judge=self.model_id),
+            namespace=JSON_NAMESPACE,
             compute=lambda sub, done: self._generate_json_uncached(
                 template, sub, constraint=constraint, required=required, max_tokens=max_tokens,
                 attempts=max(1, attempts), on_done=done),

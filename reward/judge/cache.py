@@ -14,6 +14,7 @@ import hashlib
 import json
 import sqlite3
 import threading
+import time
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
@@ -47,6 +48,16 @@ class VerdictCache:
             # (reward.judge.watch): kept for inspection, never served
             con.execute("CREATE TABLE IF NOT EXISTS quarantine (namespace TEXT, key TEXT, value TEXT, reason TEXT,"
                         " at REAL DEFAULT (CAST(strftime('%s', 'now') AS REAL)), PRIMARY KEY (namespace, key))")
+            # who wrote each row and when, so a judge that proved to be another has every row it wrote
+            # since its last good probe quarantined, whichever process wrote it (reward.judge.watch)
+            for table, column in (("verdicts", "judge"), ("kv", "judge"), ("kv", "created")):
+                have = {row[1] for row in con.execute(f"PRAGMA table_info({table})")}
+                if column not in have:  # a cache made before these columns: its old rows have none
+                    try:
+                        con.execute(f"ALTER TABLE {table} ADD COLUMN {column} {'REAL' if column == 'created' else 'TEXT'}")
+                    except sqlite3.OperationalError as exc:  # another process added it a moment ago
+                        if "duplicate column" not in str(exc):
+                            raise
 
     def _conn(self) -> sqlite3.Connection:
         con = getattr(self._local, "con", None)
@@ -68,13 +79,16 @@ class VerdictCache:
                 out[key] = Verdict.model_validate_json(raw).model_copy(update={"cached": True})
         return out
 
-    def put_many(self, pairs: Iterable[tuple[str, Verdict]]) -> None:
-        rows = [(k, v.model_copy(update={"cached": False}).model_dump_json()) for k, v in pairs if v.ok]
+    def put_many(self, pairs: Iterable[tuple[str, Verdict]], judge: str | None = None) -> None:
+        """Store the successful verdicts; ``judge``: the identity that graded them (what
+        :meth:`quarantine_since` selects by)."""
+        now = time.time()
+        rows = [(k, v.model_copy(update={"cached": False}).model_dump_json(), judge, now) for k, v in pairs if v.ok]
         if rows:
             con = self._conn()
             con.execute("BEGIN IMMEDIATE")
             try:
-                con.executemany("INSERT OR REPLACE INTO verdicts (key, verdict) VALUES (?, ?)", rows)
+                con.executemany("INSERT OR REPLACE INTO verdicts (key, verdict, judge, created) VALUES (?, ?, ?, ?)", rows)
                 con.execute("COMMIT")
             except BaseException:
                 con.execute("ROLLBACK")
@@ -94,9 +108,11 @@ class VerdictCache:
             out.update(con.execute(q, [namespace, *chunk]).fetchall())
         return out
 
-    def kv_put(self, namespace: str, key: str, value: str) -> None:
-        self._conn().execute("INSERT OR REPLACE INTO kv (namespace, key, value) VALUES (?, ?, ?)",
-                             (namespace, key, value))
+    def kv_put(self, namespace: str, key: str, value: str, judge: str | None = None) -> None:
+        """Store ``value``; ``judge``: the identity whose answers made it (a JSON generation, a
+        routing by an LLM router), so :meth:`quarantine_since` finds it."""
+        self._conn().execute("INSERT OR REPLACE INTO kv (namespace, key, value, judge, created) VALUES (?, ?, ?, ?, ?)",
+                             (namespace, key, value, judge, time.time()))
 
     def quarantine(self, keys: Iterable[tuple[str | None, str]], reason: str) -> int:
         """Move the given rows (``(None, verdict key)`` or ``(namespace, kv key)``) out of what is
@@ -128,6 +144,30 @@ class VerdictCache:
             con.execute("ROLLBACK")
             raise
         return moved
+
+    def quarantine_since(self, judge: str, since: float, reason: str, *, keep: Sequence[str] = ()) -> int:
+        """Move every row ``judge`` wrote at or after ``since`` (wall time) out of what is served,
+        verdicts and key-value rows alike (JSON generations, routings made from its answers), by
+        whichever process wrote them; the namespaces in ``keep`` stay (the identity's probe
+        history). Returns how many were moved."""
+        con = self._conn()
+        con.execute("BEGIN IMMEDIATE")
+        try:
+            rows = [("", k, v) for k, v in con.execute(
+                "SELECT key, verdict FROM verdicts WHERE judge=? AND created>=?", (judge, since))]
+            con.execute("DELETE FROM verdicts WHERE judge=? AND created>=?", (judge, since))
+            marks = ",".join("?" * len(keep))
+            spare = f" AND namespace NOT IN ({marks})" if keep else ""
+            rows += con.execute(f"SELECT namespace, key, value FROM kv WHERE judge=? AND created>=?{spare}",
+                                (judge, since, *keep)).fetchall()
+            con.execute(f"DELETE FROM kv WHERE judge=? AND created>=?{spare}", (judge, since, *keep))
+            con.executemany("INSERT OR REPLACE INTO quarantine (namespace, key, value, reason) VALUES (?, ?, ?, ?)",
+                            [(ns, k, v, reason) for ns, k, v in rows])
+            con.execute("COMMIT")
+        except BaseException:
+            con.execute("ROLLBACK")
+            raise
+        return len(rows)
 
     def quarantined(self) -> int:
         """How many rows are in quarantine."""

@@ -13,7 +13,11 @@ from reward.judge.cache import VerdictCache
 
 def prune_cache(cache: VerdictCache, *, older_than_days: float | None = None, kv: bool = False) -> dict[str, int]:
     """Delete verdicts created more than ``older_than_days`` ago (all with 0) and, with ``kv``,
-    every routing/JSON entry. Returns ``{"verdicts": n, "kv": n}`` deleted."""
+    every routing/JSON entry. The judges' probe histories (``judge-signature``) stay: they are how
+    a later run knows a judge by its numbers, not results to regrade. Returns ``{"verdicts": n,
+    "kv": n}`` deleted."""
+    from reward.judge.signature import NAMESPACE
+
     con = cache._conn()
     out = {"verdicts": 0, "kv": 0}
     if older_than_days is not None:
@@ -22,7 +26,7 @@ def prune_cache(cache: VerdictCache, *, older_than_days: float | None = None, kv
         where = "created IS NULL OR created <= ?" if older_than_days == 0 else "created <= ?"
         out["verdicts"] = con.execute(f"DELETE FROM verdicts WHERE {where}", (cut,)).rowcount
     if kv:
-        out["kv"] = con.execute("DELETE FROM kv").rowcount
+        out["kv"] = con.execute("DELETE FROM kv WHERE namespace != ?", (NAMESPACE,)).rowcount
     con.commit()
     con.execute("VACUUM")
     return out

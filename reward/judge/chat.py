@@ -56,9 +56,9 @@ from reward.judge.base import Judge, run_staged
 from reward.judge.cache import VerdictCache
 from reward.judge.chat_choice import NO_WORDS, YES_WORDS, choice_verdict, p_yes_from_top, sums_from_top  # noqa: F401
 from reward.judge.endpoints import EndpointPool
-from reward.judge.identity import chat_model_id, unknown_reason
+from reward.judge.identity import chat_model_id, transport_reason, unknown_reason
 from reward.judge.parsing import EXPLAIN_REGEX, explain_parser, parse_json_object
-from reward.judge.replies import usage_counts
+from reward.judge.replies import BadReply, usage_counts
 from reward.judge.signature import PROBE_ITEMS, check_numbers, start_watch, startup_asking
 from reward.judge.special_tokens import DEFAULT_GUARD, SpecialTokenGuard, added_tokens
 from reward.judge.startup import establish
@@ -152,6 +152,12 @@ class ChatJudge(ServedTransport, Judge):
         if known is not None:  # who grades must be known to cache (and to pass the judge gate)
             why = unknown_reason(model, known.entry, revision, [ep.name for ep in self.pool.endpoints],
                                  weights=known.weights, cached=cache is not None)
+            self.identity_unknown = why
+            if why and cache is not None:
+                log.warning("%s", why)
+                cache = None
+        elif transport is not None:  # nobody asked the server who it is: a revision must stand for its weights
+            why = transport_reason(model, revision)
             self.identity_unknown = why
             if why and cache is not None:
                 log.warning("%s", why)
@@ -274,11 +280,10 @@ class ChatJudge(ServedTransport, Judge):
         for attempt in range(cfg.explain_attempts):
             if attempt:
                 self.stats.retries += 1
-            try:
-                data = await self._post(body)
+            try:  # read inside the transport: a 200 without a message is a bad reply, retried there
+                text = await self._post(body, _content)
             except _Failed as exc:
                 return Verdict.failed(str(exc), mode="explain")
-            text = _content(data)
             parsed = explain_parser(cfg.parse)(text)
             if parsed is not None:
                 met, why = parsed
@@ -314,10 +319,9 @@ class ChatJudge(ServedTransport, Judge):
             if attempt:
                 self.stats.retries += 1
             try:
-                data = await self._post(body)
+                text = await self._post(body, _content)
             except _Failed as exc:
                 return JSONResult.failed(str(exc))
-            text = _content(data)
             obj = parse_json_object(text, required)
             if obj is not None:
                 return JSONResult(value=obj, text=text)
@@ -327,7 +331,17 @@ class ChatJudge(ServedTransport, Judge):
 
 
 def _content(data: dict) -> str:
+    """The reply's message text (an empty or null content is an empty answer, parsed as such).
+
+    Raises:
+        BadReply: a reply without ``choices[0].message`` (a gateway's error page sent with 200, a
+            truncated body): the transport retries it like any fault, then the item fails.
+    """
     try:
-        return str(data["choices"][0]["message"].get("content") or "")
-    except (KeyError, IndexError, TypeError, AttributeError):
-        return ""
+        message = data["choices"][0]["message"]
+        content = message.get("content")
+    except (KeyError, IndexError, TypeError, AttributeError) as exc:
+        raise BadReply(f"a reply without choices[0].message ({type(exc).__name__}): {str(data)[:120]!r}") from exc
+    if content is not None and not isinstance(content, str):
+        raise BadReply(f"a message content that is no text: {type(content).__name__}")
+    return content or ""

@@ -375,6 +375,17 @@ def uncached_reason(model: str, entry: Mapping[str, Any] | None, revision: str |
             "cache")
 
 
+def transport_reason(model: str, revision: str | None) -> str | None:
+    """Why a judge given its own httpx transport may not cache (None with a revision): start-up
+    does not ask such a judge who it is (the transport may be a test double or a proxy), so only a
+    revision the user names can stand for its weights."""
+    if revision:
+        return None
+    return (f"the judge '{model}' was given its own HTTP transport, so start-up did not ask the server which "
+            "weights it serves: it grades WITHOUT the verdict cache. Name the weights with a revision you vouch "
+            "for (revision=...) to cache")
+
+
 def unknown_reason(model: str, entry: Mapping[str, Any] | None, revision: str | None, urls: list[str], *,
                    weights: str | None = None, cached: bool = True) -> str | None:
     """:func:`uncached_reason` for a judge built with the verdict cache (``cached``: its refusal

@@ -41,7 +41,14 @@ class LoopBoundClient:
         return self._client
 
     async def aclose(self) -> None:
-        """Close the client if it belongs to the running loop; forget it either way."""
-        if self._client is not None and self._loop is asyncio.get_running_loop():
-            await self._client.aclose()
-        self._client = self._loop = None
+        """Confirm who graded the run's last stretch (the identity watch's end-of-run probe: raises
+        ``JudgeIdentityChanged`` when the judge proved to be another), then close the client if it
+        belongs to the running loop; forget it either way."""
+        try:
+            watch = getattr(self, "watch", None)
+            if watch is not None:
+                await watch.confirm_end()
+        finally:
+            if self._client is not None and self._loop is asyncio.get_running_loop():
+                await self._client.aclose()
+            self._client = self._loop = None

@@ -30,7 +30,11 @@ tensor is below it. Where the same weights are noisier (GPUs in bfloat16: batch 
 reductions), each start-up measures that noise by asking the reference endpoint again, the items
 side by side this time, and the tolerance becomes :data:`NOISE_FACTOR` times the noise when that
 is larger (:func:`probe_tolerance`); a change smaller than that is not seen, and the run says so in
-its log. Values that are no probabilities (NaN, infinities, positive values, vLLM's -9999.0) give
+its log. The widening stops at :data:`NOISE_CEILING`: an endpoint whose two readings differ by more
+cannot be told from two judges behind one address (a gateway alternating between them would
+otherwise widen the tolerance past its own difference) and is left out of the pool like one that
+did not answer. Below the ceiling that hole stays: two judges alternating behind one address whose
+probes differ by less than it pass as one noisy judge. Values that are no probabilities (NaN, infinities, positive values, vLLM's -9999.0) give
 no signature.
 """
 
@@ -49,6 +53,9 @@ from reward.serving import RetryPolicy
 log = logging.getLogger(__name__)
 TOLERANCE = 1e-5  # the floor: mean |difference| of the probe's logprobs above which two judges differ
 NOISE_FACTOR = 5.0  # the tolerance is at least this many times the same-weights noise measured at start-up
+# the most same-weights noise an endpoint may show (mean |difference| of the probe's logprobs between two
+# readings): the tolerance never widens past NOISE_FACTOR x this (0.05, the fixed tolerance of before)
+NOISE_CEILING = 0.01
 PROBE_TIMEOUT_S = 30.0  # the least one start-up probe request is given (the judge's timeout_s when longer)
 PROBE_ATTEMPTS = 3  # the fewest attempts one probe request gets (the judge's own retries when more)
 NAMESPACE = "judge-signature"  # where the verdict cache keeps the answers of each identity
@@ -293,7 +300,15 @@ def check_numbers(known, model: str, headers: Mapping[str, str], answers: Answer
     have = [(v, n) for v, n in zip(listed, got) if n.answers]
     # the same weights' noise here: each endpoint asked again, text and items side by side (another batch)
     again = each_endpoint(lambda vn: reread(vn[0].url, model, headers, answers, known.clock, asking), have)
-    measured = max((noise(n, m) for (_, n), m in zip(have, again) if m is not None), default=0.0)
+    noises = [noise(n, m) if m is not None else 0.0 for (_, n), m in zip(have, again)]
+    for (_, n), x in zip(have, noises):
+        if x > NOISE_CEILING:  # two readings this far apart: not one judge we could know again
+            n.answers, n.why = None, (f"two readings of the probe differ by {x:.3g} (mean |difference| of the "
+                                      f"logprobs), above the ceiling {NOISE_CEILING:g}: two judges behind one "
+                                      "address, or a server too noisy to be identified")
+    noises = [x for x in noises if x <= NOISE_CEILING]
+    have = [(v, n) for v, n in have if n.answers]
+    measured = max(noises, default=0.0)
     tolerance = probe_tolerance(measured)
     if tolerance > TOLERANCE:
         log.warning("the judge's probe answers vary by %.3g between two readings of the same server (batch noise): "
@@ -432,4 +447,5 @@ def start_watch(judge, probed: ProbeResult | None, model: str, *, cooldown_s: fl
     return IdentityWatch(probed.reference, ask, lambda a, b: differ(a, b, probed.tolerance), urls=probed.urls,
                          every_items=every_items, every_s=every_s, wait_s=wait_s,
                          cache=judge.cache, items_per_probe=len(PROBE_ITEMS) + 1,
-                         names={ep.url: ep.name for ep in judge.pool.endpoints})
+                         names={ep.url: ep.name for ep in judge.pool.endpoints},
+                         identity=lambda: judge.model_id)  # read when it breaks: the "+re" suffix comes later

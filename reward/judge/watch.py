@@ -8,14 +8,21 @@ balancer, a rollback. So each endpoint of a vLLM pool is asked the fixed probe i
 - on a schedule: after ``every_items`` answered requests or ``every_s`` seconds, whichever comes
   first (the next request to that endpoint waits for the probe);
 - after every reconnection: an endpoint that failed a request (refused connection, timeout, reset,
-  5xx: what a restart looks like) is probed before it grades again.
+  5xx: what a restart looks like) is probed before it grades again;
+- after a quiet spell: an endpoint that answered nothing for :data:`PROBE_AFTER_IDLE_S` seconds is
+  probed before it grades again (a server restarted between two training steps fails no request
+  the client sees: its kept-alive connections are simply opened anew);
+- at the end: closing the judge (``aclose``) probes each endpoint that graded since its last good
+  probe, so the last stretch of a run is confirmed too.
 
 The answers are compared with the start-up reference (:func:`reward.judge.signature.differ`, at
 the tolerance start-up measured); answers that differ are asked once more (batch noise passes,
 another judge differs again). When they differ twice, grading stops at once (:class:`JudgeIdentityChanged`,
 which names the endpoint and what differs), nothing more is stored, and every verdict (and JSON
 generation) this judge cached since that endpoint's last good probe is quarantined in the cache:
-kept and marked, never served again (:meth:`reward.judge.cache.VerdictCache.quarantine`). An
+kept and marked, never served again (:meth:`reward.judge.cache.VerdictCache.quarantine_since`:
+every row the judge's identity wrote since then, by any process sharing the cache file, JSON
+generations and an LLM router's routings included; the probe history stays). An
 endpoint that does not answer the probe items fails that attempt (it is set aside and the request
 goes elsewhere): no verdict comes from an endpoint whose identity was not confirmed. Each probe
 request is sent as any judge request is (:class:`reward.judge.signature.Asking`: the judge's timeout,
@@ -38,6 +45,7 @@ from reward.errors import JudgeStopped
 
 log = logging.getLogger(__name__)
 PROBE_WAIT_S = 60.0  # the least one re-probe of one endpoint is given (each request within it is bounded too)
+PROBE_AFTER_IDLE_S = 30.0  # an endpoint quiet this long is probed before it grades again (a restart between steps)
 
 
 def probe_wait_s(timeout_s: float) -> float:
@@ -60,6 +68,8 @@ class ProbeUnanswered(Exception):
 @dataclass
 class _EndpointWatch:
     last_good: float
+    last_good_wall: float  # the same moment on the wall clock (what the cache's rows are stamped with)
+    last_used: float  # the last answer it gave (monotonic), or its last good probe
     items: int = 0
     suspect: bool = False  # failed a request since its last probe: probed before it grades again
     lock: tuple | None = None  # (event loop, its lock): one probe at a time per endpoint
@@ -85,22 +95,28 @@ class IdentityWatch:
         every_items, every_s: the schedule (0 or None: that bound is off; both off: only
             reconnections are probed).
         cache: the verdict cache to quarantine in (None: nothing cached, nothing to quarantine).
+        identity: ``identity() -> str``: the judge's identity now (the ``judge`` its cache rows
+            carry); None: only the rows this process stored are quarantined.
+        idle_s: an endpoint quiet this long is probed before it grades again (0: off).
         items_per_probe: what one probe costs in judge items (for the stats).
         wait_s: the most one probe may take (:func:`probe_wait_s`).
     """
 
     def __init__(self, reference, ask: Callable[[str], object], differ: Callable[[object, object], str | None], *,
                  urls: list[str], every_items: int | None, every_s: float | None, cache=None,
-                 items_per_probe: int = 4, names: dict[str, str] | None = None, wait_s: float = PROBE_WAIT_S) -> None:
-        now = time.monotonic()
+                 items_per_probe: int = 4, names: dict[str, str] | None = None, wait_s: float = PROBE_WAIT_S,
+                 identity: Callable[[], str] | None = None, idle_s: float = PROBE_AFTER_IDLE_S) -> None:
+        now, wall = time.monotonic(), time.time()
         self.reference, self.ask, self.differ = reference, ask, differ
         self.wait_s = wait_s
         self.every_items = every_items or 0
         self.every_s = every_s or 0.0
         self.cache = cache
+        self.identity = identity
+        self.idle_s = idle_s or 0.0
         self.items_per_probe = items_per_probe
         self.names = names or {}
-        self.endpoints = {u: _EndpointWatch(last_good=now) for u in urls}
+        self.endpoints = {u: _EndpointWatch(last_good=now, last_good_wall=wall, last_used=now) for u in urls}
         self.saved: list[tuple[float, str | None, str]] = []  # (time, namespace, key) since the oldest good probe
         self.broken: str | None = None
         self.stats = WatchStats()
@@ -114,11 +130,15 @@ class IdentityWatch:
             return True
         if self.every_items and w.items >= self.every_items:
             return True
-        return bool(self.every_s) and time.monotonic() - w.last_good >= self.every_s
+        now = time.monotonic()
+        if self.idle_s and now - w.last_used >= self.idle_s:
+            return True
+        return bool(self.every_s) and now - w.last_good >= self.every_s
 
     def answered(self, url: str) -> None:
         if (w := self.endpoints.get(url)) is not None:
             w.items += 1
+            w.last_used = time.monotonic()
 
     def faulted(self, url: str) -> None:
         """A request to ``url`` failed at the transport: a restart looks like this."""
@@ -146,52 +166,85 @@ class IdentityWatch:
         """
         self.check_broken()
         w = self.endpoints[url]
-        loop = asyncio.get_running_loop()
-        if w.lock is None or w.lock[0] is not loop:  # grade_sync runs each call on a new loop
-            w.lock = (loop, asyncio.Lock())
-        async with w.lock[1]:
+        async with self._lock(w):
             self.check_broken()
             if not self.due(url):
                 return  # another request probed it while this one waited
-            reason = "reconnection" if w.suspect else "schedule"
-            self.stats.probes += 1
-            self.stats.probe_items += self.items_per_probe
-            self.stats.by_reason[reason] = self.stats.by_reason.get(reason, 0) + 1
-            started = time.monotonic()
-            why = None
-            try:
-                numbers = await asyncio.wait_for(asyncio.to_thread(self.ask, url), self.wait_s)
-            except (TimeoutError, asyncio.TimeoutError):
-                numbers, why = None, f"no answer within {self.wait_s:g}s"
-            except Exception as exc:  # noqa: BLE001 - a probe that fails confirms nothing
-                log.debug("probe of %s failed: %s", url, exc)
-                numbers, why = None, f"{type(exc).__name__}: {str(exc)[:160]}"
-            if numbers is None or not getattr(numbers, "answers", None):
-                self.stats.failed_probes += 1
-                w.suspect = True
-                why = why or getattr(numbers, "why", None) or "no answers"
-                raise ProbeUnanswered(f"{self.names.get(url, url)} did not answer the probe items that confirm who "
-                                      f"grades ({reason}; {why})")
-            why = self.differ(self.reference, numbers)
-            if why is not None:  # asked once more: noise passes, another judge answers differently again
-                self.stats.rechecks += 1
-                self.stats.probe_items += self.items_per_probe
-                try:
-                    second = await asyncio.wait_for(asyncio.to_thread(self.ask, url), self.wait_s)
-                except Exception:  # noqa: BLE001 - no second reading: the first one stands
-                    second = None
-                if second is None or not getattr(second, "answers", None) or self.differ(self.reference, second):
-                    self._break(url, why, since=w.last_good)
-                    self.check_broken()
-            w.last_good, w.items, w.suspect = started, 0, False
-            self._prune()
+            idle = bool(self.idle_s) and time.monotonic() - w.last_used >= self.idle_s
+            reason = "reconnection" if w.suspect else "after a quiet spell" if idle else "schedule"
+            await self._probe(url, w, reason)
 
-    def _break(self, url: str, why: str, since: float) -> None:
+    async def confirm_end(self) -> None:
+        """The end of a run (the judge closed): probe each endpoint that graded since its last good
+        probe. A changed answer quarantines and raises as during the run; an endpoint that does not
+        answer is only logged (the run is over: nothing more is graded there)."""
+        if self.broken is not None:
+            return
+        for url, w in self.endpoints.items():
+            if w.items == 0:
+                continue
+            async with self._lock(w):
+                if self.broken is not None or w.items == 0:
+                    continue
+                try:
+                    await self._probe(url, w, "end of run")
+                except ProbeUnanswered as exc:
+                    log.warning("the end-of-run probe could not confirm who graded: %s", exc)
+
+    @staticmethod
+    def _lock(w: _EndpointWatch) -> asyncio.Lock:
+        loop = asyncio.get_running_loop()
+        if w.lock is None or w.lock[0] is not loop:  # grade_sync runs each call on a new loop
+            w.lock = (loop, asyncio.Lock())
+        return w.lock[1]
+
+    async def _probe(self, url: str, w: _EndpointWatch, reason: str) -> None:
+        """Ask ``url`` the probes now (its lock held); see :meth:`confirm`."""
+        self.stats.probes += 1
+        self.stats.probe_items += self.items_per_probe
+        self.stats.by_reason[reason] = self.stats.by_reason.get(reason, 0) + 1
+        started, started_wall = time.monotonic(), time.time()
+        why = None
+        try:
+            numbers = await asyncio.wait_for(asyncio.to_thread(self.ask, url), self.wait_s)
+        except (TimeoutError, asyncio.TimeoutError):
+            numbers, why = None, f"no answer within {self.wait_s:g}s"
+        except Exception as exc:  # noqa: BLE001 - a probe that fails confirms nothing
+            log.debug("probe of %s failed: %s", url, exc)
+            numbers, why = None, f"{type(exc).__name__}: {str(exc)[:160]}"
+        if numbers is None or not getattr(numbers, "answers", None):
+            self.stats.failed_probes += 1
+            w.suspect = True
+            why = why or getattr(numbers, "why", None) or "no answers"
+            raise ProbeUnanswered(f"{self.names.get(url, url)} did not answer the probe items that confirm who "
+                                  f"grades ({reason}; {why})")
+        why = self.differ(self.reference, numbers)
+        if why is not None:  # asked once more: noise passes, another judge answers differently again
+            self.stats.rechecks += 1
+            self.stats.probe_items += self.items_per_probe
+            try:
+                second = await asyncio.wait_for(asyncio.to_thread(self.ask, url), self.wait_s)
+            except Exception:  # noqa: BLE001 - no second reading: the first one stands
+                second = None
+            if second is None or not getattr(second, "answers", None) or self.differ(self.reference, second):
+                self._break(url, why, since=w.last_good, since_wall=w.last_good_wall)
+                self.check_broken()
+        w.last_good, w.last_good_wall, w.items, w.suspect = started, started_wall, 0, False
+        w.last_used = time.monotonic()
+        self._prune()
+
+    def _break(self, url: str, why: str, since: float, since_wall: float) -> None:
+        from reward.judge.signature import NAMESPACE
+
         name = self.names.get(url, url)
         keys = [(ns, k) for t, ns, k in self.saved if t >= since]
+        reason = f"the judge at {name} answered the probes differently ({why})"
         moved = 0
         if self.cache is not None and keys:
-            moved = self.cache.quarantine(keys, reason=f"the judge at {name} answered the probes differently ({why})")
+            moved = self.cache.quarantine(keys, reason=reason)
+        if self.cache is not None and self.identity is not None and hasattr(self.cache, "quarantine_since"):
+            # what other processes sharing the cache stored under this identity since then (the probe history stays)
+            moved += self.cache.quarantine_since(self.identity(), since_wall, reason, keep=(NAMESPACE,))
         self.stats.quarantined += moved
         self.broken = (
             f"the judge at {name} now answers the fixed probe items differently from the judge this run started with "

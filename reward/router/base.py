@@ -411,8 +411,9 @@ class CachedRouter(Router):
         routing = routing.model_copy(update={"cached": False})
         if routing.n_failures == 0:  # a degraded routing is never reused, in memory or on disk
             self._remember(key, routing)
-            if self.cache is not None:
-                self.cache.kv_put(ROUTING_NAMESPACE, key, routing.model_dump_json())
+            if self.cache is not None:  # an LLM router's routing is its judge's answers: tagged with who gave them
+                judge = getattr(getattr(self.inner, "judge", None), "model_id", None)
+                self.cache.kv_put(ROUTING_NAMESPACE, key, routing.model_dump_json(), judge=judge)
         return routing
 
     def _remember(self, key: str, routing: Routing) -> None:

@@ -107,9 +107,14 @@ def test_score_cli_end_to_end_and_rerun_from_cache(tmp_path, judge_url, tiny_mod
     text = report.read_text()
     assert "# RubricsTree scores" in text and "demo-02-poor" in text
 
+    # the end-of-run probe confirmed who graded (probe items plus the text probe), its cost reported
+    from reward.judge.signature import PROBE_ITEMS
+
+    assert first["probe_items"] >= len(PROBE_ITEMS) + 1
+    assert first["probe_items_per_judge_request"] == round(first["probe_items"] / first["judge_requests"], 4)
     second = _score(args)  # the same command again: everything from the durable cache
     _check_out(out, 4)
-    assert second["judge_requests"] == 0
+    assert second["judge_requests"] == 0 and second["probe_items"] == 0  # nothing graded: nothing to confirm
     assert second["cache_misses"] == 0 and second["cache_hits"] == second["judge_items"] > 0
     assert second["prompts_routed"] == 0 and second["routing_from_cache"] == 2
     assert second["mean_score"] == first["mean_score"]

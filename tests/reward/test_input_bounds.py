@@ -98,3 +98,21 @@ def test_deep_json_and_long_lines_are_named_errors(tmp_path, monkeypatch):
     p.write_text(json.dumps({"id": "a"}) + "\n" + json.dumps({"id": "b", "x": "y" * 5000}) + "\n")
     with pytest.raises(InputError, match=r"rows\.jsonl: record line 2: a line of more than 1,000 bytes"):
         list(iter_jsonl(p))
+
+
+def test_yaml_nested_past_pythons_stack_is_a_named_error():
+    """PyYAML composes nested collections by recursion: 5,000 levels overflowed Python's stack
+    before the depth bound could count them (a RecursionError, a traceback)."""
+    with pytest.raises(InputError, match="nests deeper"):
+        parse_yaml("a: " + "[" * 5000 + "]" * 5000 + "\n", where="deep.yaml")
+
+
+@pytest.mark.parametrize("depth", [150, 900])
+def test_a_jsonl_line_nested_deep_is_named_with_its_line(tmp_path, depth):
+    """A line nested 900 deep parses (json's own limit is about Python's stack), and a \\u escape in
+    it sent it through a recursive walk that overflowed; every later walk would too. Refused by its
+    depth, named with file and line."""
+    p = tmp_path / "rows.jsonl"
+    p.write_text(json.dumps({"id": "a"}) + "\n" + '{"x": "\\u00e9", "y": ' + "[" * depth + "]" * depth + "}\n")
+    with pytest.raises(InputError, match=r"rows\.jsonl: record line 2: JSON nested deeper than 100 levels"):
+        list(iter_jsonl(p))

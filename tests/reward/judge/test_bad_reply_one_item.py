@@ -71,7 +71,7 @@ def test_a_positive_logprob_costs_one_item_and_is_never_cached(tmp_path, make, r
         return _raw(reply(*bad) if _is_sick(request, sick) else reply(math.log(0.7), math.log(0.3)))
 
     cache = VerdictCache(tmp_path / "v.sqlite")
-    judge = make(handler, cache=cache, max_retries=2)
+    judge = make(handler, cache=cache, max_retries=2, revision="vouched")  # a transport of ours: a revision caches
     items = _items(4)
     if isinstance(judge, HTTPJudge):
         sick["ids"] = judge.renderer.render_ids(judge.template, items[1])
@@ -108,3 +108,26 @@ def test_an_unreadable_field_deep_in_a_reply_is_a_bad_reply_then_one_failed_item
                                      (-9999.0, True), (math.nan, True), (-3.2, False)])
 def test_which_logprobs_are_probabilities(lp, bad):
     assert (unusable_logprob(lp) is not None) is bad
+
+
+@pytest.mark.parametrize("garbled", [{"error": {"message": "upstream timed out"}}, {"choices": []},
+                                     {"choices": [{"message": {"content": {"text": "yes"}}}]}],
+                         ids=["error-page", "no-choices", "content-not-text"])
+def test_a_chat_explain_reply_without_a_message_is_retried_by_the_transport(garbled):
+    """A 200 whose body has no message (a gateway's error page, a cut body): retried as a bad reply
+    at the transport, so the next answer grades the item. Before, it was read as an empty answer and
+    spent an explain attempt at a raised temperature (a sampled verdict where a greedy one was asked)."""
+    sent: list[dict] = []
+
+    def handler(request):
+        sent.append(json.loads(request.content))
+        if len(sent) == 1:
+            return _raw(garbled)
+        return _raw({"choices": [{"message": {"content": '{"explanation":"advises a doctor","criteria_met":true}'}}]})
+
+    judge = ChatJudge("http://a:1", "m", config=JudgeConfig(mode="explain"), transport=httpx.MockTransport(handler),
+                      backoff_s=0.001, max_retries=2)
+    [v] = judge.grade_sync(_items(1))
+    assert v.ok and v.met is True, v.failure
+    assert judge.stats.retries == 1 and len(sent) == 2
+    assert sent[1].get("temperature") == sent[0].get("temperature") and "seed" not in sent[1]

@@ -14,6 +14,7 @@ The same against the real vLLM CPU server: test_identity_watch_server.py.
 
 from __future__ import annotations
 
+import asyncio
 import threading
 import time
 
@@ -130,6 +131,7 @@ def test_weights_swapped_mid_run_stop_grading_within_one_interval_and_are_quaran
         srv.weights = "w1"
         again = make(srv.url, cache, probe_every_items=every, probe_every_s=0)
         served = again.grade_sync(before + after)
+        assert all(v.ok for v in served), sorted({v.failure for v in served if not v.ok})
         fresh = _truth(srv, again, before + after)
     assert [v.p_yes for v in served] == pytest.approx(fresh, abs=1e-12)
     assert sum(v.cached for v in served) <= len(before)
@@ -250,3 +252,108 @@ def test_a_noisy_server_widens_its_tolerance_and_raises_no_false_alarm(tmp_path,
     assert "vary by" in caplog.text and "not seen by the probe" in caplog.text
     assert judge.watch.differ(judge.watch.reference, judge.watch.reference) is None
     assert TOLERANCE < 1e-3
+
+
+# ---------------------------------------------------------------- 2b: every row of that judge, by every process
+def test_a_second_process_sharing_the_cache_has_its_rows_quarantined_too(tmp_path):
+    """Two graders share one cache file (a trainer's reward workers): the second never probes
+    (schedule off) and stores what the swapped weights graded; when the first one's probe finds the
+    swap, every row stored under that identity since its last good probe is quarantined, the
+    second's included. Before, only the rows the detecting process had stored were."""
+    root = _model(tmp_path / "judge")
+    path = tmp_path / "v.sqlite"
+    with VLLMStub(root=root) as srv:
+        first = _http(srv.url, VerdictCache(path), probe_every_items=5, probe_every_s=0, concurrency=1)
+        second = _http(srv.url, VerdictCache(path), probe_every_items=0, probe_every_s=0, concurrency=1)
+        second.watch.idle_s = 0  # this one never asks again: only the first can find the swap
+        assert first.model_id == second.model_id
+        assert all(v.ok for v in first.grade_sync(_items(3, " a")))
+        srv.weights = "swapped"
+        theirs = _items(20, " by the second")
+        assert all(v.ok for v in second.grade_sync(theirs))  # stored under the shared identity
+        with pytest.raises(JudgeIdentityChanged):
+            first.grade_sync(_items(10, " b"))
+    cache = VerdictCache(path)
+    assert cache.get_many([verdict_key(second.model_id, second.template, it) for it in theirs]) == {}
+    assert cache.quarantined() >= len(theirs)
+
+
+def test_an_llm_routers_routings_made_from_the_swapped_judge_are_quarantined(tmp_path):
+    """A routing by the LLM router is its judge's answers: stored with the judge's identity, it is
+    quarantined with its verdicts (before, the routing namespace survived and was served after a
+    rollback). The probe history of the identity stays."""
+    from reward.judge.signature import NAMESPACE
+    from reward.router import CachedRouter, LLMTreeRouter
+    from reward.router.base import ROUTING_NAMESPACE
+    from reward.tree import load_tree
+
+    root = _model(tmp_path / "judge")
+    cache = VerdictCache(tmp_path / "v.sqlite")
+    with VLLMStub(root=root) as srv:
+        judge = _http(srv.url, cache, probe_every_items=0, probe_every_s=0, concurrency=8)
+        router = CachedRouter(LLMTreeRouter(load_tree(), judge), cache)
+        srv.weights = "swapped"
+        routing = router.route_sync([{"role": "user", "content": "My chest hurts and my left arm is numb."}])
+        assert routing.n_failures == 0
+        key = router.key([{"role": "user", "content": "My chest hurts and my left arm is numb."}])
+        assert cache.kv_get(ROUTING_NAMESPACE, key) is not None
+        history = cache._conn().execute("SELECT COUNT(*) FROM kv WHERE namespace=?", (NAMESPACE,)).fetchone()[0]
+        with pytest.raises(JudgeIdentityChanged):
+            asyncio.run(judge.aclose())  # the end-of-run probe finds the swap
+    assert cache.kv_get(ROUTING_NAMESPACE, key) is None and len(cache) == 0
+    assert cache._conn().execute("SELECT COUNT(*) FROM kv WHERE namespace=?", (NAMESPACE,)).fetchone()[0] == history
+
+
+def test_a_restart_between_two_batches_is_probed_after_the_quiet_spell(tmp_path):
+    """Each batch runs on its own event loop and HTTP client (a trainer's reward call), so a server
+    restarted with other weights between two batches fails no request the client sees. Quiet for
+    longer than the watch's idle bound, the endpoint is probed before it grades again. Before, the
+    second batch was graded (and cached) by the new weights under the old identity."""
+    root = _model(tmp_path / "judge")
+    cache = VerdictCache(tmp_path / "v.sqlite")
+    with VLLMStub(root=root) as srv:
+        judge = _http(srv.url, cache, probe_every_items=0, probe_every_s=0, concurrency=2)
+        judge.watch.idle_s = 0.3
+        assert all(v.ok for v in judge.grade_sync(_items(6, " a")))
+        srv.stop()
+        srv.start_again(weights="swapped")
+        time.sleep(0.5)
+        with pytest.raises(JudgeIdentityChanged):
+            judge.grade_sync(_items(6, " b"))
+    assert judge.watch.stats.by_reason.get("after a quiet spell") == 1
+    assert cache.get_many([verdict_key(judge.model_id, judge.template, it) for it in _items(6, " b")]) == {}
+
+
+def test_the_end_of_run_probe_confirms_the_last_stretch(tmp_path):
+    """The weights change after the last scheduled probe: closing the judge probes again, finds it,
+    and quarantines what was stored since the last good probe; a judge unchanged closes quietly."""
+    root = _model(tmp_path / "judge")
+    cache = VerdictCache(tmp_path / "v.sqlite")
+    with VLLMStub(root=root) as srv:
+        judge = _http(srv.url, cache, probe_every_items=0, probe_every_s=0, concurrency=2)
+        assert all(v.ok for v in judge.grade_sync(_items(8, " a")))
+        asyncio.run(judge.aclose())  # the same judge: nothing raised, nothing quarantined
+        assert judge.watch.stats.by_reason == {"end of run": 1} and cache.quarantined() == 0
+        assert all(v.ok for v in judge.grade_sync(_items(8, " b")))
+        srv.weights = "swapped"
+        with pytest.raises(JudgeIdentityChanged, match="quarantined"):
+            asyncio.run(judge.aclose())
+    assert cache.quarantined() == 8 and len(cache) == 8  # the first stretch was confirmed: it stays
+
+
+def test_noise_above_the_ceiling_is_not_one_judge_and_is_left_out(tmp_path, caplog):
+    """Two readings of one address that differ by more than the ceiling (a gateway alternating
+    between two judges looks like this) no longer widen the tolerance past the difference: beside
+    a steady endpoint it is left out of the pool; alone, the run is refused. Before, the tolerance
+    became five times whatever was measured."""
+    from reward.judge.signature import NOISE_CEILING
+
+    root = _model(tmp_path / "judge")
+    with VLLMStub(root=root) as steady, VLLMStub(root=root) as alternating:
+        alternating.jitter = 20 * NOISE_CEILING
+        with caplog.at_level("WARNING"):
+            judge = _http(f"{steady.url},{alternating.url}", VerdictCache(tmp_path / "v.sqlite"))
+        assert [ep.url for ep in judge.pool.endpoints] == [f"{steady.url}/v1"]
+        assert "above the ceiling" in caplog.text and judge.probed.tolerance <= 5 * NOISE_CEILING
+        with pytest.raises(JudgeUnavailableError, match="above the ceiling"):
+            _http(alternating.url, VerdictCache(tmp_path / "w.sqlite"))

@@ -126,3 +126,22 @@ def test_one_live_endpoint_keeps_the_breaker_closed(kind):
                    concurrency=4)
     out = judge.grade_sync(_items(12))
     assert all(v.ok for v in out)
+
+
+@pytest.mark.parametrize("kind, good", [("http", HTTP_GOOD), ("chat", CHAT_GOOD)])
+def test_a_judge_given_its_own_transport_caches_only_under_a_revision(tmp_path, kind, good, caplog):
+    """Start-up does not ask a judge built on a transport of the caller's who it is: without a
+    revision it grades without the cache (one warning), with one it caches. Before, such a judge
+    cached under its name alone, so another model behind the same name was served its verdicts."""
+    from reward.judge import VerdictCache
+
+    def handler(request):
+        return httpx.Response(200, json=good)
+
+    cache = VerdictCache(tmp_path / "v.sqlite")
+    with caplog.at_level("WARNING"):
+        judge = _judge(kind, handler, cache=cache)
+    assert judge.cache is None and judge.identity_unknown and "own HTTP transport" in caplog.text
+    assert all(v.ok for v in judge.grade_sync(_items(3))) and len(cache) == 0
+    vouched = _judge(kind, handler, cache=cache, revision="judge-2026-12")
+    assert all(v.ok for v in vouched.grade_sync(_items(3))) and len(cache) == 3
