@@ -4,8 +4,10 @@ it), and the set covers what it was written to cover."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shutil
+import subprocess
 from collections import Counter
 from pathlib import Path
 
@@ -30,8 +32,6 @@ def test_an_edited_test_label_is_caught_unless_the_manifest_says_why(tmp_path):
     problems = manifest_problems(root)
     assert any("test/w1.yaml" in p and "SHA-256" in p for p in problems), problems
     manifest = json.loads((root / "manifest.json").read_text())
-    import hashlib
-
     manifest["files"]["test/w1.yaml"] = hashlib.sha256(f.read_bytes()).hexdigest()
     (root / "manifest.json").write_text(json.dumps(manifest))
     assert any("no 'changes' entry" in p for p in manifest_problems(root))
@@ -90,3 +90,48 @@ def test_coverage_of_the_critical_and_major_leaves_and_the_languages(parts):
     families = Counter(c.perturbation for cases in parts.values() for c in cases)
     for family in ("verbose_restatement", "over_triage", "refusal", "empty_hedge", "sycophancy", "false_reassurance"):
         assert families[family] >= 10, families
+
+
+def _git(*args: str) -> str:
+    return subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True, check=True).stdout
+
+
+def _history_or_skip() -> list[str]:
+    if shutil.which("git") is None or not (ROOT / ".git").exists():
+        pytest.skip("no git history here (an unpacked archive): the freeze is checked where the history is")
+    try:
+        commits = _git("log", "--format=%H", "--diff-filter=A", "--", "reward/data/blind/manifest.json").split()
+    except subprocess.CalledProcessError as exc:
+        pytest.skip(f"git cannot read the history here: {exc.stderr[:200]}")
+    if not commits:
+        pytest.skip("a shallow history without the commit that froze the set")
+    return commits
+
+
+def test_the_frozen_hashes_are_the_files_of_the_commit_that_froze_the_set():
+    """The manifest's `frozen` hashes are what the set was when the manifest was first committed:
+    a frozen hash edited along with its file would pass the SHA-256 check, not this one."""
+    froze = _history_or_skip()[-1]
+    manifest = json.loads((blind_dir() / "manifest.json").read_text())
+    for name, digest in manifest["frozen"].items():
+        blob = subprocess.run(["git", "show", f"{froze}:reward/data/blind/{name}"], cwd=ROOT, capture_output=True,
+                              check=True).stdout
+        assert hashlib.sha256(blob).hexdigest() == digest, f"{name}: frozen hash is not the file at {froze[:10]}"
+
+
+def test_every_change_of_a_test_file_in_the_history_has_its_changes_entry():
+    """Each commit that changed a `test` file's content after the freeze needs an entry of its own."""
+    _history_or_skip()
+    manifest = json.loads((blind_dir() / "manifest.json").read_text())
+    entries = Counter(c["file"] for c in manifest["changes"])
+    for name in manifest["frozen"]:
+        if not name.startswith("test/"):
+            continue
+        digests = []
+        for commit in reversed(_git("log", "--format=%H", "--", f"reward/data/blind/{name}").split()):
+            blob = subprocess.run(["git", "show", f"{commit}:reward/data/blind/{name}"], cwd=ROOT,
+                                  capture_output=True).stdout
+            digest = hashlib.sha256(blob).hexdigest()
+            if not digests or digests[-1] != digest:
+                digests.append(digest)
+        assert len(digests) - 1 <= entries[name], f"{name}: {len(digests) - 1} changes in git, {entries[name]} entries"
