@@ -67,6 +67,8 @@ class Run:
     settings: dict[str, Any] = field(default_factory=dict)  # the reward's recipe, when recorded
     unexplained: int = 0  # scored records whose contributions could not be computed
     warnings: list[str] = field(default_factory=list)  # what was read around (a cut last line)
+    monitors: list[dict[str, Any]] = field(default_factory=list)  # a records folder's monitors.jsonl, by step
+    monitor_limits: dict[str, float | None] = field(default_factory=dict)  # each monitor's warning threshold
 
 
 def not_applicable(rec: dict[str, Any]) -> list[tuple[str, str]]:
@@ -254,6 +256,7 @@ def load_run(scores: Path, rollouts: Path | None = None, name: str | None = None
                          "grouped by prompt (ranks, advantages and variance shares need groups): give --rollouts FILE "
                          "(the rollouts these scores came from), or score them again (rubricstree score writes a "
                          "group id)", file=str(scores), record=ungrouped[0], field="group")
+    run.monitors, run.monitor_limits = read_monitors(scores, run.settings, run.warnings)
     _rank(run.rollouts)
     if tree is not None:
         from training.inspector.attribution import attach_contributions
@@ -261,6 +264,34 @@ def load_run(scores: Path, rollouts: Path | None = None, name: str | None = None
         run.unexplained = attach_contributions(run.rollouts, tree,
                                                clip_below_zero=bool(run.settings.get("clip_below_zero", False)))
     return run
+
+
+MONITOR_KEYS = ("length_correlation", "escalation_share", "refusal_share", "judge_failure_share", "leaf_drop")
+
+
+def read_monitors(scores: Path, settings: dict[str, Any],
+                  warnings: list[str] | None = None) -> tuple[list[dict[str, Any]], dict[str, float | None]]:
+    """The gaming monitors' figures of a records folder (``monitors.jsonl``, one line per step and
+    rank, ``reward.integrations.records``), in step order, and each monitor's threshold: the run's
+    recorded ``monitors`` settings, else the defaults. A cut last line is skipped with a warning;
+    a scores file (not a folder) has none."""
+    from reward.integrations.records import MONITORS_FILE
+    from reward.settings import MonitorSettings
+
+    path = scores / MONITORS_FILE
+    if not scores.is_dir() or not path.is_file():
+        return [], {}
+    rows = [rec for _, rec in _records(path, warnings)]
+    rows.sort(key=lambda r: (r.get("step") if isinstance(r.get("step"), int) else 0,
+                             r.get("rank") if isinstance(r.get("rank"), int) else 0))
+    recorded = settings.get("monitors") if isinstance(settings.get("monitors"), dict) else {}
+    try:
+        limits = MonitorSettings.model_validate(recorded)
+    except ValueError:  # a recording of another version: the defaults, said
+        if warnings is not None:
+            warnings.append("the recorded monitor thresholds could not be read: the defaults are shown")
+        limits = MonitorSettings()
+    return rows, {k: getattr(limits, k) for k in MONITOR_KEYS}
 
 
 def _groups(rollouts: Iterable[Rollout]) -> dict[str, list[Rollout]]:

@@ -10,7 +10,7 @@ from typing import Any
 
 from reward.scoring.variants import uses_severity
 from training.inspector.attribution import compare_groups, group_view, leaf_variance_shares, pair_key
-from training.inspector.data import Rollout, Run, leaf_counts, not_applicable, settings_differences
+from training.inspector.data import MONITOR_KEYS, Rollout, Run, leaf_counts, not_applicable, settings_differences
 
 KIND_INTERNAL, KIND_POSITIVE, KIND_NEGATIVE = 0, 1, 2
 
@@ -178,7 +178,9 @@ class Packer:
                 "variant": ", ".join(sorted({str(r.rec.get("scoring_variant")) for r in run.rollouts
                                              if r.rec.get("scoring_variant")})),
                 "settings": run.settings, "warnings": run.warnings,
-                "estimated": sum(1 for r in run.rollouts if r.orders)}
+                "estimated": sum(1 for r in run.rollouts if r.orders),
+                "M": [[m.get("step"), m.get("rank"), *[_num(m.get(k)) for k in MONITOR_KEYS]] for m in run.monitors],
+                "ML": [_num(run.monitor_limits.get(k)) for k in MONITOR_KEYS] if run.monitors else []}
 
     def _pair_group(self, run: Run, key: str) -> str:
         """The first run's own group id of a compare pair key (the page finds its rollouts by it)."""
@@ -193,6 +195,7 @@ class Packer:
             "root": self._nid.get(self.tree.root, -1) if self.tree is not None else -1,
             "macros": [self._nid[m] for m in self.tree.macro_capabilities] if self.tree is not None else [],
             "tree": f"{self.tree.name} ({len(self.tree.leaves)} leaves)" if self.tree is not None else "",
+            "MK": list(MONITOR_KEYS),
         }
         if compare is not None:
             def leaves(xs: list[dict[str, Any]]) -> list[list[Any]]:
