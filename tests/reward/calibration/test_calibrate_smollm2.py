@@ -32,10 +32,12 @@ def subset(tmp_path):
     return path
 
 
-def _calibrate(judge_args, cases, report):
+def _calibrate(judge_args, cases, report, *, output: dict | None = None):
     res = runner.invoke(app, ["judge", "calibrate", *judge_args, "--cases", str(cases), "--json", "--check",
                               "--quiet", "--report", str(report)])
     assert res.exit_code == 3, res.output  # --check: the gate would refuse this judge
+    if output is not None:
+        output["text"] = res.output
     return json.loads(res.stdout.strip().splitlines()[-1])
 
 
@@ -54,10 +56,22 @@ def test_smollm2_in_process_is_unfit(smollm2_dir, subset, tmp_path):
     assert (tmp_path / "report" / "report.md").read_text().startswith("# Judge calibration")
 
 
-def test_smollm2_served_by_vllm_is_unfit_and_the_gate_refuses_it(smollm2_url, smollm2_dir, subset, tmp_path):
-    rec = _calibrate(["--judge-url", smollm2_url], subset, tmp_path / "report")
+def test_smollm2_served_by_vllm_is_unfit_and_the_gate_refuses_it(smollm2_url, smollm2_dir, judge_url, subset,
+                                                                  tmp_path):
+    """SmolLM2 served by vLLM, calibrated with the tiny judge's vLLM server as a panel's second judge
+    on the critical leaves (two real servers, issue 45): both grade the same items, their joint
+    misreadings are measured and both calibrations are kept by identity."""
+    out: dict = {}
+    rec = _calibrate(["--judge-url", smollm2_url, "--panel-judge", judge_url, "--panel-leaves", "critical"], subset,
+                     tmp_path / "report", output=out)
     _unfit(rec)
     assert rec["judge_id"].startswith("http:") and rec["stored"]  # kept for the launchers, by identity
+    panel = json.loads((tmp_path / "report" / "panel.json").read_text())
+    assert panel["judge_a"] == rec["judge_id"] and panel["judge_b"].startswith("http:")
+    assert panel["judge_b"] != panel["judge_a"] and panel["leaves"] == "critical" and panel["joint"]["n"] > 0
+    assert 0.0 <= panel["predicted"]["detection_rate"] <= 1.0 and "both misread the same item" in out["text"]
+    second = json.loads((tmp_path / "report" / "calibration-second-judge.json").read_text())
+    assert second["judge_id"] == panel["judge_b"] and second["verdict_items"] > 0
     # the launcher's dry run (stage 3, gate enforced) finds that record and refuses, naming both figures
     # and the override, before any model loads
     config = REPO_ROOT / "configs" / "smoke" / "stage3_clinical_rubric.yaml"
