@@ -88,14 +88,17 @@ def load_json_file(path: str | Path, *, max_bytes: int = MAX_FILE_BYTES) -> Any:
 def nesting_depth(obj: Any, limit: int) -> int:
     """How deep lists and dicts nest in ``obj``, counted without recursion and stopped past
     ``limit`` (a parsed line may nest as deep as the JSON parser allowed: about Python's own stack)."""
+    if not isinstance(obj, (list, dict)):
+        return 0
     deepest, stack = 0, [(obj, 1)]
     while stack:
         node, d = stack.pop()
-        if isinstance(node, (list, dict)):
-            deepest = max(deepest, d)
-            if deepest > limit:
-                return deepest
-            stack.extend((x, d + 1) for x in (node.values() if isinstance(node, dict) else node))
+        deepest = max(deepest, d)
+        if deepest > limit:
+            return deepest
+        # only containers go on the stack: a long flat list costs one pass, not a tuple per value
+        stack.extend((x, d + 1) for x in (node.values() if isinstance(node, dict) else node)
+                     if isinstance(x, (list, dict)))
     return deepest
 
 

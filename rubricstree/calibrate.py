@@ -120,21 +120,27 @@ def calibrate_command(
             kw = dict(cases_label=label, recipe=reward, reread_share=reread_share, seed=seed, progress=not quiet,
                       predict=predict, judge_info=info)
             if second is None:
-                return await calibrate(built, tree, rows, routings, **kw), None, None
+                rec = await calibrate(built, tree, rows, routings, **kw)
+                await built.confirm_identity()  # who graded the last stretch (reward.judge.watch)
+                return rec, None, None
             from reward.calibration.panel import calibrate_panel
 
             panel_rec, rec_a, rec_b = await calibrate_panel(built, second, tree, rows, routings, leaves=panel_leaves,
                                                             **kw)
+            await built.confirm_identity()
+            await second.confirm_identity()
             return rec_a, rec_b, panel_rec
         finally:
-            await built.aclose()
-            if second is not None:
-                await second.aclose()
+            try:
+                await built.aclose()
+            finally:
+                if second is not None:
+                    await second.aclose()
 
     try:
         rec, rec_b, panel_rec = asyncio.run(go())
     except RubricsTreeError as exc:
-        raise fail(exc, 2) from exc
+        raise fail(exc) from exc  # its own exit code: 4 deadline, 5 judge unavailable, 6 another judge
     if rec_b is not None and record:
         save_calibration(rec_b, record_path(rec_b.judge_id, cache_dir))
     if panel_rec is not None:

@@ -213,6 +213,7 @@ async def run_scoring(*, rollouts: Sequence, reward, judge, out: Path, report: P
     t0 = time.perf_counter()
     try:
         results = await score_rollouts(reward, rollouts, out, concurrency=concurrency, progress=progress)
+        await judge.confirm_identity()  # the run succeeded: who graded its last stretch (reward.judge.watch)
     finally:
         await judge.aclose()
     summary = summarise(reward, judge, rollouts, results, time.perf_counter() - t0)

@@ -188,9 +188,12 @@ class _PartRun:
 
         async def go():
             try:
-                return await run_stress(rows, self.tree, self.rt, mode=mode, variant=self.variant, judge=judge,
-                                        baseline_judge=judge if self.baseline else None,
-                                        concurrency=self.concurrency, progress=self.progress, reward=self.scorer)
+                out = await run_stress(rows, self.tree, self.rt, mode=mode, variant=self.variant, judge=judge,
+                                       baseline_judge=judge if self.baseline else None,
+                                       concurrency=self.concurrency, progress=self.progress, reward=self.scorer)
+                if judge is not None:
+                    await judge.confirm_identity()  # who graded this part's last stretch (reward.judge.watch)
+                return out
             finally:
                 if judge is not None:
                     await judge.aclose()  # its client belongs to this part's event loop
@@ -200,7 +203,7 @@ class _PartRun:
             with step(f"routing and scoring {len(rows)} cases ({label})", enabled=self.progress and mode == "oracle"):
                 results, routings = asyncio.run(go())
         except RubricsTreeError as exc:
-            raise fail(exc, 2) from exc
+            raise fail(exc) from exc  # its own exit code: 4 deadline, 5 judge unavailable, 6 another judge
         summary = summarise(results, margin=self.margin, variant=self.variant,
                             baseline=self.baseline and judge is not None)
         (judge_noise, applicability_noise, reread_correlation, systematic_leaves, measured, calibration, seed,

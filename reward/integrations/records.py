@@ -31,8 +31,10 @@ def _cut(text: str, limit: int | None) -> str:
 class RecordWriter:
     """Writes a reward's score records into ``out_dir`` (see the module docstring)."""
 
-    def __init__(self, out_dir: str | Path, settings: Any, *, name: str, max_chars: int | None = 4000) -> None:
+    def __init__(self, out_dir: str | Path, settings: Any, *, name: str, max_chars: int | None = 4000,
+                 monitors: dict[str, Any] | None = None) -> None:
         self.out_dir, self.settings, self.name, self.max_chars = Path(out_dir), settings, name, max_chars
+        self.monitors = monitors  # the gaming monitors' thresholds (the inspector marks the steps above them)
         self.n = 0
         self.calls = 0
 
@@ -45,8 +47,10 @@ class RecordWriter:
         settings_path = self.out_dir / SETTINGS_FILE
         if not settings_path.exists():
             tmp = settings_path.with_suffix(f".{self._rank()}.tmp")
-            tmp.write_text(json.dumps({"name": self.name, "reward": self.settings.record()}, indent=1),
-                           encoding="utf-8")
+            head = {"name": self.name, "reward": self.settings.record()}
+            if self.monitors is not None:
+                head["monitors"] = self.monitors
+            tmp.write_text(json.dumps(head, indent=1), encoding="utf-8")
             tmp.replace(settings_path)
         step = getattr(trainer_state, "global_step", None)
         step = int(step) if isinstance(step, int) else self.calls

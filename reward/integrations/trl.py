@@ -302,7 +302,8 @@ class RubricRewardFunc(_JudgeReward):
                                                           if k in RewardSettings.model_fields},
                                                        **{k: v for k, v in recipe.items()
                                                           if v is not None or k not in ("router", "tree")}})
-        self.records = RecordWriter(records_dir, self.settings, name=name, max_chars=records_max_chars) \
+        self.records = RecordWriter(records_dir, self.settings, name=name, max_chars=records_max_chars,
+                                    monitors=self.monitor.settings.model_dump(mode="json")) \
             if records_dir is not None else None
 
     # the recipe's fields, read as attributes (tests, launchers)

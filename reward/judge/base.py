@@ -159,6 +159,11 @@ class Judge(ABC):
         """Release connections (HTTP backend); a no-op elsewhere."""
         return None
 
+    async def confirm_identity(self) -> None:
+        """At the end of a run that succeeded, confirm who graded it (a served judge's end-of-run
+        probe, ``reward.judge.watch``); a no-op for a judge with nothing to confirm."""
+        return None
+
     # ------------------------------------------------------------------ backend hooks
     @abstractmethod
     async def _grade_one(self, template: Template, item: JudgeItem, ids: list[int]) -> Verdict:

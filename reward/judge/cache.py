@@ -58,6 +58,9 @@ class VerdictCache:
                     except sqlite3.OperationalError as exc:  # another process added it a moment ago
                         if "duplicate column" not in str(exc):
                             raise
+            # quarantine_since selects by these two (without an index: a scan of the whole cache)
+            con.execute("CREATE INDEX IF NOT EXISTS verdicts_judge_created ON verdicts (judge, created)")
+            con.execute("CREATE INDEX IF NOT EXISTS kv_judge_created ON kv (judge, created)")
 
     def _conn(self) -> sqlite3.Connection:
         con = getattr(self._local, "con", None)

@@ -1,5 +1,6 @@
 """Keeping the durable verdict cache bounded: delete verdicts older than a cut-off and, on
-request, the key-value entries (routings, JSON generations), which carry no timestamp.
+request, every key-value entry (routings, JSON generations; rows written before they carried a
+time have none), the judges' probe histories kept.
 
 Data flow: an open :class:`VerdictCache` -> SQL deletes -> VACUUM (the file shrinks) -> counts.
 """

@@ -125,7 +125,8 @@ class ChatJudge(ServedTransport, Judge):
                  discover: bool = True, deadline_s: float | None = D.DEADLINE_S,
                  circuit_breaker: int = D.CIRCUIT_BREAKER, revision: str | None = None,
                  probe_every_items: int | None = D.PROBE_EVERY_ITEMS,
-                 probe_every_s: float | None = D.PROBE_EVERY_S) -> None:
+                 probe_every_s: float | None = D.PROBE_EVERY_S,
+                 probe_idle_s: float | None = D.PROBE_IDLE_S) -> None:
         urls = split_urls(urls)
         self.pool = EndpointPool(urls, cooldown_s=cooldown_s)
         self.model = model
@@ -171,7 +172,7 @@ class ChatJudge(ServedTransport, Judge):
         self.probed = check_numbers(known, model, self._headers, self._probe_answers, self.cache, self.model_id,
                                     startup_asking(self))
         self.watch = start_watch(self, self.probed, model, cooldown_s=cooldown_s, every_items=probe_every_items,
-                                 every_s=probe_every_s)
+                                 every_s=probe_every_s, idle_s=probe_idle_s)
         self.deadline_s = deadline_s  # bound of one grade call outside a run (reward.judge.budget)
 
     def __repr__(self) -> str:  # never show the key

@@ -14,3 +14,4 @@ CIRCUIT_BREAKER = 16  # unanswered requests in a row on every endpoint that stop
 # graded: 0.2% more work.
 PROBE_EVERY_ITEMS = 2000
 PROBE_EVERY_S = 300.0
+PROBE_IDLE_S = 30.0  # an endpoint quiet this long is probed before it grades again

@@ -69,6 +69,7 @@ class HTTPJudge(ServedTransport, Judge):
         probe_every_items, probe_every_s: during the run, each endpoint answers the fixed probes
             again after this many requests or seconds (and after every reconnection); a changed
             answer stops the run (:mod:`reward.judge.watch`). 0 or None: that bound is off.
+        probe_idle_s: ... and before grading again after this many seconds with nothing in flight (0: off).
         transport: an httpx transport to send requests through (tests, custom networking);
             default: httpx's own.
     """
@@ -81,7 +82,8 @@ class HTTPJudge(ServedTransport, Judge):
                  deadline_s: float | None = D.DEADLINE_S, circuit_breaker: int = D.CIRCUIT_BREAKER,
                  revision: str | None = None, transport: httpx.AsyncBaseTransport | None = None,
                  probe_every_items: int | None = D.PROBE_EVERY_ITEMS,
-                 probe_every_s: float | None = D.PROBE_EVERY_S) -> None:
+                 probe_every_s: float | None = D.PROBE_EVERY_S,
+                 probe_idle_s: float | None = D.PROBE_IDLE_S) -> None:
         self.pool = EndpointPool(split_urls(urls), cooldown_s=cooldown_s)
         self.model = model
         self.timeout_s, self.max_retries = timeout_s, max_retries
@@ -134,7 +136,7 @@ class HTTPJudge(ServedTransport, Judge):
         self.probed = check_numbers(known, model, self._headers, self._probe_answers, self.cache, self.model_id,
                                     startup_asking(self))
         self.watch = start_watch(self, self.probed, model, cooldown_s=cooldown_s, every_items=probe_every_items,
-                                 every_s=probe_every_s)
+                                 every_s=probe_every_s, idle_s=probe_idle_s)
         if self.config.mode == "explain" and self.config.constrained:
             self.model_id += "+re"  # constrained by EXPLAIN_REGEX (a JSON schema before): other verdicts
 

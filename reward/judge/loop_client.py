@@ -40,15 +40,20 @@ class LoopBoundClient:
             self._loop = loop
         return self._client
 
+    async def confirm_identity(self) -> None:
+        """At the end of a run that succeeded: the identity watch's end-of-run probe of every
+        endpoint that graded since its last good probe (``reward.judge.watch``).
+
+        Raises:
+            JudgeIdentityChanged: the judge proved to be another (what it stored since its last
+                good probe is quarantined).
+        """
+        watch = getattr(self, "watch", None)
+        if watch is not None:
+            await watch.confirm_end()
+
     async def aclose(self) -> None:
-        """Confirm who graded the run's last stretch (the identity watch's end-of-run probe: raises
-        ``JudgeIdentityChanged`` when the judge proved to be another), then close the client if it
-        belongs to the running loop; forget it either way."""
-        try:
-            watch = getattr(self, "watch", None)
-            if watch is not None:
-                await watch.confirm_end()
-        finally:
-            if self._client is not None and self._loop is asyncio.get_running_loop():
-                await self._client.aclose()
-            self._client = self._loop = None
+        """Close the client if it belongs to the running loop; forget it either way."""
+        if self._client is not None and self._loop is asyncio.get_running_loop():
+            await self._client.aclose()
+        self._client = self._loop = None

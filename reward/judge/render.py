@@ -22,6 +22,7 @@ as they are. The ids then depend on the block size: it is part of the judge's ca
 from __future__ import annotations
 
 import threading
+import weakref
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -67,6 +68,22 @@ def chat_framing(tokenizer) -> Framing:
         return Framing(a, "", c, False)
 
 
+_LOCKS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_LOCKS_GUARD = threading.Lock()
+
+
+def tokenizer_lock(tokenizer) -> threading.Lock:
+    """The one lock of a tokenizer object (a new one for an object that takes no weak reference)."""
+    with _LOCKS_GUARD:
+        try:
+            lock = _LOCKS.get(tokenizer)
+            if lock is None:
+                lock = _LOCKS[tokenizer] = threading.Lock()
+            return lock
+        except TypeError:  # not weakly referenceable, or unhashable
+            return threading.Lock()
+
+
 class PromptRenderer:
     """Renders judge prompts to token ids for one tokenizer and knows its answer tokens."""
 
@@ -74,8 +91,9 @@ class PromptRenderer:
         self.tokenizer = tokenizer
         # A fast (Rust) tokenizer refuses a second borrow while one encode runs ("Already borrowed"),
         # and split_special_tokens switches a flag on it: a pool's start-up probes (a thread per
-        # endpoint) and the identity watch render beside grading, so every call goes one at a time.
-        self._lock = threading.Lock()
+        # endpoint) and the identity watch render beside grading, so every call goes one at a time,
+        # through one lock per tokenizer object (two renderers may share a tokenizer).
+        self._lock = tokenizer_lock(tokenizer)
         self.block_size = int(block_size or 0)
         self.framing = chat_framing(tokenizer)
         self.yes_word, self.no_word, self.yes_id, self.no_id = self._answer_tokens()
@@ -89,15 +107,17 @@ class PromptRenderer:
 
     def _filler(self) -> int:
         for text in FILLER_TEXTS:
-            ids = self.tokenizer.encode(text, add_special_tokens=False)
+            with self._lock:
+                ids = self.tokenizer.encode(text, add_special_tokens=False)
             if len(ids) == 1:
                 return ids[0]
         raise ValueError("the judge tokenizer has no one-token whitespace filler; set prefix_block=0")
 
     def _answer_tokens(self) -> tuple[str, str, int, int]:
         for yes, no in ANSWER_PAIRS:
-            y = self.tokenizer.encode(yes, add_special_tokens=False)
-            n = self.tokenizer.encode(no, add_special_tokens=False)
+            with self._lock:
+                y = self.tokenizer.encode(yes, add_special_tokens=False)
+                n = self.tokenizer.encode(no, add_special_tokens=False)
             if y and n and y[0] != n[0]:
                 return yes, no, y[0], n[0]
         raise ValueError("the judge tokenizer gives no yes/no answer pair with distinct first tokens")

@@ -92,6 +92,9 @@ class JudgeSettings(BaseModel):
                                    json_schema_extra=_flag("--probe-every-items"))
     probe_every_s: float = Field(D.PROBE_EVERY_S, ge=0, description="... or after this many seconds, whichever comes "
                                  "first; 0: off (served vLLM judge)", json_schema_extra=_flag("--probe-every-s"))
+    probe_idle_s: float = Field(D.PROBE_IDLE_S, ge=0, description="an endpoint with nothing in flight that was quiet "
+                                "this many seconds answers the probe items before it grades again (a restart between "
+                                "two training steps); 0: off (served vLLM judge)", json_schema_extra=_flag("--probe-idle-s"))
     revision: str | None = Field(None, description="a label naming the judge's weights beyond what the server "
                                                    "reports (part of the verdict cache key)",
                                  json_schema_extra=_flag("--judge-revision"))
@@ -136,7 +139,8 @@ class JudgeSettings(BaseModel):
         if s.url:
             kw = {"concurrency": s.concurrency, "timeout_s": s.timeout_s, "max_retries": s.max_retries,
                   "deadline_s": s.deadline_s, "circuit_breaker": s.circuit_breaker,
-                  "probe_every_items": s.probe_every_items, "probe_every_s": s.probe_every_s}
+                  "probe_every_items": s.probe_every_items, "probe_every_s": s.probe_every_s,
+                  "probe_idle_s": s.probe_idle_s}
             if s.api_key_env:
                 kw["api_key_env"] = s.api_key_env
         if s.revision:

@@ -301,6 +301,10 @@ def check_numbers(known, model: str, headers: Mapping[str, str], answers: Answer
     # the same weights' noise here: each endpoint asked again, text and items side by side (another batch)
     again = each_endpoint(lambda vn: reread(vn[0].url, model, headers, answers, known.clock, asking), have)
     noises = [noise(n, m) if m is not None else 0.0 for (_, n), m in zip(have, again)]
+    for (v, _), m in zip(have, again):
+        if m is None:  # its noise is unknown: the tolerance stays at what the others measured
+            log.warning("judge endpoint %s did not answer the probe a second time: its batch noise is not measured "
+                        "(two judges alternating behind it would not be seen at start-up)", v.name)
     for (_, n), x in zip(have, noises):
         if x > NOISE_CEILING:  # two readings this far apart: not one judge we could know again
             n.answers, n.why = None, (f"two readings of the probe differ by {x:.3g} (mean |difference| of the "
@@ -424,13 +428,13 @@ def check_history(cache, key: str, numbers: Numbers | None, where: str, toleranc
 
 
 def start_watch(judge, probed: ProbeResult | None, model: str, *, cooldown_s: float, every_items: int | None,
-                every_s: float | None):
+                every_s: float | None, idle_s: float | None = None):
     """After the start-up probes of a served judge: its pool cut to the endpoints that answered
     them, and the :class:`~reward.judge.watch.IdentityWatch` that asks them again during the run
     (None for a pool with nothing to compare: a hosted API)."""
     from reward.judge.endpoints import EndpointPool
     from reward.judge.startup import StartupClock
-    from reward.judge.watch import IdentityWatch, probe_wait_s
+    from reward.judge.watch import PROBE_AFTER_IDLE_S, IdentityWatch, probe_wait_s
 
     if probed is None:
         return None
@@ -448,4 +452,5 @@ def start_watch(judge, probed: ProbeResult | None, model: str, *, cooldown_s: fl
                          every_items=every_items, every_s=every_s, wait_s=wait_s,
                          cache=judge.cache, items_per_probe=len(PROBE_ITEMS) + 1,
                          names={ep.url: ep.name for ep in judge.pool.endpoints},
-                         identity=lambda: judge.model_id)  # read when it breaks: the "+re" suffix comes later
+                         identity=lambda: judge.model_id,  # read when it breaks: the "+re" suffix comes later
+                         idle_s=PROBE_AFTER_IDLE_S if idle_s is None else idle_s)

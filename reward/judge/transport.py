@@ -144,10 +144,15 @@ class ServedTransport(LoopBoundClient):
                 try:
                     if watch is not None:
                         watch.check_broken()
-                        if watch.due(ep.url):  # on schedule, or after a reconnection: who grades here?
+                        if watch.due(ep.url):  # on schedule, after a reconnection or a quiet spell: who grades here?
                             await watch.confirm(ep.url)
-                    async with asyncio.timeout(timeout):
-                        resp = await client.post(f"{ep.url}{path}", json=body, timeout=timeout)
+                        watch.sending(ep.url)
+                    try:
+                        async with asyncio.timeout(timeout):
+                            resp = await client.post(f"{ep.url}{path}", json=body, timeout=timeout)
+                    finally:
+                        if watch is not None:
+                            watch.returned(ep.url)
                     self.stats.requests += 1
                     if resp.status_code == 200:
                         data = resp.json()

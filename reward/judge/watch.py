@@ -9,11 +9,14 @@ balancer, a rollback. So each endpoint of a vLLM pool is asked the fixed probe i
   first (the next request to that endpoint waits for the probe);
 - after every reconnection: an endpoint that failed a request (refused connection, timeout, reset,
   5xx: what a restart looks like) is probed before it grades again;
-- after a quiet spell: an endpoint that answered nothing for :data:`PROBE_AFTER_IDLE_S` seconds is
-  probed before it grades again (a server restarted between two training steps fails no request
-  the client sees: its kept-alive connections are simply opened anew);
-- at the end: closing the judge (``aclose``) probes each endpoint that graded since its last good
-  probe, so the last stretch of a run is confirmed too.
+- after a quiet spell: an endpoint with no request in flight that was sent and answered nothing for
+  ``idle_s`` seconds (:data:`PROBE_AFTER_IDLE_S` by default) is probed before it grades again (a
+  server restarted between two training steps fails no request the client sees: its kept-alive
+  connections are simply opened anew);
+- at the end of a run that succeeded: :meth:`IdentityWatch.confirm_end` (a judge's
+  ``confirm_identity``, which ``score``, ``eval``, ``judge calibrate`` and ``stress`` call before
+  they close the judge) probes each endpoint that graded since its last good probe, side by side,
+  so the last stretch is confirmed too. A run that fails closes without it.
 
 The answers are compared with the start-up reference (:func:`reward.judge.signature.differ`, at
 the tolerance start-up measured); answers that differ are asked once more (batch noise passes,
@@ -42,10 +45,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from reward.errors import JudgeStopped
+from reward.judge import defaults as D
 
 log = logging.getLogger(__name__)
 PROBE_WAIT_S = 60.0  # the least one re-probe of one endpoint is given (each request within it is bounded too)
-PROBE_AFTER_IDLE_S = 30.0  # an endpoint quiet this long is probed before it grades again (a restart between steps)
+PROBE_AFTER_IDLE_S = D.PROBE_IDLE_S  # an endpoint quiet this long is probed before it grades again (a restart between steps)
+CLOCK_SLACK_S = 5.0  # quarantine reaches this far before the last good probe (other processes' clocks)
 
 
 def probe_wait_s(timeout_s: float) -> float:
@@ -69,8 +74,9 @@ class ProbeUnanswered(Exception):
 class _EndpointWatch:
     last_good: float
     last_good_wall: float  # the same moment on the wall clock (what the cache's rows are stamped with)
-    last_used: float  # the last answer it gave (monotonic), or its last good probe
+    last_used: float  # the last request sent to it or answered (monotonic), or its last good probe
     items: int = 0
+    inflight: int = 0  # requests sent and not yet returned: an endpoint busy with them is not quiet
     suspect: bool = False  # failed a request since its last probe: probed before it grades again
     lock: tuple | None = None  # (event loop, its lock): one probe at a time per endpoint
 
@@ -93,7 +99,7 @@ class IdentityWatch:
         ask: ``ask(url) -> Numbers | None``, blocking (run in a thread): one endpoint's answers now.
         differ: ``differ(reference, numbers) -> str | None`` (what differs, or None).
         every_items, every_s: the schedule (0 or None: that bound is off; both off: only
-            reconnections are probed).
+            reconnections and quiet spells are probed).
         cache: the verdict cache to quarantine in (None: nothing cached, nothing to quarantine).
         identity: ``identity() -> str``: the judge's identity now (the ``judge`` its cache rows
             carry); None: only the rows this process stored are quarantined.
@@ -131,14 +137,28 @@ class IdentityWatch:
         if self.every_items and w.items >= self.every_items:
             return True
         now = time.monotonic()
-        if self.idle_s and now - w.last_used >= self.idle_s:
+        if self._quiet(w, now):
             return True
         return bool(self.every_s) and now - w.last_good >= self.every_s
+
+    def _quiet(self, w: _EndpointWatch, now: float) -> bool:
+        return bool(self.idle_s) and w.inflight == 0 and now - w.last_used >= self.idle_s
+
+    def sending(self, url: str) -> None:
+        """A request is about to go to ``url`` (after any probe it was due)."""
+        if (w := self.endpoints.get(url)) is not None:
+            w.inflight += 1
+            w.last_used = time.monotonic()
+
+    def returned(self, url: str) -> None:
+        """A request to ``url`` came back (answered or not)."""
+        if (w := self.endpoints.get(url)) is not None:
+            w.inflight = max(0, w.inflight - 1)
+            w.last_used = time.monotonic()
 
     def answered(self, url: str) -> None:
         if (w := self.endpoints.get(url)) is not None:
             w.items += 1
-            w.last_used = time.monotonic()
 
     def faulted(self, url: str) -> None:
         """A request to ``url`` failed at the transport: a restart looks like this."""
@@ -170,26 +190,28 @@ class IdentityWatch:
             self.check_broken()
             if not self.due(url):
                 return  # another request probed it while this one waited
-            idle = bool(self.idle_s) and time.monotonic() - w.last_used >= self.idle_s
+            idle = self._quiet(w, time.monotonic())
             reason = "reconnection" if w.suspect else "after a quiet spell" if idle else "schedule"
             await self._probe(url, w, reason)
 
     async def confirm_end(self) -> None:
-        """The end of a run (the judge closed): probe each endpoint that graded since its last good
-        probe. A changed answer quarantines and raises as during the run; an endpoint that does not
-        answer is only logged (the run is over: nothing more is graded there)."""
-        if self.broken is not None:
-            return
-        for url, w in self.endpoints.items():
-            if w.items == 0:
-                continue
+        """The end of a run that succeeded: probe each endpoint that graded since its last good
+        probe, side by side (each bounded as any probe). A changed answer quarantines and raises as
+        during the run; an endpoint that does not answer is only logged (the run is over: nothing
+        more is graded there). Call it on the success path only: a failing run closes without it."""
+        self.check_broken()
+
+        async def one(url: str, w: _EndpointWatch) -> None:
             async with self._lock(w):
                 if self.broken is not None or w.items == 0:
-                    continue
+                    return
                 try:
                     await self._probe(url, w, "end of run")
                 except ProbeUnanswered as exc:
                     log.warning("the end-of-run probe could not confirm who graded: %s", exc)
+
+        await asyncio.gather(*(one(u, w) for u, w in self.endpoints.items() if w.items))
+        self.check_broken()
 
     @staticmethod
     def _lock(w: _EndpointWatch) -> asyncio.Lock:
@@ -243,8 +265,10 @@ class IdentityWatch:
         if self.cache is not None and keys:
             moved = self.cache.quarantine(keys, reason=reason)
         if self.cache is not None and self.identity is not None and hasattr(self.cache, "quarantine_since"):
-            # what other processes sharing the cache stored under this identity since then (the probe history stays)
-            moved += self.cache.quarantine_since(self.identity(), since_wall, reason, keep=(NAMESPACE,))
+            # what other processes sharing the cache stored under this identity since then (the probe
+            # history stays); a few seconds earlier, for clocks that differ between the processes
+            moved += self.cache.quarantine_since(self.identity(), since_wall - CLOCK_SLACK_S, reason,
+                                                 keep=(NAMESPACE,))
         self.stats.quarantined += moved
         self.broken = (
             f"the judge at {name} now answers the fixed probe items differently from the judge this run started with "

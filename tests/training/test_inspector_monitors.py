@@ -76,3 +76,18 @@ def test_the_page_shows_the_monitors_and_marks_the_cells_over_their_thresholds(r
         assert page.locator("#monitorrows td.over").count() == _over(limits) == 5
         assert page.locator("#monitor-charts svg.spark").count() == len(MONITOR_KEYS)
         assert "cut last line" in page.text_content("#warnings")
+
+
+def test_the_thresholds_are_the_runs_own(records):
+    """A run with its own thresholds (the TRL reward writes them into the records folder's
+    settings.json beside the recipe): the page marks the steps above those, not the defaults."""
+    from reward.integrations.records import RecordWriter
+    from reward.settings import RewardSettings
+
+    own = MonitorSettings(length_correlation=0.9, escalation_share=0.01, judge_failure_share=None).model_dump(mode="json")
+    RecordWriter(records, RewardSettings(), name="clinical_rubric", monitors=own).write([], [])
+    head = json.loads((records / "settings.json").read_text())
+    assert head["monitors"] == own and "monitors" not in head["reward"]
+    run = load_run(records)
+    assert run.monitor_limits["length_correlation"] == 0.9 and run.monitor_limits["judge_failure_share"] is None
+    assert _over(run.monitor_limits) == 3  # escalation 0.25 and 0.1 above 0.01, leaf_drop 0.4 (defaults: 5)

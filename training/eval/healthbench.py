@@ -439,6 +439,7 @@ def _run_steps(run: EvalRun) -> dict[str, Any]:
         async def grade_pass(j=judge_obj, todo=todo) -> None:
             try:
                 await _grade(j, todo, run)
+                await j.confirm_identity()  # who graded this pass's last stretch (reward.judge.watch)
             finally:
                 run.record.judge_stats = j.stats.as_dict()
                 if own:

@@ -272,9 +272,10 @@ MONITOR_KEYS = ("length_correlation", "escalation_share", "refusal_share", "judg
 def read_monitors(scores: Path, settings: dict[str, Any],
                   warnings: list[str] | None = None) -> tuple[list[dict[str, Any]], dict[str, float | None]]:
     """The gaming monitors' figures of a records folder (``monitors.jsonl``, one line per step and
-    rank, ``reward.integrations.records``), in step order, and each monitor's threshold: the run's
-    recorded ``monitors`` settings, else the defaults. A cut last line is skipped with a warning;
-    a scores file (not a folder) has none."""
+    rank, ``reward.integrations.records``), in step order, and each monitor's threshold: the
+    ``monitors`` its ``settings.json`` records (the reward's own thresholds), else ``settings``'
+    ``monitors``, else the defaults. A cut last line is skipped with a warning; a scores file (not a
+    folder) has none."""
     from reward.integrations.records import MONITORS_FILE
     from reward.settings import MonitorSettings
 
@@ -285,6 +286,14 @@ def read_monitors(scores: Path, settings: dict[str, Any],
     rows.sort(key=lambda r: (r.get("step") if isinstance(r.get("step"), int) else 0,
                              r.get("rank") if isinstance(r.get("rank"), int) else 0))
     recorded = settings.get("monitors") if isinstance(settings.get("monitors"), dict) else {}
+    head = scores / "settings.json"
+    if head.is_file():
+        try:
+            data = json.loads(head.read_text(encoding="utf-8"))
+        except (OSError, json.JSONDecodeError):
+            data = {}  # read_settings names an unreadable file
+        if isinstance(data, dict) and isinstance(data.get("monitors"), dict):
+            recorded = data["monitors"]
     try:
         limits = MonitorSettings.model_validate(recorded)
     except ValueError:  # a recording of another version: the defaults, said

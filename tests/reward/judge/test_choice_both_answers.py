@@ -63,7 +63,8 @@ def test_one_answer_reply_is_retried_failed_with_its_reason_and_never_cached(tmp
         return httpx.Response(200, json=ONLY_NO if state["gateway"] else BOTH)
 
     cache = VerdictCache(tmp_path / "v.sqlite")
-    judge = _judge(handler, cache=cache, max_retries=2)
+    judge = _judge(handler, cache=cache, max_retries=2, revision="vouched")  # a transport of ours caches only under a revision
+    assert judge.cache is not None  # else 'never cached' could not fail
     out = judge.grade_sync(ITEMS)
     assert all(v.met is None and "only one of the two answer tokens" in v.failure for v in out)
     assert state["calls"] == 3 * len(ITEMS)  # retried like any malformed reply

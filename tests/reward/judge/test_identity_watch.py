@@ -299,7 +299,7 @@ def test_an_llm_routers_routings_made_from_the_swapped_judge_are_quarantined(tmp
         assert cache.kv_get(ROUTING_NAMESPACE, key) is not None
         history = cache._conn().execute("SELECT COUNT(*) FROM kv WHERE namespace=?", (NAMESPACE,)).fetchone()[0]
         with pytest.raises(JudgeIdentityChanged):
-            asyncio.run(judge.aclose())  # the end-of-run probe finds the swap
+            asyncio.run(judge.confirm_identity())  # the end-of-run probe finds the swap
     assert cache.kv_get(ROUTING_NAMESPACE, key) is None and len(cache) == 0
     assert cache._conn().execute("SELECT COUNT(*) FROM kv WHERE namespace=?", (NAMESPACE,)).fetchone()[0] == history
 
@@ -324,21 +324,60 @@ def test_a_restart_between_two_batches_is_probed_after_the_quiet_spell(tmp_path)
     assert cache.get_many([verdict_key(judge.model_id, judge.template, it) for it in _items(6, " b")]) == {}
 
 
-def test_the_end_of_run_probe_confirms_the_last_stretch(tmp_path):
-    """The weights change after the last scheduled probe: closing the judge probes again, finds it,
-    and quarantines what was stored since the last good probe; a judge unchanged closes quietly."""
+def test_the_end_of_run_probe_confirms_the_last_stretch(tmp_path, monkeypatch):
+    """The weights change after the last scheduled probe: the end-of-run probe of a run that
+    succeeded finds it and quarantines what was stored since the last good probe; a judge unchanged
+    passes quietly. (Without the clock slack, which reaches a few seconds further back, to tell the
+    two stretches apart.)"""
+    monkeypatch.setattr("reward.judge.watch.CLOCK_SLACK_S", 0.0)
     root = _model(tmp_path / "judge")
     cache = VerdictCache(tmp_path / "v.sqlite")
     with VLLMStub(root=root) as srv:
         judge = _http(srv.url, cache, probe_every_items=0, probe_every_s=0, concurrency=2)
         assert all(v.ok for v in judge.grade_sync(_items(8, " a")))
-        asyncio.run(judge.aclose())  # the same judge: nothing raised, nothing quarantined
+        asyncio.run(judge.confirm_identity())  # the same judge: nothing raised, nothing quarantined
         assert judge.watch.stats.by_reason == {"end of run": 1} and cache.quarantined() == 0
         assert all(v.ok for v in judge.grade_sync(_items(8, " b")))
         srv.weights = "swapped"
         with pytest.raises(JudgeIdentityChanged, match="quarantined"):
-            asyncio.run(judge.aclose())
+            asyncio.run(judge.confirm_identity())
     assert cache.quarantined() == 8 and len(cache) == 8  # the first stretch was confirmed: it stays
+
+
+def test_closing_a_judge_never_probes(tmp_path):
+    """A run that fails closes its judge in a finally: closing asks nothing (an end probe there met
+    the hung server that failed the run and held the exit for minutes, and could hide its error)."""
+    root = _model(tmp_path / "judge")
+    with VLLMStub(root=root) as srv:
+        judge = _http(srv.url, None, probe_every_items=0, probe_every_s=0, concurrency=2)
+        assert all(v.ok for v in judge.grade_sync(_items(4, " a")))
+        srv.busy_when = lambda body: time.sleep(30) or False  # hung from now on
+        t0 = time.monotonic()
+        asyncio.run(judge.aclose())
+        assert time.monotonic() - t0 < 5.0 and judge.watch.stats.probes == 0  # a hang would take 30 s per request
+        srv.busy_when = None
+
+
+def test_an_endpoint_busy_with_slow_requests_is_not_quiet(tmp_path):
+    """Requests in flight longer than the idle bound: a second caller arriving meanwhile does not
+    probe (the endpoint was never quiet). Before, the quiet spell was read from the last answer."""
+    root = _model(tmp_path / "judge")
+    with VLLMStub(root=root) as srv:
+        judge = _http(srv.url, None, probe_every_items=0, probe_every_s=0, concurrency=8, timeout_s=20)
+        judge.watch.idle_s = 1.0
+        slow = {"on": True}
+        srv.busy_when = lambda body: (time.sleep(2.5) if slow["on"] and body.get("prompt_logprobs") is None
+                                      else None) or False
+
+        async def go():
+            first = asyncio.create_task(judge.grade(_items(2, " a")))
+            await asyncio.sleep(1.2)  # the first batch is still in flight
+            second = asyncio.create_task(judge.grade(_items(2, " b")))
+            return await first + await second
+
+        out = asyncio.run(go())
+        slow["on"] = False
+    assert all(v.ok for v in out) and "after a quiet spell" not in judge.watch.stats.by_reason
 
 
 def test_noise_above_the_ceiling_is_not_one_judge_and_is_left_out(tmp_path, caplog):
