@@ -127,8 +127,7 @@ def calibrate_command(
 
             panel_rec, rec_a, rec_b = await calibrate_panel(built, second, tree, rows, routings, leaves=panel_leaves,
                                                             **kw)
-            await built.confirm_identity()
-            await second.confirm_identity()
+            await asyncio.gather(built.confirm_identity(), second.confirm_identity())
             return rec_a, rec_b, panel_rec
         finally:
             try:

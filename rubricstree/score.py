@@ -213,9 +213,13 @@ async def run_scoring(*, rollouts: Sequence, reward, judge, out: Path, report: P
     t0 = time.perf_counter()
     try:
         results = await score_rollouts(reward, rollouts, out, concurrency=concurrency, progress=progress)
-        await judge.confirm_identity()  # the run succeeded: who graded its last stretch (reward.judge.watch)
+        # the run succeeded: who graded its last stretch (reward.judge.watch), the panel's judge too
+        panel = getattr(reward, "panel_judge", None)
+        await asyncio.gather(judge.confirm_identity(), *([panel.confirm_identity()] if panel is not None else []))
     finally:
         await judge.aclose()
+        if getattr(reward, "panel_judge", None) is not None:
+            await reward.panel_judge.aclose()
     summary = summarise(reward, judge, rollouts, results, time.perf_counter() - t0)
     if report is not None:
         write_report(report, rollouts, results, summary, meta, note=note)
@@ -305,8 +309,13 @@ def score_command(
                                           meta=meta, concurrency=concurrency, progress=progress))
     except JudgeStopped as exc:
         done = sum(1 for line in out.open(encoding="utf-8")) if out.exists() else 0
-        typer.secho(f"error: {exc} ({done} of {len(rows)} rollouts scored and kept in {out})", err=True, fg="red",
-                    bold=True)
+        if exc.exit_code == 6 and out.exists():  # another judge graded some of them: not scores to keep
+            aside = out.with_name(f"{out.stem}.rejected-{time.strftime('%Y%m%d-%H%M%S')}{out.suffix}")
+            out.replace(aside)
+            kept = f"{done} of {len(rows)} rollouts scored, set aside in {aside}: not this judge's scores"
+        else:
+            kept = f"{done} of {len(rows)} rollouts scored and kept in {out}"
+        typer.secho(f"error: {exc} ({kept})", err=True, fg="red", bold=True)
         raise typer.Exit(exc.exit_code) from exc
     except JudgeError as exc:
         typer.echo(f"error: {exc} (partial results in {out})", err=True)

@@ -22,6 +22,10 @@ from reward.judge.templates import Template
 from reward.judge.types import JudgeItem, Verdict
 from reward.paths import default_cache_dir
 
+# where the cache keeps each judge identity's probe answers (reward.judge.signature): how a later
+# run knows the judge by its numbers; quarantine and prune --routing leave it
+SIGNATURE_NAMESPACE = "judge-signature"
+
 
 def verdict_key(model_id: str, template: Template, item: JudgeItem) -> str:
     payload = json.dumps([

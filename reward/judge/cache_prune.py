@@ -17,7 +17,7 @@ def prune_cache(cache: VerdictCache, *, older_than_days: float | None = None, kv
     every routing/JSON entry. The judges' probe histories (``judge-signature``) stay: they are how
     a later run knows a judge by its numbers, not results to regrade. Returns ``{"verdicts": n,
     "kv": n}`` deleted."""
-    from reward.judge.signature import NAMESPACE
+    from reward.judge.cache import SIGNATURE_NAMESPACE as NAMESPACE
 
     con = cache._conn()
     out = {"verdicts": 0, "kv": 0}

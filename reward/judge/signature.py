@@ -47,6 +47,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from reward.judge.cache import SIGNATURE_NAMESPACE
 from reward.judge.types import JudgeItem, Message
 from reward.serving import RetryPolicy
 
@@ -58,7 +59,7 @@ NOISE_FACTOR = 5.0  # the tolerance is at least this many times the same-weights
 NOISE_CEILING = 0.01
 PROBE_TIMEOUT_S = 30.0  # the least one start-up probe request is given (the judge's timeout_s when longer)
 PROBE_ATTEMPTS = 3  # the fewest attempts one probe request gets (the judge's own retries when more)
-NAMESPACE = "judge-signature"  # where the verdict cache keeps the answers of each identity
+NAMESPACE = SIGNATURE_NAMESPACE  # where the verdict cache keeps the answers of each identity
 _CONV = (Message(role="user", content="I am 34 weeks pregnant and have a headache that will not go away, with "
                                       "flashing lights in my eyes. Should I wait for my appointment next week?"),)
 PROBE_ITEMS = (  # our own words: one met, one not, one in between, for a spread of answers
@@ -434,7 +435,7 @@ def start_watch(judge, probed: ProbeResult | None, model: str, *, cooldown_s: fl
     (None for a pool with nothing to compare: a hosted API)."""
     from reward.judge.endpoints import EndpointPool
     from reward.judge.startup import StartupClock
-    from reward.judge.watch import PROBE_AFTER_IDLE_S, IdentityWatch, probe_wait_s
+    from reward.judge.watch import IdentityWatch, probe_wait_s
 
     if probed is None:
         return None
@@ -453,4 +454,4 @@ def start_watch(judge, probed: ProbeResult | None, model: str, *, cooldown_s: fl
                          cache=judge.cache, items_per_probe=len(PROBE_ITEMS) + 1,
                          names={ep.url: ep.name for ep in judge.pool.endpoints},
                          identity=lambda: judge.model_id,  # read when it breaks: the "+re" suffix comes later
-                         idle_s=PROBE_AFTER_IDLE_S if idle_s is None else idle_s)
+                         idle_s=idle_s or 0.0)  # None or 0: off, as the schedule's bounds

@@ -70,6 +70,13 @@ class ProbeUnanswered(Exception):
     """An endpoint did not answer the probe items when it was due: this attempt fails there."""
 
 
+class IdentityUnconfirmed(JudgeStopped):
+    """The end-of-run probe got no answer from an endpoint that graded: who graded its last stretch
+    is unknown (what was stored since the last good probe is quarantined)."""
+
+    exit_code = 6
+
+
 @dataclass
 class _EndpointWatch:
     last_good: float
@@ -196,22 +203,36 @@ class IdentityWatch:
 
     async def confirm_end(self) -> None:
         """The end of a run that succeeded: probe each endpoint that graded since its last good
-        probe, side by side (each bounded as any probe). A changed answer quarantines and raises as
-        during the run; an endpoint that does not answer is only logged (the run is over: nothing
-        more is graded there). Call it on the success path only: a failing run closes without it."""
+        probe, side by side, every probe to its end (each bounded as any probe). A changed answer
+        quarantines and raises as during the run. An endpoint that does not answer fails closed:
+        who graded its last stretch is unknown, so what was stored since the last good probe is
+        quarantined and :class:`IdentityUnconfirmed` raised. Call it on the success path only: a
+        failing run closes without it.
+
+        Raises:
+            JudgeIdentityChanged: an endpoint answered differently.
+            IdentityUnconfirmed: an endpoint that graded did not answer.
+        """
         self.check_broken()
 
         async def one(url: str, w: _EndpointWatch) -> None:
             async with self._lock(w):
-                if self.broken is not None or w.items == 0:
-                    return
-                try:
+                if self.broken is None and w.items:
                     await self._probe(url, w, "end of run")
-                except ProbeUnanswered as exc:
-                    log.warning("the end-of-run probe could not confirm who graded: %s", exc)
 
-        await asyncio.gather(*(one(u, w) for u, w in self.endpoints.items() if w.items))
-        self.check_broken()
+        due = [(u, w) for u, w in self.endpoints.items() if w.items]
+        outcomes = await asyncio.gather(*(one(u, w) for u, w in due), return_exceptions=True)
+        self.check_broken()  # a changed answer (its quarantine done in _break)
+        for exc in outcomes:
+            if isinstance(exc, BaseException) and not isinstance(exc, (ProbeUnanswered, JudgeIdentityChanged)):
+                raise exc
+        silent = [exc for exc in outcomes if isinstance(exc, ProbeUnanswered)]
+        if silent:
+            moved = self._quarantine(f"the end-of-run probe got no answer ({silent[0]})")
+            raise IdentityUnconfirmed(
+                f"{silent[0]}: who graded the run's last stretch is unknown, so the {moved} verdicts cached since "
+                "the last good probe are quarantined (kept, never served) and this run's results since then are not "
+                "confirmed. Check the server, then run again (confirmed verdicts come from the cache)")
 
     @staticmethod
     def _lock(w: _EndpointWatch) -> asyncio.Lock:
@@ -249,18 +270,21 @@ class IdentityWatch:
             except Exception:  # noqa: BLE001 - no second reading: the first one stands
                 second = None
             if second is None or not getattr(second, "answers", None) or self.differ(self.reference, second):
-                self._break(url, why, since=w.last_good, since_wall=w.last_good_wall)
+                self._break(url, why)
                 self.check_broken()
         w.last_good, w.last_good_wall, w.items, w.suspect = started, started_wall, 0, False
         w.last_used = time.monotonic()
         self._prune()
 
-    def _break(self, url: str, why: str, since: float, since_wall: float) -> None:
-        from reward.judge.signature import NAMESPACE
+    def _quarantine(self, reason: str) -> int:
+        """Quarantine what was stored since the earliest last good probe of any endpoint: every
+        endpoint grades under one identity, so a cached row cannot be told by the endpoint that
+        graded it (a rolling restart swaps one, then another)."""
+        from reward.judge.cache import SIGNATURE_NAMESPACE as NAMESPACE
 
-        name = self.names.get(url, url)
+        since = min(w.last_good for w in self.endpoints.values())
+        since_wall = min(w.last_good_wall for w in self.endpoints.values())
         keys = [(ns, k) for t, ns, k in self.saved if t >= since]
-        reason = f"the judge at {name} answered the probes differently ({why})"
         moved = 0
         if self.cache is not None and keys:
             moved = self.cache.quarantine(keys, reason=reason)
@@ -270,10 +294,15 @@ class IdentityWatch:
             moved += self.cache.quarantine_since(self.identity(), since_wall - CLOCK_SLACK_S, reason,
                                                  keep=(NAMESPACE,))
         self.stats.quarantined += moved
+        return moved
+
+    def _break(self, url: str, why: str) -> None:
+        name = self.names.get(url, url)
+        moved = self._quarantine(f"the judge at {name} answered the probes differently ({why})")
         self.broken = (
             f"the judge at {name} now answers the fixed probe items differently from the judge this run started with "
             f"({why}): another model or other weights behind the same name, perhaps a restart. Grading stopped; the "
-            f"{moved} verdicts cached since its last good probe are quarantined (kept in the cache, never served). "
+            f"{moved} verdicts cached since the last good probe are quarantined (kept in the cache, never served). "
             "Check which model the server serves, then start the run again (it resumes from the cache)")
         log.error("%s", self.broken)
 

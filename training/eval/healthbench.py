@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import sys
 import time
 from collections.abc import Sequence
@@ -34,7 +35,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from reward.aio import gather_or_cancel
-from reward.errors import InputError
+from reward.errors import InputError, JudgeStopped
 from reward.healthbench.schema import HealthBenchRow, load_healthbench
 from reward.healthbench.scoring import example_score, length_adjusted, score_healthbench
 from reward.healthbench.variants import LENGTH_ADJUST
@@ -54,6 +55,8 @@ from training.eval.steps import generate_step
 from training.eval.store import CrashHook, check_settings, model_identity
 from training.generation import GenerationSettings, GenRequest, make_generator
 from training.system_prompt import apply_system_prompt, system_prompt_id
+
+log = logging.getLogger(__name__)
 
 
 class HealthBenchEvalConfig(BaseModel):
@@ -406,6 +409,15 @@ def run_healthbench(cfg: HealthBenchEvalConfig, *, generator=None, judge=None) -
     return metrics
 
 
+def _set_aside(path: Path) -> None:
+    """Move the verdicts file out of the resume's way (the verdicts graded since the last good
+    probe are not this judge's; the confirmed ones come back from the verdict cache)."""
+    if path.exists():
+        aside = path.with_name(f"{path.stem}.rejected-{time.strftime('%Y%m%d-%H%M%S')}{path.suffix}")
+        path.replace(aside)
+        log.warning("the judge proved to be another: %s set aside as %s; a rerun grades again", path, aside)
+
+
 def _grading_todo(run: EvalRun, gens: dict[str, Generation], verdicts: dict[tuple[str, int], bool]) -> list[GradeTask]:
     todo = []
     for row in run.rows:
@@ -440,6 +452,10 @@ def _run_steps(run: EvalRun) -> dict[str, Any]:
             try:
                 await _grade(j, todo, run)
                 await j.confirm_identity()  # who graded this pass's last stretch (reward.judge.watch)
+            except JudgeStopped as exc:
+                if exc.exit_code == 6:  # another judge graded some of them: a resume must not read them back
+                    _set_aside(run.out / "verdicts.jsonl")
+                raise
             finally:
                 run.record.judge_stats = j.stats.as_dict()
                 if own:

@@ -396,3 +396,58 @@ def test_noise_above_the_ceiling_is_not_one_judge_and_is_left_out(tmp_path, capl
         assert "above the ceiling" in caplog.text and judge.probed.tolerance <= 5 * NOISE_CEILING
         with pytest.raises(JudgeUnavailableError, match="above the ceiling"):
             _http(alternating.url, VerdictCache(tmp_path / "w.sqlite"))
+
+
+def test_an_end_probe_without_an_answer_fails_closed(tmp_path):
+    """The endpoint that graded the last stretch does not answer the end-of-run probe: who graded
+    it is unknown, so its verdicts are quarantined and the run says so (exit 6). Before, a warning
+    was logged and the stretch stayed cached; after a rollback all of it was served."""
+    from reward.judge.watch import IdentityUnconfirmed
+
+    root = _model(tmp_path / "judge")
+    cache = VerdictCache(tmp_path / "v.sqlite")
+    with VLLMStub(root=root) as srv:
+        judge = _http(srv.url, cache, probe_every_items=0, probe_every_s=0, concurrency=2, max_retries=1)
+        srv.weights = "swapped"
+        assert all(v.ok for v in judge.grade_sync(_items(8, " a")))
+        srv.busy_when = lambda body: True  # 503 from now on
+        with pytest.raises(IdentityUnconfirmed, match="quarantined") as exc:
+            asyncio.run(judge.confirm_identity())
+        assert exc.value.exit_code == 6
+    assert len(cache) == 0 and cache.quarantined() == 8
+
+
+def test_a_rolling_restart_is_quarantined_from_the_earliest_good_probe(tmp_path):
+    """Two endpoints, one identity: B takes the new weights first and grades, A passes a probe
+    meanwhile, both grade on, then A takes the new weights too. A's end probe answers first and
+    finds the change: everything stored since the earlier of the two last good probes is
+    quarantined (a row cannot be told by its endpoint), and B's probe runs to its end. Before, only
+    what followed A's own last good probe went, and B's first verdicts were served after a rollback."""
+    root = _model(tmp_path / "judge")
+    cache = VerdictCache(tmp_path / "v.sqlite")
+    with VLLMStub(root=root) as a, VLLMStub(root=root) as b:
+        judge = _http(f"{a.url},{b.url}", cache, probe_every_items=0, probe_every_s=0, concurrency=4)
+        b.weights = "swapped"
+        assert all(v.ok for v in judge.grade_sync(_items(16, " b")))  # part of them by B's new weights
+        judge.watch.endpoints[f"{a.url}/v1"].suspect = True  # due: A is probed again now (a good probe)
+        asyncio.run(judge.watch.confirm(f"{a.url}/v1"))
+        assert all(v.ok for v in judge.grade_sync(_items(16, " c")))
+        assert all(w.items for w in judge.watch.endpoints.values())  # both graded since their last probe
+        a.weights = "swapped"
+        b.busy_when = lambda body: time.sleep(1.0) or False  # B answers its probe after A
+        with pytest.raises(JudgeIdentityChanged):
+            asyncio.run(judge.confirm_identity())
+        b.busy_when = None
+    assert judge.watch.stats.by_reason.get("end of run") == 2  # both endpoints' probes ran
+    assert len(cache) == 0 and cache.quarantined() == 32
+
+
+def test_the_settings_reach_the_watch(tmp_path):
+    """--probe-idle-s (JudgeSettings.probe_idle_s) is the watch's quiet bound; 0 turns it off."""
+    from reward.judge.settings import JudgeSettings
+
+    root = _model(tmp_path / "judge")
+    with VLLMStub(root=root) as srv:
+        for value, expected in ((7.5, 7.5), (0, 0.0)):
+            judge = JudgeSettings(url=srv.url, probe_idle_s=value).build(cache=False, tokenizer=HashTokenizer())
+            assert judge.watch is not None and judge.watch.idle_s == expected
