@@ -127,7 +127,9 @@ def calibrate_command(
 
             panel_rec, rec_a, rec_b = await calibrate_panel(built, second, tree, rows, routings, leaves=panel_leaves,
                                                             **kw)
-            await asyncio.gather(built.confirm_identity(), second.confirm_identity())
+            from reward.judge.watch import confirm_judges
+
+            await confirm_judges(built, second)
             return rec_a, rec_b, panel_rec
         finally:
             try:

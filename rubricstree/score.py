@@ -214,8 +214,9 @@ async def run_scoring(*, rollouts: Sequence, reward, judge, out: Path, report: P
     try:
         results = await score_rollouts(reward, rollouts, out, concurrency=concurrency, progress=progress)
         # the run succeeded: who graded its last stretch (reward.judge.watch), the panel's judge too
-        panel = getattr(reward, "panel_judge", None)
-        await asyncio.gather(judge.confirm_identity(), *([panel.confirm_identity()] if panel is not None else []))
+        from reward.judge.watch import confirm_judges
+
+        await confirm_judges(judge, getattr(reward, "panel_judge", None))
     finally:
         await judge.aclose()
         if getattr(reward, "panel_judge", None) is not None:

@@ -152,22 +152,25 @@ class VerdictCache:
             raise
         return moved
 
-    def quarantine_since(self, judge: str, since: float, reason: str, *, keep: Sequence[str] = ()) -> int:
-        """Move every row ``judge`` wrote at or after ``since`` (wall time) out of what is served,
-        verdicts and key-value rows alike (JSON generations, routings made from its answers), by
-        whichever process wrote them; the namespaces in ``keep`` stay (the identity's probe
-        history). Returns how many were moved."""
+    def quarantine_since(self, judge: str, since: float, reason: str, *, keep: Sequence[str] = (),
+                         until: float | None = None) -> int:
+        """Move every row ``judge`` wrote at or after ``since`` (and at or before ``until``; wall
+        time) out of what is served, verdicts and key-value rows alike (JSON generations, routings
+        made from its answers), by whichever process wrote them; the namespaces in ``keep`` stay
+        (the identity's probe history). Returns how many were moved."""
         con = self._conn()
+        end = float("inf") if until is None else until
         con.execute("BEGIN IMMEDIATE")
         try:
             rows = [("", k, v) for k, v in con.execute(
-                "SELECT key, verdict FROM verdicts WHERE judge=? AND created>=?", (judge, since))]
-            con.execute("DELETE FROM verdicts WHERE judge=? AND created>=?", (judge, since))
+                "SELECT key, verdict FROM verdicts WHERE judge=? AND created>=? AND created<=?", (judge, since, end))]
+            con.execute("DELETE FROM verdicts WHERE judge=? AND created>=? AND created<=?", (judge, since, end))
             marks = ",".join("?" * len(keep))
             spare = f" AND namespace NOT IN ({marks})" if keep else ""
-            rows += con.execute(f"SELECT namespace, key, value FROM kv WHERE judge=? AND created>=?{spare}",
-                                (judge, since, *keep)).fetchall()
-            con.execute(f"DELETE FROM kv WHERE judge=? AND created>=?{spare}", (judge, since, *keep))
+            rows += con.execute(f"SELECT namespace, key, value FROM kv WHERE judge=? AND created>=? AND created<=?"
+                                f"{spare}", (judge, since, end, *keep)).fetchall()
+            con.execute(f"DELETE FROM kv WHERE judge=? AND created>=? AND created<=?{spare}",
+                        (judge, since, end, *keep))
             con.executemany("INSERT OR REPLACE INTO quarantine (namespace, key, value, reason) VALUES (?, ?, ?, ?)",
                             [(ns, k, v, reason) for ns, k, v in rows])
             con.execute("COMMIT")

@@ -51,6 +51,7 @@ log = logging.getLogger(__name__)
 PROBE_WAIT_S = 60.0  # the least one re-probe of one endpoint is given (each request within it is bounded too)
 PROBE_AFTER_IDLE_S = D.PROBE_IDLE_S  # an endpoint quiet this long is probed before it grades again (a restart between steps)
 CLOCK_SLACK_S = 5.0  # quarantine reaches this far before the last good probe (other processes' clocks)
+STORE_GRACE_S = 1.0  # a reply is stored a moment after its request returned: a closed window reaches that far
 
 
 def probe_wait_s(timeout_s: float) -> float:
@@ -226,9 +227,12 @@ class IdentityWatch:
         for exc in outcomes:
             if isinstance(exc, BaseException) and not isinstance(exc, (ProbeUnanswered, JudgeIdentityChanged)):
                 raise exc
-        silent = [exc for exc in outcomes if isinstance(exc, ProbeUnanswered)]
+        silent = [(w, exc) for (_, w), exc in zip(due, outcomes) if isinstance(exc, ProbeUnanswered)]
         if silent:
-            moved = self._quarantine(f"the end-of-run probe got no answer ({silent[0]})")
+            # an endpoint that stopped answering graded nothing after its last request: its window closes there
+            moved = self._quarantine(f"the end-of-run probe got no answer ({silent[0][1]})",
+                                     [(w, False) for w, _ in silent])
+            silent = [exc for _, exc in silent]
             raise IdentityUnconfirmed(
                 f"{silent[0]}: who graded the run's last stretch is unknown, so the {moved} verdicts cached since "
                 "the last good probe are quarantined (kept, never served) and this run's results since then are not "
@@ -276,37 +280,68 @@ class IdentityWatch:
         w.last_used = time.monotonic()
         self._prune()
 
-    def _quarantine(self, reason: str) -> int:
-        """Quarantine what was stored since the earliest last good probe of any endpoint: every
-        endpoint grades under one identity, so a cached row cannot be told by the endpoint that
-        graded it (a rolling restart swaps one, then another)."""
+    def _quarantine(self, reason: str, windows: list[tuple[_EndpointWatch, bool]]) -> int:
+        """Quarantine what may have been graded unconfirmed: for each ``(endpoint, open)`` window,
+        what was stored since that endpoint's last good probe (to now when ``open``, else to its
+        last request: an endpoint that stopped answering graded nothing after it). Every endpoint
+        grades under one identity, so a cached row cannot be told by its endpoint: each window
+        takes every row of the identity in it (a rolling restart swaps one, then another). A
+        failing cache is logged, never raised (the stop that called this still stands)."""
         from reward.judge.cache import SIGNATURE_NAMESPACE as NAMESPACE
 
-        since = min(w.last_good for w in self.endpoints.values())
-        since_wall = min(w.last_good_wall for w in self.endpoints.values())
-        keys = [(ns, k) for t, ns, k in self.saved if t >= since]
         moved = 0
-        if self.cache is not None and keys:
-            moved = self.cache.quarantine(keys, reason=reason)
-        if self.cache is not None and self.identity is not None and hasattr(self.cache, "quarantine_since"):
-            # what other processes sharing the cache stored under this identity since then (the probe
-            # history stays); a few seconds earlier, for clocks that differ between the processes
-            moved += self.cache.quarantine_since(self.identity(), since_wall - CLOCK_SLACK_S, reason,
-                                                 keep=(NAMESPACE,))
+        mono_now, wall_now = time.monotonic(), time.time()
+        for w, still_open in windows:
+            since = w.last_good
+            until = None if still_open else w.last_used + STORE_GRACE_S + CLOCK_SLACK_S
+            since_wall = w.last_good_wall
+            until_wall = None if until is None else wall_now - (mono_now - until)
+            keys = [(ns, k) for t, ns, k in self.saved if t >= since and (until is None or t <= until)]
+            try:
+                if self.cache is not None and keys:
+                    moved += self.cache.quarantine(keys, reason=reason)
+                if self.cache is not None and self.identity is not None and hasattr(self.cache, "quarantine_since"):
+                    # what other processes sharing the cache stored under this identity in the window (the
+                    # probe history stays); a few seconds wider, for clocks that differ between processes
+                    moved += self.cache.quarantine_since(self.identity(), since_wall - CLOCK_SLACK_S, reason,
+                                                         keep=(NAMESPACE,), until=until_wall)
+            except Exception as exc:  # noqa: BLE001 - e.g. a cache locked by another process
+                log.error("could not quarantine in the verdict cache (%s: %s): verdicts of the unconfirmed stretch "
+                          "may still be served; clear or prune the cache before the next run", type(exc).__name__, exc)
         self.stats.quarantined += moved
         return moved
 
+    def _unconfirmed(self, *named: _EndpointWatch) -> list[tuple[_EndpointWatch, bool]]:
+        """The windows to quarantine: the named endpoints' and those of every endpoint that graded
+        since its last good probe (one that graded nothing since has nothing unconfirmed)."""
+        seen = {id(w) for w in named}
+        return [(w, True) for w in named] + [(w, True) for w in self.endpoints.values() if w.items and id(w) not in seen]
+
     def _break(self, url: str, why: str) -> None:
         name = self.names.get(url, url)
-        moved = self._quarantine(f"the judge at {name} answered the probes differently ({why})")
-        self.broken = (
+        self.broken = (  # first: a cache error below must not let grading go on
             f"the judge at {name} now answers the fixed probe items differently from the judge this run started with "
-            f"({why}): another model or other weights behind the same name, perhaps a restart. Grading stopped; the "
-            f"{moved} verdicts cached since the last good probe are quarantined (kept in the cache, never served). "
-            "Check which model the server serves, then start the run again (it resumes from the cache)")
+            f"({why}): another model or other weights behind the same name, perhaps a restart. Grading stopped")
+        moved = self._quarantine(f"the judge at {name} answered the probes differently ({why})",
+                                 self._unconfirmed(self.endpoints[url]))
+        self.broken += (f"; the {moved} verdicts cached since the last good probe are quarantined (kept in the cache, "
+                        "never served). Check which model the server serves, then start the run again (it resumes "
+                        "from the cache)")
         log.error("%s", self.broken)
 
     def _prune(self) -> None:
         oldest = min((w.last_good for w in self.endpoints.values()), default=time.monotonic())
         if self.saved and self.saved[0][0] < oldest:
             self.saved = [x for x in self.saved if x[0] >= oldest]
+
+
+async def confirm_judges(*judges) -> None:
+    """The end-of-run probes of several judges (a reward's judge and its panel's), side by side and
+    each to its end, so one judge's stop never cancels another's quarantine; then the first stop:
+    another judge before an unconfirmed one before any other error. None entries are skipped."""
+    outcomes = await asyncio.gather(*(j.confirm_identity() for j in judges if j is not None), return_exceptions=True)
+    errors = [e for e in outcomes if isinstance(e, BaseException)]
+    for kind in (JudgeIdentityChanged, IdentityUnconfirmed, BaseException):
+        for e in errors:
+            if isinstance(e, kind):
+                raise e

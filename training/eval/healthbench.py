@@ -409,13 +409,19 @@ def run_healthbench(cfg: HealthBenchEvalConfig, *, generator=None, judge=None) -
     return metrics
 
 
-def _set_aside(path: Path) -> None:
-    """Move the verdicts file out of the resume's way (the verdicts graded since the last good
-    probe are not this judge's; the confirmed ones come back from the verdict cache)."""
-    if path.exists():
-        aside = path.with_name(f"{path.stem}.rejected-{time.strftime('%Y%m%d-%H%M%S')}{path.suffix}")
-        path.replace(aside)
-        log.warning("the judge proved to be another: %s set aside as %s; a rerun grades again", path, aside)
+def _set_aside_tail(path: Path, start: int) -> None:
+    """Move what this pass appended to the verdicts file (from byte ``start``) out of the resume's
+    way, into ``verdicts.rejected-<time>.jsonl``: graded since this pass began, some by a judge that
+    proved to be another. What earlier passes and runs wrote (confirmed at their end) stays."""
+    if not path.exists() or path.stat().st_size <= start:
+        return
+    aside = path.with_name(f"{path.stem}.rejected-{time.strftime('%Y%m%d-%H%M%S')}{path.suffix}")
+    with path.open("rb+") as fh:
+        fh.seek(start)
+        aside.write_bytes(fh.read())
+        fh.truncate(start)
+    log.warning("the judge proved to be another: this pass's verdicts moved from %s to %s; a rerun grades them again",
+                path, aside)
 
 
 def _grading_todo(run: EvalRun, gens: dict[str, Generation], verdicts: dict[tuple[str, int], bool]) -> list[GradeTask]:
@@ -449,12 +455,14 @@ def _run_steps(run: EvalRun) -> dict[str, Any]:
             judge_obj = _make_judge(run.cfg)
 
         async def grade_pass(j=judge_obj, todo=todo) -> None:
+            path = run.out / "verdicts.jsonl"
+            start = path.stat().st_size if path.exists() else 0  # what earlier (confirmed) passes and runs wrote
             try:
                 await _grade(j, todo, run)
                 await j.confirm_identity()  # who graded this pass's last stretch (reward.judge.watch)
             except JudgeStopped as exc:
                 if exc.exit_code == 6:  # another judge graded some of them: a resume must not read them back
-                    _set_aside(run.out / "verdicts.jsonl")
+                    _set_aside_tail(path, start)
                 raise
             finally:
                 run.record.judge_stats = j.stats.as_dict()

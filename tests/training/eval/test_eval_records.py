@@ -99,3 +99,22 @@ def test_exact_reader_accepts_a_complete_file(tmp_path):
     assert read_verdicts(path, {"a": 2}, exact=True) == {("a", 0): True, ("a", 1): False}
     with pytest.raises(InputError, match="file not found"):
         read_verdicts(tmp_path / "missing.jsonl", {"a": 2}, exact=True)
+
+
+def test_a_pass_graded_partly_by_another_judge_is_set_aside_and_earlier_verdicts_stay(tmp_path):
+    """Exit 6 in a grading pass (the judge proved to be another): what the pass appended to
+    verdicts.jsonl moves to verdicts.rejected-<time>.jsonl, so a resume grades it again; what
+    earlier passes and runs wrote (confirmed at their end) stays, with or without a verdict cache."""
+    from training.eval.healthbench import _set_aside_tail
+
+    path = tmp_path / "verdicts.jsonl"
+    path.write_text('{"prompt_id": "p1", "index": 0, "met": true}\n', encoding="utf-8")
+    start = path.stat().st_size
+    with path.open("a", encoding="utf-8") as fh:
+        fh.write('{"prompt_id": "p2", "index": 0, "met": false}\n{"prompt_id": "p2", "index": 1, "met": true}\n')
+    _set_aside_tail(path, start)
+    assert path.read_text(encoding="utf-8") == '{"prompt_id": "p1", "index": 0, "met": true}\n'
+    [aside] = tmp_path.glob("verdicts.rejected-*.jsonl")
+    assert aside.read_text(encoding="utf-8").count("\n") == 2 and '"p2"' in aside.read_text(encoding="utf-8")
+    _set_aside_tail(path, path.stat().st_size)  # nothing appended: nothing moved
+    assert len(list(tmp_path.glob("verdicts.rejected-*.jsonl"))) == 1
