@@ -220,3 +220,19 @@ class VLLMStub:
         return {"choices": [{"index": 0, "message": {"role": "assistant", "content": "yes"}, "finish_reason": "length",
                              "logprobs": {"content": [{"token": "yes", "logprob": lp_yes, "top_logprobs": top}]}}],
                 "usage": {"prompt_tokens": 10, "completion_tokens": 1}}
+
+
+def model_folder(folder, seed: int = 0):
+    """A model folder the stub can report as its root: a config and a small safetensors file whose
+    content (and so its fingerprint) is fixed by ``seed``."""
+    from pathlib import Path
+
+    import numpy as np
+    from safetensors.numpy import save_file
+
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "config.json").write_text('{"model_type": "qwen3"}', encoding="utf-8")
+    save_file({"w": np.random.default_rng(seed).standard_normal(4096).astype(np.float32)},
+              str(folder / "model.safetensors"))
+    return folder

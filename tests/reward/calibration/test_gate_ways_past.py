@@ -24,12 +24,11 @@ import json
 import shutil
 from pathlib import Path
 
-import numpy as np
 import pytest
 from rt_calibration import record_with, run_facts
 from rt_chat_server import MODEL as CHAT_MODEL
 from rt_chat_server import ChatServer
-from rt_vllm_stub import VLLMStub
+from rt_vllm_stub import VLLMStub, model_folder
 
 from reward.calibration.gate import JudgeGateSettings, check_judge
 from reward.calibration.record import record_path, save_calibration
@@ -42,13 +41,7 @@ JUDGE = "http:judge@weights"
 
 
 def _model(folder: Path, seed: int = 0) -> Path:
-    from safetensors.numpy import save_file
-
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / "config.json").write_text('{"model_type": "qwen3"}', encoding="utf-8")
-    save_file({"w": np.random.default_rng(seed).standard_normal(4096).astype(np.float32)},
-              str(folder / "model.safetensors"))
-    return folder
+    return model_folder(folder, seed)
 
 
 def _gate(judge: JudgeSettings, recipe: RewardSettings = RECIPE, gate: JudgeGateSettings | None = None) -> dict:

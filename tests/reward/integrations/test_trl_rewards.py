@@ -107,8 +107,8 @@ class TestErrorRubricReward:
                       **TRL_EXTRAS)
         assert out == [1.0, 0.0, -0.5]
         d = log.d
-        assert d["error_rubric/correctness"] == pytest.approx(2 / 3)
-        assert d["error_rubric/severity/causal_reasoning"] == pytest.approx(2.0)
+        assert d["error_rubric/correctness"] == pytest.approx(2 / 3, abs=1e-9)
+        assert d["error_rubric/severity/causal_reasoning"] == pytest.approx(2.0, abs=1e-9)
         assert d["error_rubric/judge/requests"] == 3 and d["error_rubric/judge/failures"] == 0
         assert "error_rubric/judge/cache_hits" in d and d["error_rubric/unscored"] == 0
 
@@ -154,18 +154,18 @@ class TestRubricRewardFunc:
         assert f.__name__ == "clinical_rubric" and inspect.iscoroutinefunction(f.__call__)
         log = Log()
         out = await f([CHEST] * 2, [conv(GOOD), conv(POOR)], None, log_metric=log, **TRL_EXTRAS)
-        assert out == [pytest.approx(1.0), pytest.approx(0.0)]
+        assert out == [pytest.approx(1.0, abs=1e-9), pytest.approx(0.0, abs=1e-9)]
         d = log.d
-        assert d["clinical_rubric/macro/safety"] == pytest.approx(0.5)
-        assert d["clinical_rubric/macro/communication"] == pytest.approx(0.5)
-        assert d["clinical_rubric/tree_axis/accuracy"] == pytest.approx(0.5)
+        assert d["clinical_rubric/macro/safety"] == pytest.approx(0.5, abs=1e-9)
+        assert d["clinical_rubric/macro/communication"] == pytest.approx(0.5, abs=1e-9)
+        assert d["clinical_rubric/tree_axis/accuracy"] == pytest.approx(0.5, abs=1e-9)
         # 3 applicability questions (once for the prompt) + 6 verdicts + 3 confirmations (POOR's
         # three failures, read again: the defaults, as the stage-3 reward runs)
         assert d["clinical_rubric/judge/requests"] == 12 and d["clinical_rubric/judge/failures"] == 0
         # cost, de-duplicated requests aside: 3 leaves per rollout (2 rollouts of one prompt), POOR's
         # 3 confirmations, and the prompt's 3 applicability questions paid once: 12 for the prompt
-        assert d["clinical_rubric/cost/judge_items_per_rollout"] == pytest.approx(6)
-        assert d["clinical_rubric/cost/judge_items_per_prompt"] == pytest.approx(12)
+        assert d["clinical_rubric/cost/judge_items_per_rollout"] == pytest.approx(6, abs=1e-9)
+        assert d["clinical_rubric/cost/judge_items_per_prompt"] == pytest.approx(12, abs=1e-9)
         assert "clinical_rubric/judge/cache_hits" in d
 
     async def test_rubrics_column_and_per_axis_means(self):
@@ -173,21 +173,21 @@ class TestRubricRewardFunc:
         log = Log()
         out = await f([CHEST] * 2, [GOOD, POOR], rubrics=[RUBRICS] * 2, log_metric=log)
         # POOR meets only the -5 item: -5/10, not clipped at 0 (the stage 3 default)
-        assert out == [pytest.approx(1.0), pytest.approx(-0.5)]
-        assert log.d["clinical_rubric/axis/completeness"] == pytest.approx(0.5)
-        assert log.d["clinical_rubric/axis/accuracy"] == pytest.approx(0.5)
-        assert log.d["clinical_rubric/points_score"] == pytest.approx(0.25)
+        assert out == [pytest.approx(1.0, abs=1e-9), pytest.approx(-0.5, abs=1e-9)]
+        assert log.d["clinical_rubric/axis/completeness"] == pytest.approx(0.5, abs=1e-9)
+        assert log.d["clinical_rubric/axis/accuracy"] == pytest.approx(0.5, abs=1e-9)
+        assert log.d["clinical_rubric/points_score"] == pytest.approx(0.25, abs=1e-9)
 
     async def test_rows_source_scores_healthbench_points_only(self):
         judge = keyword_judge()
         f = RubricRewardFunc(judge, rubric_source="rows", name="hb")
         log = Log()
         out = await f([CHEST] * 2, [GOOD, POOR], rubrics=[RUBRICS] * 2, log_metric=log)
-        assert out == [pytest.approx(1.0), pytest.approx(-0.5)]
+        assert out == [pytest.approx(1.0, abs=1e-9), pytest.approx(-0.5, abs=1e-9)]
         clipped = RubricRewardFunc(keyword_judge(), rubric_source="rows", clip_below_zero=True)
-        assert await clipped([CHEST] * 2, [GOOD, POOR], rubrics=[RUBRICS] * 2) == [pytest.approx(1.0), 0.0]
+        assert await clipped([CHEST] * 2, [GOOD, POOR], rubrics=[RUBRICS] * 2) == [pytest.approx(1.0, abs=1e-9), 0.0]
         assert len(judge.calls) == 6  # 3 items x 2 rollouts, no routing, no tree leaves
-        assert log.d["hb/axis/accuracy"] == pytest.approx(0.5)
+        assert log.d["hb/axis/accuracy"] == pytest.approx(0.5, abs=1e-9)
 
     async def test_each_prompt_routed_once(self):
         judge = keyword_judge()
@@ -201,7 +201,7 @@ class TestRubricRewardFunc:
         log = Log()
         f = RubricRewardFunc(keyword_judge(), tree=_tree(), router="static", combine="tree", rubric_source="tree")
         out = await f([CHEST] * 2, ["crash", GOOD], log_metric=log)
-        assert out == [None, pytest.approx(1.0)]
+        assert out == [None, pytest.approx(1.0, abs=1e-9)]
         assert log.d["clinical_rubric/unscored"] == 0.5 and log.d["clinical_rubric/judge/failures"] == 3
         with pytest.raises(JudgeError):
             await RubricRewardFunc(keyword_judge(), tree=_tree(), router="static", on_failure="raise", rubric_source="tree")(
@@ -260,7 +260,7 @@ class TestRubricRewardFunc:
         f = RubricRewardFunc(judge, tree=_tree(), router="static", rubric_source="tree")
         log = Log()
         [score] = await f([CHEST], [conv("Call emergency services now.")], None, log_metric=log, **TRL_EXTRAS)
-        assert score == pytest.approx(1.0)  # the false failure overturned, the absent 'wait' left out
+        assert score == pytest.approx(1.0, abs=1e-9)  # the false failure overturned, the absent 'wait' left out
         graded = [(t, i.criterion) for t, i in judge.calls if t != APPLICABILITY.name]
         assert CRIT["wait"] not in {c for _, c in graded}
         assert (confirm, CRIT["empathy"]) in graded and (settle, CRIT["empathy"]) in graded
@@ -329,7 +329,7 @@ class TestGradeRubricRows:
         assert hard[3].failures == [] and hard[4].failures == []  # unscorable rows, not judge failures
         soft = await grade_rubric_rows(judge, rows[:3], soft=True)
         # GOOD: (0.8*5 - 0.3*5 + 0.8*5) / 10 = 0.65; POOR: (0.3*5 - 0.8*5 + 0.3*5) / 10 -> clipped to 0
-        assert [g.score for g in soft] == [pytest.approx(0.65), pytest.approx(0.65), 0.0]
+        assert [g.score for g in soft] == [pytest.approx(0.65, abs=1e-9), pytest.approx(0.65, abs=1e-9), 0.0]
 
     async def test_a_failed_item_leaves_the_rollout_unscored_with_its_reason(self):
         from reward.stages.row_rubrics import grade_rubric_rows

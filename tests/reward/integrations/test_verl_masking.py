@@ -92,13 +92,13 @@ def test_mask_policy_scores_failed_rollouts_nan_flagged_without_waiting():
 
     (failed, good), s = asyncio.run(go())
     assert math.isnan(failed["score"]) and failed["unscored"] is True and "masked" in failed["unscored_reason"]
-    assert good["score"] == pytest.approx(8 / 12) and good["unscored"] is False
+    assert good["score"] == pytest.approx(8 / 12, abs=1e-9) and good["unscored"] is False
     assert s.counts["masked"] == 1
     from reward.integrations.verl import score_samples
 
     samples = [_sample("FAIL", "g"), _sample("Call emergency services.", "g")]
     out = group_policy(samples, asyncio.run(score_samples(samples, c)), c.settings)
-    assert math.isnan(out[0]["score"]) and out[1]["score"] == pytest.approx(8 / 12)
+    assert math.isnan(out[0]["score"]) and out[1]["score"] == pytest.approx(8 / 12, abs=1e-9)
 
 
 def test_the_manager_refuses_mask_without_the_estimator():
@@ -158,7 +158,7 @@ def test_validation_metrics_leave_masked_rollouts_out_and_count_them():
     out = guarded(None, *_val_inputs(rewards), [])
     assert _finite(out) and out["val-aux/healthbench/masked_rollouts"] == 1
     # p0 keeps its scored 0.2 only; mean@2 is over the prompts with two scored rollouts: p1's 0.6, 0.8
-    assert out["val/healthbench/reward/mean@2"] == pytest.approx(0.7)
+    assert out["val/healthbench/reward/mean@2"] == pytest.approx(0.7, abs=1e-9)
     all_masked = guarded(None, *_val_inputs([float("nan")] * 4), [])
     assert all_masked == {"val-aux/healthbench/masked_rollouts": 4}
     assert guard_validation_metrics(guarded) is guarded  # wrapped once, however often the hook runs

@@ -149,10 +149,10 @@ def test_deadline_bounds_a_whole_grading_call():
         await asyncio.sleep(5)
         return _raw(GOOD)
 
-    judge = _judge(handler, timeout_s=0.3, max_retries=50, deadline_s=1.0)
+    judge = _judge(handler, timeout_s=1.0, max_retries=200, deadline_s=1.0)
     t0 = time.monotonic()
     out = judge.grade_sync(_items(3))
-    assert time.monotonic() - t0 < 12  # without the deadline: 51 attempts x 0.3 s; 1 s with it, room for load
+    assert time.monotonic() - t0 < 60  # bounds the hang only: without the deadline 201 attempts x 1 s
     assert all(v.met is None for v in out) and any("deadline" in v.failure for v in out), out
 
 

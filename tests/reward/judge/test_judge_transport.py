@@ -75,10 +75,10 @@ def test_decoding_errors_are_retried_by_both_backends(kind):
 
 @BOTH
 def test_both_backends_honour_the_grading_calls_deadline(kind):
-    judge = _judge(kind, _hang, timeout_s=0.3, max_retries=50, deadline_s=1.0, circuit_breaker=0)
+    judge = _judge(kind, _hang, timeout_s=1.0, max_retries=200, deadline_s=1.0, circuit_breaker=0)
     t0 = time.monotonic()
     out = judge.grade_sync(_items(3))
-    assert time.monotonic() - t0 < 12  # without the deadline: 51 attempts x 0.3 s; 1 s with it, room for load
+    assert time.monotonic() - t0 < 60  # bounds the hang only: without the deadline 201 attempts x 1 s
     assert all(not v.ok for v in out) and all("deadline" in v.failure for v in out), out
 
 

@@ -19,9 +19,8 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
-import numpy as np
 import pytest
-from rt_vllm_stub import HashTokenizer, VLLMStub
+from rt_vllm_stub import HashTokenizer, VLLMStub, model_folder
 
 from reward.errors import InputError
 from reward.judge import JudgeConfig, JudgeItem, Message, VerdictCache
@@ -34,14 +33,7 @@ ITEMS = [JudgeItem(conversation=CONV, response=f"Call your anticoagulation clini
 
 
 def _model(folder: Path, seed: int = 0) -> Path:
-    """A model folder the stub reports as its root: config and a small safetensors file."""
-    from safetensors.numpy import save_file
-
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / "config.json").write_text('{"model_type": "qwen3"}', encoding="utf-8")
-    save_file({"w": np.random.default_rng(seed).standard_normal(4096).astype(np.float32)},
-              str(folder / "model.safetensors"))
-    return folder
+    return model_folder(folder, seed)
 
 
 def _http(url: str, cache=None, tokenizer=None, **kw) -> HTTPJudge:
