@@ -9,6 +9,7 @@ import json
 
 import pytest
 import yaml
+from rt_blind_calibration import calibrate_on_blind
 from typer.testing import CliRunner
 
 from reward.stress.sets import blind_dir
@@ -58,3 +59,10 @@ def test_route_eval_runs_the_blind_parts_side_by_side(small_blind):
 def test_a_part_the_blind_set_does_not_have_is_named():
     res = runner.invoke(app, ["stress", "--cases", "blind:train", "--router", "static", "--quiet"])
     assert res.exit_code == 2 and "no part 'train'" in res.output and "dev, test" in res.output
+
+
+def test_judge_calibrate_runs_on_the_blind_set_against_the_tiny_server(judge_url, tmp_path):
+    """Issue 44, part 3: a real vLLM judge calibrated on ``blind:dev``, with a per-leaf coverage
+    table (a tiny model: the rates are wiring, the counts are the labels')."""
+    rec = calibrate_on_blind(["--judge-url", judge_url], tmp_path / "report")
+    assert rec["judge_id"].startswith("http:") and rec["verdict_items"] > 40

@@ -45,6 +45,17 @@ FIGURES = [
 FIGURES.append(("Correlated re-reads (0.10) keep the good reply above the gaming one on {} of {} `test` cases", NOISE,
                 ["sets/blind:test/rows/0.1/re-read correlation 0.5/gaming/good_above",
                  "sets/blind:test/rows/0.1/re-read correlation 0.5/gaming/cases"], None))
+ROUTE = "blind_route_eval.json"
+COVERAGE = "calibration_coverage.json"
+FIGURES.append(("label recall {} (`dev` {}), critical recall {} ({})", ROUTE,
+                ["parts/blind:test/recall", "parts/blind:dev/recall", "parts/blind:test/recall_critical",
+                 "parts/blind:dev/recall_critical"], 3))
+FIGURES.append(("reach {} of {} critical leaves on `test` ({} on the bundled cases), {} with 10 failing and 10 passing "
+                "items ({} bundled)", COVERAGE,
+                ["sets/blind:test/by_severity/critical/with_a_failing_item", "sets/blind:test/by_severity/critical/leaves",
+                 "sets/bundled/by_severity/critical/with_a_failing_item",
+                 "sets/blind:test/by_severity/critical/meeting_the_threshold",
+                 "sets/bundled/by_severity/critical/meeting_the_threshold"], None))
 for rate in ("0.05", "0.1"):
     FIGURES.append(("| " + ("0.10" if rate == "0.1" else rate) + " | {} / {} | {} / {} | {} / {} |", NOISE,
                     [f"sets/blind:test/rows/{rate}/{model}/{k}" for model in
