@@ -94,14 +94,9 @@ def labelled_prompts(spec: str, tree) -> list[tuple[str, list]]:
 
 def _print_parts(reports: dict[str, dict]) -> None:
     """Two parts (dev, test) side by side with the gap."""
-    from rich.console import Console
-    from rich.table import Table
+    from rubricstree.parts_table import print_parts
 
     labels = list(reports)
-
-    def f(x) -> str:
-        return "n/a" if x is None else f"{x:.3f}"
-
     rows = {"prompts": lambda r: r["n_cases"], "recall": lambda r: r["recall"],
             "recall, critical": lambda r: r["recall_critical"], "precision": lambda r: r["precision"],
             "active leaves per prompt": lambda r: r["active_per_prompt"], "median active": lambda r: r["median_active"],
@@ -109,17 +104,5 @@ def _print_parts(reports: dict[str, dict]) -> None:
             "needless critical leaves, benign prompts (median)": lambda r: r["needless_critical_benign"]["median"]}
     for lang in sorted({lang for r in reports.values() for lang in r["by_language"]}):
         rows[f"recall, {lang}"] = lambda r, lang=lang: (r["by_language"].get(lang) or {}).get("recall")
-    table = Table(title=f"{next(iter(reports.values()))['router']} router: {' and '.join(labels)}")
-    table.add_column("")
-    for label in labels:
-        table.add_column(label, justify="right")
-    if len(labels) == 2:
-        table.add_column("gap", justify="right")
-    for name, get in rows.items():
-        vals = [get(reports[label]) for label in labels]
-        cells = [f(v) if isinstance(v, float) else ("n/a" if v is None else str(v)) for v in vals]
-        if len(labels) == 2:
-            a, b = vals
-            cells.append(f"{b - a:+.3f}" if isinstance(a, (int, float)) and isinstance(b, (int, float)) else "")
-        table.add_row(name, *cells)
-    Console(width=200).print(table)
+    print_parts(f"{next(iter(reports.values()))['router']} router: {' and '.join(labels)}", labels,
+                {name: [get(reports[label]) for label in labels] for name, get in rows.items()})

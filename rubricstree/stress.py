@@ -321,49 +321,25 @@ def _print_one(out: dict, mode: str, router: str) -> None:
 
 def _print_parts(outs: dict[str, dict], mode: str, router: str) -> None:
     """The parts side by side (dev, test), with the gap of every number that is one."""
-    from rich.console import Console
-    from rich.table import Table
+    from rubricstree.parts_table import print_parts
 
     flats = {label: _flat(out) for label, out in outs.items()}
     labels = list(flats)
-    table = Table(title=f"Stress test ({mode}, {router} router): {' and '.join(labels)}")
-    table.add_column("")
-    for label in labels:
-        table.add_column(label, justify="right")
-    if len(labels) == 2:
-        table.add_column("gap", justify="right")
     keys = list(dict.fromkeys(k for f in flats.values() for k in f))
-    for k in keys:
-        vals = [flats[label].get(k, "—") for label in labels]
-        row = [k, *[f"{v:.3f}" if isinstance(v, float) else str(v) for v in vals]]
-        if len(labels) == 2:
-            row.append(_gap(*vals))
-        table.add_row(*row)
-    Console(width=200).print(table)
-
-
-def _gap(a, b) -> str:
-    """b - a of two numbers, or of the first numbers of two 'x / y' cells; '' otherwise."""
-    def first(v):
-        if isinstance(v, (int, float)):
-            return float(v)
-        try:
-            return float(str(v).split("/")[0].split("±")[0])
-        except ValueError:
-            return None
-
-    x, y = first(a), first(b)
-    return "" if x is None or y is None else f"{y - x:+.3f}"
+    print_parts(f"Stress test ({mode}, {router} router): {' and '.join(labels)}", labels,
+                {k: [flats[label].get(k, "—") for label in labels] for k in keys})
 
 
 def _side_by_side_report(report: Path, outs: dict[str, dict]) -> None:
+    from rubricstree.parts_table import cell
+
     report.mkdir(parents=True, exist_ok=True)
     lines = ["# Stress test: the parts side by side", "", "| | " + " | ".join(outs) + " |",
              "|---|" + "---|" * len(outs)]
     flats = {label: _flat(out) for label, out in outs.items()}
     for k in dict.fromkeys(k for f in flats.values() for k in f):
         vals = [flats[label].get(k, "—") for label in outs]
-        lines.append(f"| {k} | " + " | ".join(f"{v:.3f}" if isinstance(v, float) else str(v) for v in vals) + " |")
+        lines.append(f"| {k} | " + " | ".join(cell(v) for v in vals) + " |")
     lines += ["", "Each part's own report: " + ", ".join(f"[{lab}]({lab.replace(':', '-')}/report.md)" for lab in outs)]
     (report / "report.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
     (report / "summary.json").write_text(json.dumps(outs, indent=1) + "\n", encoding="utf-8")

@@ -66,3 +66,10 @@ def test_judge_calibrate_runs_on_the_blind_set_against_the_tiny_server(judge_url
     table (a tiny model: the rates are wiring, the counts are the labels')."""
     rec = calibrate_on_blind(["--judge-url", judge_url], tmp_path / "report")
     assert rec["judge_id"].startswith("http:") and rec["verdict_items"] > 40
+
+
+def test_the_gap_column_reads_numbers_and_the_first_of_two():
+    from rubricstree.parts_table import gap
+
+    assert gap(0.88, 0.901) == "+0.021" and gap("0.5 / 0.7", "0.6 / 0.1") == "+0.100"
+    assert gap("—", 0.9) == "" and gap(True, False) == "" and gap(None, 1) == ""
