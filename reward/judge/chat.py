@@ -56,7 +56,7 @@ from reward.judge.base import Judge, run_staged
 from reward.judge.cache import VerdictCache
 from reward.judge.chat_choice import NO_WORDS, YES_WORDS, choice_verdict, p_yes_from_top, sums_from_top  # noqa: F401
 from reward.judge.endpoints import EndpointPool
-from reward.judge.identity import chat_model_id, transport_reason, unknown_reason
+from reward.judge.identity import cache_or_reason, chat_model_id
 from reward.judge.parsing import EXPLAIN_REGEX, explain_parser, parse_json_object
 from reward.judge.replies import BadReply, usage_counts
 from reward.judge.signature import PROBE_ITEMS, check_numbers, start_watch, startup_asking
@@ -150,19 +150,9 @@ class ChatJudge(ServedTransport, Judge):
         template = None
         if self.served_root:
             template = server_template_ids(known.urls, model, self._headers, known.clock)
-        if known is not None:  # who grades must be known to cache (and to pass the judge gate)
-            why = unknown_reason(model, known.entry, revision, [ep.name for ep in self.pool.endpoints],
-                                 weights=known.weights, cached=cache is not None)
-            self.identity_unknown = why
-            if why and cache is not None:
-                log.warning("%s", why)
-                cache = None
-        elif transport is not None:  # nobody asked the server who it is: a revision must stand for its weights
-            why = transport_reason(model, revision)
-            self.identity_unknown = why
-            if why and cache is not None:
-                log.warning("%s", why)
-                cache = None
+        # who grades must be known to cache (and to pass the judge gate)
+        self.identity_unknown, cache = cache_or_reason(model, known, revision, [ep.name for ep in self.pool.endpoints],
+                                                       cache, own_transport=transport is not None, asked=discover)
         self.guard = SpecialTokenGuard(added_tokens(self.served_root)) if self.served_root else DEFAULT_GUARD
         url = self.pool.endpoints[0].url
         model_id = chat_model_id(url, model, self.served_root, known.facts if self.served_root else None, revision,

@@ -31,7 +31,7 @@ from reward.judge import defaults as D
 from reward.judge.base import Judge
 from reward.judge.cache import VerdictCache
 from reward.judge.endpoints import EndpointPool
-from reward.judge.identity import served_model_id, transport_reason, unknown_reason
+from reward.judge.identity import cache_or_reason, served_model_id
 from reward.judge.parsing import EXPLAIN_REGEX, explain_parser, parse_json_object
 from reward.judge.render import PromptRenderer, load_tokenizer
 from reward.judge.replies import answer_logprobs, choice_p_yes, completion_text, usage_counts
@@ -117,15 +117,8 @@ class HTTPJudge(ServedTransport, Judge):
         if known is not None and entry is not None:
             self.tokenizer_status = check_against_servers(renderer, known.urls, model, self._headers, known.clock,
                                                           tokenizer_name=tokenizer_name)
-        if transport is None:
-            why = unknown_reason(model, entry, revision, [ep.name for ep in self.pool.endpoints],
-                                 weights=known.weights if known else None, cached=cache is not None)
-        else:  # nobody asked the server who it is: a revision must stand for its weights
-            why = transport_reason(model, revision)
-        self.identity_unknown = why
-        if why and cache is not None:
-            log.warning("%s", why)
-            cache = None
+        self.identity_unknown, cache = cache_or_reason(model, known, revision, [ep.name for ep in self.pool.endpoints],
+                                                       cache, own_transport=transport is not None)
         model_id = served_model_id(model, entry, revision, known.facts if known else None,
                                    weights=known.weights if known else None,
                                    tokenizer=tokenizer_fingerprint(renderer))

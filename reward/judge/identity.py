@@ -386,6 +386,27 @@ def transport_reason(model: str, revision: str | None) -> str | None:
             "for (revision=...) to cache")
 
 
+def cache_or_reason(model: str, known: Any, revision: str | None, urls: list[str], cache: Any, *,
+                    own_transport: bool, asked: bool = True) -> tuple[str | None, Any]:
+    """``(why, cache)`` for a served judge (vLLM completions or chat) at start-up: why who grades
+    cannot be known (None when it can), and the verdict cache it may use (None when it cannot: two
+    judges would share verdicts; the reason is logged). ``known``: what start-up learnt
+    (``reward.judge.startup.establish``), None when it did not ask; ``own_transport``: the judge
+    was given its own httpx transport (start-up asks nobody, so only a revision stands for its
+    weights); ``asked``: start-up was to ask (a chat judge built with ``discover=False`` is not)."""
+    if own_transport:
+        why = transport_reason(model, revision)
+    elif known is None and not asked:
+        return None, cache
+    else:
+        why = unknown_reason(model, known.entry if known else None, revision, urls,
+                             weights=known.weights if known else None, cached=cache is not None)
+    if why and cache is not None:
+        log.warning("%s", why)
+        cache = None
+    return why, cache
+
+
 def unknown_reason(model: str, entry: Mapping[str, Any] | None, revision: str | None, urls: list[str], *,
                    weights: str | None = None, cached: bool = True) -> str | None:
     """:func:`uncached_reason` for a judge built with the verdict cache (``cached``: its refusal
