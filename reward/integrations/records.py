@@ -8,12 +8,19 @@ full ``RolloutScore`` (verdicts, weights, routing, rubric items) with the rollou
 (``RewardSettings.record``) and name, so the inspector rescores with the run's own settings;
 ``DIR/monitors.jsonl`` the gaming monitors' figures per step (``reward.integrations.monitors``).
 A line is written whole and flushed, so a killed run loses at most the call in flight.
+
+A run resumed from a checkpoint writes the steps after it again, into the same folder. Each row
+carries its writer's ``session`` (when the writer started, sortable), the inspector keeps, per step
+and rank, only the latest session's rows (the earlier ones were undone by the resume), and a
+writer that finds a file ending in a line cut by the kill starts on a new line, so the fragment
+stays a line of its own, which the inspector skips with a warning.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -28,6 +35,17 @@ def _cut(text: str, limit: int | None) -> str:
     return text if limit is None or len(text) <= limit else text[:limit] + f"\n[… {len(text) - limit} more characters]"
 
 
+def _after_cut(path: Path) -> str:
+    """A newline when ``path`` ends in a line without one (cut by a killed run): what this session
+    appends then starts on a line of its own instead of being glued to the fragment."""
+    try:
+        with path.open("rb") as fh:
+            fh.seek(-1, os.SEEK_END)
+            return "" if fh.read(1) == b"\n" else "\n"
+    except OSError:  # no file yet, or an empty one
+        return ""
+
+
 class RecordWriter:
     """Writes a reward's score records into ``out_dir`` (see the module docstring)."""
 
@@ -37,6 +55,10 @@ class RecordWriter:
         self.monitors = monitors  # the gaming monitors' thresholds (the inspector marks the steps above them)
         self.n = 0
         self.calls = 0
+        # when this writer started, sortable, unique per process: a resumed run's rows supersede the
+        # earlier session's rows of the same step and rank (training.inspector.data)
+        self.session = f"{time.time_ns():020d}-{os.getpid()}"
+        self._opened: set[Path] = set()
 
     def _rank(self) -> str:
         return os.environ.get("RANK") or os.environ.get("LOCAL_RANK") or "0"
@@ -63,14 +85,17 @@ class RecordWriter:
             row["id"] = f"s{step}-r{rank}-{self.n}"
             self.n += 1
             row["step"] = step
+            row["session"] = self.session
             row["prompt"] = [{"role": m["role"], "content": _cut(str(m["content"]), self.max_chars)}
                              for m in rec["prompt"]]
             row["completion"] = _cut(str(rec["completion"]), self.max_chars)
             if row.get("group"):
                 row["group"] = f"step{step}:{row['group']}"  # a GRPO group is one prompt at one step
             lines.append(json.dumps(row, ensure_ascii=False))
+        head = "" if path in self._opened else _after_cut(path)
+        self._opened.add(path)
         with path.open("a", encoding="utf-8") as fh:
-            fh.write("\n".join(lines) + "\n")
+            fh.write(head + "\n".join(lines) + "\n")
             fh.flush()
         return path
 

@@ -146,9 +146,15 @@ def test_a_records_folder_cut_mid_line_opens_with_the_line_skipped(tmp_path, tre
     assert build_data([run], tree)["runs"][0]["warnings"] == [warning]
 
 
-def test_a_bad_line_before_the_last_is_still_an_error(tmp_path, tree):
+def test_a_bad_line_before_the_last_is_an_error_in_a_scores_file_and_skipped_in_a_records_folder(tmp_path, tree):
+    """A scores file is a user's (a bad line is theirs to mend); a records folder is the trainer's,
+    where a resumed run appends after the line its kill cut (tests/training/test_inspector_resume.py)."""
     folder = _records_folder(tmp_path) / "rubric_records"
     path = folder / "step-000002.jsonl"
     path.write_text("{not json\n" + path.read_text(), encoding="utf-8")
-    with pytest.raises(InputError, match=r"step-000002\.jsonl: record line 1: invalid JSON"):
-        load_run(folder.parent, tree=tree)
+    run = load_run(folder.parent, tree=tree)
+    assert any(w.startswith("step-000002.jsonl line 1: skipped a line that does not parse") for w in run.warnings)
+    single = tmp_path / "scores.jsonl"
+    single.write_text("{not json\n" + (folder / "step-000001.jsonl").read_text(), encoding="utf-8")
+    with pytest.raises(InputError, match=r"scores\.jsonl: record line 1: invalid JSON"):
+        load_run(single, tree=tree)

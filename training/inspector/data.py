@@ -21,6 +21,7 @@ import hashlib
 import json
 import logging
 import math
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -144,7 +145,8 @@ def settings_differences(a: dict[str, Any], b: dict[str, Any]) -> list[str]:
     return sorted(k for k in a.keys() | b.keys() if a.get(k, "(absent)") != b.get(k, "(absent)"))
 
 
-def _records(path: Path, warnings: list[str] | None = None) -> Iterable[tuple[int, dict[str, Any]]]:
+def _records(path: Path, warnings: list[str] | None = None, *, resumable: bool = False
+             ) -> Iterable[tuple[int, dict[str, Any]]]:
     """``(line number, object)`` of a JSONL file; plain ``json.loads`` (a viewer need not refuse
     duplicate keys as ``reward.jsonl`` does, and it is several times faster on large files).
 
@@ -152,7 +154,9 @@ def _records(path: Path, warnings: list[str] | None = None) -> Iterable[tuple[in
     records are appended line by line, as ``reward.jsonl.JsonlLog`` appends): it is skipped, and
     said in ``warnings`` and the log. Unlike ``JsonlLog.load`` the file is left as it is (a live
     run may still be appending to it), and a last line that parses is kept (a file written by hand
-    may end without a newline). A bad line anywhere else is an error naming the file and line."""
+    may end without a newline). A bad line anywhere else is an error naming the file and line, except
+    in a trainer's records folder (``resumable``): a run resumed after a kill appends after the cut
+    line (``reward.integrations.records``), so there a line that does not parse is skipped, said alike."""
     try:
         fh = path.open(encoding="utf-8", errors="replace")
     except OSError as exc:
@@ -170,6 +174,12 @@ def _records(path: Path, warnings: list[str] | None = None) -> Iterable[tuple[in
                     log.warning("%s: %s", path.parent, note)
                     warnings.append(note)
                     return
+                if resumable and warnings is not None:
+                    note = (f"{path.name} line {lineno}: skipped a line that does not parse ({len(line.rstrip())} "
+                            "characters: cut by a kill, the run resumed after it)")
+                    log.warning("%s: %s", path.parent, note)
+                    warnings.append(note)
+                    continue
                 raise InputError(f"invalid JSON: {exc.msg}", file=str(path), record=f"line {lineno}") from exc
             if not isinstance(obj, dict):
                 raise InputError("each line must be a JSON object", file=str(path), record=f"line {lineno}")
@@ -210,6 +220,36 @@ def verl_dump_record(row: dict[str, Any], lineno: int, path: Path) -> dict[str, 
     return rec
 
 
+_RANK = re.compile(r"^s\d+-r([^-]+)-")
+
+
+def _latest_sessions(read: list[tuple[Path, int, dict[str, Any]]], warnings: list[str]
+                     ) -> list[tuple[Path, int, dict[str, Any]]]:
+    """Per step and rank, the rows of the latest writer session only: a run resumed from a
+    checkpoint scores the steps after it again, and the earlier session's rows of those steps were
+    undone with it (``reward.integrations.records``). Rows without a session (older records) count
+    as the earliest."""
+    def key(rec: dict[str, Any]) -> tuple[str, str]:
+        m = _RANK.match(str(rec.get("id", "")))
+        return str(rec.get("step")), m.group(1) if m else ""
+
+    latest: dict[tuple[str, str], str] = {}
+    for _, _, rec in read:
+        k, session = key(rec), str(rec.get("session") or "")
+        latest[k] = max(latest.get(k, ""), session)
+    kept = [t for t in read if str(t[2].get("session") or "") == latest[key(t[2])]]
+    if len(kept) < len(read):
+        dropped: dict[str, int] = {}
+        for path, _, rec in read:
+            if str(rec.get("session") or "") != latest[key(rec)]:
+                dropped[path.name] = dropped.get(path.name, 0) + 1
+        note = ("records of an earlier session left out (the run resumed from a checkpoint and scored these steps "
+                "again): " + ", ".join(f"{n} in {name}" for name, n in sorted(dropped.items())))
+        log.warning("%s", note)
+        warnings.append(note)
+    return kept
+
+
 def load_run(scores: Path, rollouts: Path | None = None, name: str | None = None, *, tree: Any = None) -> Run:
     """Read a scores file or records folder (and the rollouts it was scored from): groups, ranks
     within each group and, with ``tree``, each leaf's contribution (``attribution``)."""
@@ -217,7 +257,12 @@ def load_run(scores: Path, rollouts: Path | None = None, name: str | None = None
     run = Run(name=name or scores.name, settings=read_settings(scores))
     seen: dict[str, str] = {}
     ungrouped: list[str] = []
-    for path, lineno, rec in ((f, n, r) for f in record_files(scores) for n, r in _records(f, run.warnings)):
+    files = record_files(scores)
+    resumable = scores.is_dir()
+    read = [(f, n, r) for f in files for n, r in _records(f, run.warnings, resumable=resumable)]
+    if resumable:
+        read = _latest_sessions(read, run.warnings)
+    for path, lineno, rec in read:
         where = f"line {lineno}" if path == scores else f"{path.name} line {lineno}"
         if "id" not in rec and "input" in rec and "output" in rec:
             rec = verl_dump_record(rec, lineno, path)
