@@ -72,9 +72,11 @@ JUDGE_COUNTERS = ("requests", "cache_hits", "failures", "retries", "prompt_token
                   "completion_tokens", "probe_items")  # probe_items: the identity watch's requests (its cost)
 # What a rollout whose judge calls failed gets: "skip" None (alone, TRL leaves the rollout out of
 # its group; beside other reward functions TRL sums with nansum, so prefer one of the next two),
-# "group_mean" the mean of the scored rollouts of its group (this reward then adds nothing to its
-# advantage; the other reward functions still do), "raise" stops the batch. ``CombinedReward``
-# leaves the whole rollout out instead.
+# "group_mean" the mean of the scored rollouts of its group (this reward then adds nothing to the
+# failed rollout's advantage; the other reward functions still do; but the filled value narrows the
+# group's spread, so under TRL's std scaling the siblings' advantages grow by sqrt((n-1)/(n-2)) for
+# one failure among n), "raise" stops the batch. ``CombinedReward`` leaves the whole rollout out and
+# leaves the siblings as they were: prefer it.
 ON_FAILURE = ("skip", "group_mean", "raise")
 
 
@@ -202,7 +204,7 @@ class ErrorRubricReward(_JudgeReward):
         judge: a :class:`JudgeSettings`/dict/factory (built lazily) or a live Judge.
         alpha, s_max, form, ...: see :class:`reward.settings.ErrorRubricSettings` (passed as
             keywords or as ``config``).
-        on_failure: ``"skip"`` (None for that rollout) or ``"raise"``.
+        on_failure: ``"skip"`` (None for that rollout), ``"group_mean"`` or ``"raise"`` (see ``ON_FAILURE``).
 
     Columns: ``answer``/``answer_idx``, ``options``; ``judge_prompt`` (else ``prompts``) is the
     question the judge sees.
@@ -274,7 +276,7 @@ class RubricRewardFunc(_JudgeReward):
             ``confirm_failures``, ...) override it, validated by the same model (an unknown key
             fails). ``tree`` and ``router`` may also be a live ``RubricTree`` / ``Router``.
         name: the metric key (TRL's ``__name__``).
-        on_failure: ``"skip"`` (None) or ``"raise"``.
+        on_failure: ``"skip"`` (None), ``"group_mean"`` or ``"raise"`` (see ``ON_FAILURE``).
         records_dir: write each rollout's score record (with its prompt, completion and step) to
             ``records_dir/step-N.jsonl`` and the recipe to ``records_dir/settings.json``:
             ``rubricstree inspect records_dir`` (or the run's output_dir) opens them. None: none.
