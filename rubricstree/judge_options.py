@@ -30,6 +30,7 @@ EXIT_JUDGE_DEADLINE = JudgeDeadlineError.exit_code  # 4
 EXIT_JUDGE_UNAVAILABLE = JudgeUnavailableError.exit_code  # 5
 PANEL = "Judge"
 _PREFIX = "judge__"
+_CTX = "judge_options_context"
 
 
 flags = judge_flags  # the generated options, by field
@@ -58,14 +59,25 @@ def judge_options(*, defaults: dict[str, Any] | None = None) -> Callable[[Callab
                     f"{_PREFIX}{name}__{i}", inspect.Parameter.KEYWORD_ONLY, annotation=kind,
                     default=typer.Option(None, alias, hidden=True, help=f"deprecated: use {f['flag']}")))
 
+        # the command's context, to tell a flag given at its default from one not given
+        added.append(inspect.Parameter(_CTX, inspect.Parameter.KEYWORD_ONLY, annotation=typer.Context))
+
         @functools.wraps(fn)
         def command(**kwargs: Any) -> Any:
             given = {k[len(_PREFIX):]: kwargs.pop(k) for k in list(kwargs) if k.startswith(_PREFIX)}
             values = {k: v for k, v in given.items() if "__" not in k}
+            ctx = kwargs.pop(_CTX, None)
             for key, v in given.items():  # a deprecated spelling counts when the new one was not given
                 field = key.split("__")[0]
-                if "__" in key and v is not None and values.get(field) == defaults.get(field, flags()[field]["default"]):
-                    values[field] = v
+                if "__" not in key or v is None:
+                    continue
+                source = ctx.get_parameter_source(f"{_PREFIX}{field}") if ctx is not None else None
+                if source is not None and source.name in ("COMMANDLINE", "ENVIRONMENT"):
+                    flag = flags()[field]["flag"]
+                    typer.secho(f"error: {flag} and its older spelling were both given: give {flag} alone",
+                                err=True, fg="red")
+                    raise typer.Exit(2)
+                values[field] = v
             try:
                 settings = settings_from_values(values)
             except ValidationError as exc:

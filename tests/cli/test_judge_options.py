@@ -72,15 +72,18 @@ def _probe():
     return probe, seen
 
 
-def test_old_spellings_are_hidden_aliases_and_the_new_one_wins():
+def test_old_spellings_are_hidden_aliases_and_never_silently_beside_the_new_one():
     probe, seen = _probe()
     res = CliRunner().invoke(probe, ["--judge-url", "http://h:1", "--served-judge", "a", "--timeout", "5",
                                      "--grading", "choice", "--judge-model", "tok"])
     assert res.exit_code == 0, res.output
     s = seen[-1]
     assert (s.served_model, s.timeout_s, s.mode, s.tokenizer) == ("a", 5.0, "choice", "tok")
-    CliRunner().invoke(probe, ["--served-model", "new", "--judge-served-model", "old"])
-    assert seen[-1].served_model == "new" and seen[-1].mode == "explain"
+    for both in (["--served-model", "new", "--judge-served-model", "old"],
+                 ["--judge-mode", "choice", "--mode", "explain"]):  # the new one at its default, given: not overridden
+        res = CliRunner().invoke(probe, both)
+        assert res.exit_code == 2 and f"{both[0]} and its older spelling were both given" in res.output, res.output
+    assert len(seen) == 1  # neither ran
     help_text = CliRunner().invoke(probe, ["--help"]).output
     assert "--served-model" in help_text and "--served-judge" not in help_text and "--timeout " not in help_text
 
