@@ -413,6 +413,14 @@ def _filter_only(cfg: TrainConfig) -> int:
     return 0
 
 
+def _said(exc: Exception, debug: bool) -> int:
+    """A bad input in one line (exit 2), or with ``--debug`` its traceback."""
+    if debug:
+        raise exc
+    print(f"error: {exc}", flush=True)
+    return 2
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """``python -m training.trl_launcher --config FILE [--set k=v ...]`` (what scripts/train.sh
     runs, under ``accelerate launch`` on GPU machines). ``--print-judge`` prints the judge's
@@ -435,6 +443,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--gate-only", action="store_true",
                    help="stage 3: the judge answers and passes the judge gate (other stages: not gated), and exit; "
                         "needs no start model (scripts/train.sh and the pipeline ask it before anything starts)")
+    p.add_argument("--debug", action="store_true", help="a bad input raises with its traceback instead of one line")
     a = p.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     try:
@@ -442,8 +451,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if not (a.print_judge or a.print_output_dir or a.gate_only):
             require_start_model(cfg.model, f"model: in {a.config}")
     except (InputError, ModelNotFoundError) as exc:
-        print(f"error: {exc}", flush=True)
-        return 2
+        return _said(exc, a.debug)
     if a.print_judge:
         j = cfg.judge
         needs = cfg.stage != "mcq" and not j.in_process
@@ -468,8 +476,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             check_judge(cfg)
             check_filter_plan(cfg)
         except InputError as exc:
-            print(f"error: {exc}", flush=True)
-            return 2
+            return _said(exc, a.debug)
         print(json.dumps({"checks": "passed", "stage": cfg.stage}), flush=True)
         return 0
     if a.filter_only:
@@ -480,13 +487,11 @@ def main(argv: Sequence[str] | None = None) -> int:
                 check_judge(cfg)  # the healthbench filter scores with the judge; the MCQ filter with the key
             return _filter_only(cfg)
         except InputError as exc:  # and a bad data row, stale filter results: file, line and field
-            print(f"error: {exc}", flush=True)
-            return 2
+            return _said(exc, a.debug)
     try:
         res = train(cfg)
     except InputError as exc:  # said before any model is loaded (guard_start, check_judge, check_filter_plan)
-        print(f"error: {exc}", flush=True)
-        return 2
+        return _said(exc, a.debug)
     print(json.dumps({"output_dir": res.output_dir, "global_step": res.global_step, "start_step": res.start_step,
                       "resumed_from": res.resumed_from, "epochs": res.epochs}), flush=True)
     return 0

@@ -241,13 +241,16 @@ def check_verl_data(cfg: Any, config_name: str = "config") -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     if not args or args[0].startswith("-"):
-        print("usage: python -m training.verl_preflight CONFIG [OVERRIDES...]", file=sys.stderr)
+        print("usage: python -m training.verl_preflight CONFIG [OVERRIDES...] [--debug]", file=sys.stderr)
         return 2
+    debug = "--debug" in args[1:]
     logging.basicConfig(level=logging.INFO, format="train_verl: %(message)s")
-    try:
+    try:  # other flags are Hydra's, for verl's main_ppo (train_verl.sh passes the same line to both)
         cfg = compose(args[0], [a for a in args[1:] if not a.startswith("-")])
         print(preflight(cfg, config_name=args[0]))
     except InputError as exc:
+        if debug:
+            raise
         print(f"error: {exc}", file=sys.stderr)
         return 2
     return 0

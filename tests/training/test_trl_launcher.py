@@ -244,3 +244,15 @@ def test_difficulty_filter_budget_defaults_to_the_stage_completion_length():
     assert cfg.difficulty.max_new_tokens == 7777 and cfg.difficulty.config("split").max_new_tokens == 7777
     cfg = load_config(REPO / "configs/trl/stage1_mcq.yaml", ["difficulty.max_new_tokens=512"])
     assert cfg.difficulty.max_new_tokens == 512
+
+
+def test_a_bad_config_is_one_line_and_debug_gives_the_traceback(tmp_path, clean_env, capsys):
+    from training.trl_launcher import main
+
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("stage: clinical_rubric\nnot_a_key: 1\n", encoding="utf-8")
+    assert main(["--config", str(bad), "--print-output-dir"]) == 2
+    out = capsys.readouterr().out
+    assert out.startswith("error:") and "bad.yaml" in out and "Traceback" not in out
+    with pytest.raises(InputError, match="bad.yaml"):
+        main(["--config", str(bad), "--print-output-dir", "--debug"])

@@ -12,6 +12,7 @@ from rt_paths import REPO_ROOT
 pytest.importorskip("verl")
 pytest.importorskip("hydra")
 
+from reward.errors import InputError  # noqa: E402
 from training.verl_preflight import RECORD, main  # noqa: E402
 
 STAGE1 = str(REPO_ROOT / "configs" / "verl" / "stage1_mcq.yaml")
@@ -124,6 +125,9 @@ def test_a_start_folder_without_weights_is_refused(tmp_path, capsys):
     (raw / "model_world_size_8_rank_0.pt").write_text("")
     rc, _, err = _run(capsys, tmp_path / "ckpt", raw.parent)
     assert rc == 2 and "sharded training checkpoint" in err and "training.verl_export" in err
+
+    with pytest.raises(InputError, match="sharded training checkpoint"):  # --debug: the traceback, not one line
+        _run(capsys, tmp_path / "ckpt", raw.parent, "--debug")
 
 
 STAGE3 = str(REPO_ROOT / "configs" / "verl" / "stage3_clinical_rubric.yaml")
