@@ -85,20 +85,27 @@ def test_without_a_run_deadline_a_request_still_ends_at_its_own_timeout():
 @pytest.mark.server
 def test_eval_against_a_hung_policy_server_exits_at_its_deadline(judge_url, tmp_path):
     """The command line, as the red team ran it: ``eval healthbench`` with a real judge and a hung
-    policy server was still waiting at 200 s; with ``--deadline 30`` it now stops with exit 4. The
-    deadline runs from the judge's start-up (a real server: tokenizer check, probes), which must end
-    well inside it on a loaded machine; the hung policy server then spends the rest."""
+    policy server was still waiting at 200 s; with ``--deadline`` it now stops with exit 4. The
+    deadline runs from the judge's start-up (a real server: tokenizer check, probes), so it is set
+    from this machine's own start-up time, measured first with ``judge check`` (three times it, plus
+    20 s): the hung policy server spends the rest, however fast or loaded the machine is."""
+    import time
+
     from rt_paths import REPO_ROOT
     from typer.testing import CliRunner
 
     from rubricstree import app
 
+    t0 = time.monotonic()
+    check = CliRunner().invoke(app, ["judge", "check", "--judge-url", judge_url, "--json"])
+    assert check.exit_code == 0, check.output
+    deadline = int(3 * (time.monotonic() - t0)) + 20
     server = _hung_server("hang")
     try:
         res = CliRunner().invoke(app, [
             "eval", "healthbench", "--model", "policy", "--generate-url", f"http://127.0.0.1:{server.server_address[1]}",
             "--judge-url", judge_url, "--data", str(REPO_ROOT / "tests/fixtures/eval_hb_own.jsonl"), "--limit", "2",
-            "--out", str(tmp_path / "out"), "--no-cache", "--deadline", "30", "--no-thinking"])
+            "--out", str(tmp_path / "out"), "--no-cache", "--deadline", str(deadline), "--no-thinking"])
     finally:
         server.shutdown()
     assert res.exit_code == 4, res.output
