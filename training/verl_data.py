@@ -217,7 +217,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--data-source", default=None, help="reward data source (default: by kind)")
     ap.add_argument("--system-prompt", default=None, help="ours, none or a text file (default: by kind)")
     ap.add_argument("--split", default="train")
-    ap.add_argument("--limit", type=int, default=None)
+    def positive(text: str) -> int:
+        n = int(text)
+        if n < 1:
+            raise argparse.ArgumentTypeError(f"must be 1 or more, got {n} (leave it out for every row)")
+        return n
+
+    ap.add_argument("--limit", type=positive, default=None, help="keep the first N rows")
     ap.add_argument("--debug", action="store_true", help="a traceback instead of one error line")
     a = ap.parse_args(argv)
     try:

@@ -55,3 +55,11 @@ def test_the_module_prints_no_traceback_and_debug_shows_one(tmp_path):
     assert res.stderr.strip() == f"error: {tmp_path / 'absent.jsonl'}: file not found"
     res = subprocess.run([*cmd, "--debug"], cwd=REPO_ROOT, capture_output=True, text=True, timeout=300)
     assert res.returncode == 1 and "Traceback" in res.stderr
+
+
+@pytest.mark.parametrize("limit", ["0", "-1"])
+def test_a_limit_below_one_is_refused_not_read_as_every_row_or_all_but_the_last(limit, tmp_path, capsys):
+    with pytest.raises(SystemExit) as exit_:
+        main(["healthbench", HB, str(tmp_path / "o.parquet"), "--limit", limit])
+    assert exit_.value.code == 2 and "--limit: must be 1 or more" in capsys.readouterr().err
+    assert not (tmp_path / "o.parquet").exists()
