@@ -36,6 +36,7 @@ else imports logic from here.
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import weakref
 from collections.abc import Callable, Mapping
@@ -67,6 +68,7 @@ from reward.stages.row_rubrics import (
 __all__ = ["CombinedReward", "ErrorRubricReward", "MCQRuleReward", "RubricRewardFunc"]
 
 # what TRL passes beside the dataset's columns (its ``prompt`` column arrives as ``prompts``)
+_log = logging.getLogger(__name__)
 TRL_KWARGS = ("trainer_state", "log_extra", "log_metric", "completion_ids")
 JUDGE_COUNTERS = ("requests", "cache_hits", "failures", "retries", "prompt_tokens", "cached_tokens",
                   "completion_tokens", "probe_items")  # probe_items: the identity watch's requests (its cost)
@@ -380,6 +382,12 @@ class RubricRewardFunc(_JudgeReward):
             if rows and any(float(r.get("points", 0)) > 0 for r in rows):
                 rec["rubrics"] = rows
             recs.append(rec)
+        bare = sum("rubrics" not in r for r in recs) if rubrics is not None else 0
+        if bare and not getattr(self, "_said_bare_rows", False):  # rows without items, for a recipe that reads
+            self._said_bare_rows = True                              # them: said once per reward
+            _log.warning("%s: %d of %d rollouts' rows carry no rubric item with positive points, so the recipe's row "
+                         "part does not score them (rubric_source %r: %s)", self.__name__, bare, len(recs),
+                         self.rubric_source, "the tree alone does" if self.rubric_source == "both" else "nothing does")
         results = await reward.score(recs)
         metrics = self._metrics(reward, results, recs, rubrics, kwargs.get("log_extra"))
         metrics["unscored"] = sum(r.score is None for r in results) / n if n else None

@@ -336,3 +336,14 @@ class TestGradeRubricRows:
 
         [g] = await grade_rubric_rows(keyword_judge(), [(CHEST, "crash", RUBRICS)])
         assert g.score is None and g.met is None and len(g.failures) == 3 and "judge down" in g.failures[0]
+
+
+async def test_rows_without_rubric_items_are_said_not_silently_scored_by_the_tree(caplog):
+    """A ``rubrics`` column that is there but empty for some rows (direct TRL use: the launcher's
+    schema needs one item) would leave those rows to the tree alone: said once, with the count."""
+    f = RubricRewardFunc(keyword_judge(), tree=_tree(), router="static")  # rubric_source 'both', the recipe
+    with caplog.at_level("WARNING", logger="reward.integrations.trl"):
+        await f([CHEST] * 2, [GOOD, POOR], rubrics=[RUBRICS, []])
+        await f([CHEST] * 2, [GOOD, POOR], rubrics=[[], []])
+    said = [r.getMessage() for r in caplog.records if "carry no rubric item" in r.getMessage()]
+    assert len(said) == 1 and "1 of 2 rollouts" in said[0] and "the tree alone does" in said[0], said
