@@ -4,7 +4,9 @@ dry run. A tiny model's figures are wiring, not evidence about a good judge: the
 calibration sees a bad judge for what it is, nothing more.
 
 The cases are a subset of the bundled ones that carries critical failures (a missed heart attack,
-a harmful recommendation) beside an instruction failure, so every figure the gate reads is measured."""
+a harmful recommendation) beside an instruction failure, so every figure the gate reads is measured.
+The served model is also calibrated on two cases of the blind set's dev part (issue 44), with its
+per-leaf coverage table."""
 
 from __future__ import annotations
 
@@ -14,6 +16,7 @@ import sys
 
 import pytest
 import yaml
+from rt_blind_calibration import calibrate_on_blind
 from rt_paths import REPO_ROOT
 from typer.testing import CliRunner
 
@@ -92,3 +95,10 @@ def test_smollm2_served_by_vllm_is_unfit_and_the_gate_refuses_it(smollm2_url, sm
         cwd=REPO_ROOT, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "not enforced" in (proc.stdout + proc.stderr).lower()
+
+
+def test_smollm2_served_calibrates_on_the_blind_set_with_a_per_leaf_coverage_table(smollm2_url, tmp_path):
+    """Issue 44, part 3: SmolLM2 behind vLLM, calibrated on ``blind:dev`` (two cases; the whole part
+    is the benchmark's), reports per leaf how many failing and passing items it had."""
+    rec = calibrate_on_blind(["--judge-url", smollm2_url], tmp_path / "report")
+    assert rec["verdict_items"] > 40 and rec["failed_items"] == 0
