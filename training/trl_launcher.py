@@ -417,8 +417,7 @@ def _said(exc: Exception, debug: bool) -> int:
     """A bad input in one line (exit 2), or with ``--debug`` its traceback."""
     if debug:
         raise exc
-    print(f"error: {exc}", flush=True)
-    return 2
+    return print(f"error: {exc}", flush=True) or 2
 
 
 def main(argv: Sequence[str] | None = None) -> int:
