@@ -145,9 +145,20 @@ class JudgeSettings(BaseModel):
                 kw["api_key_env"] = s.api_key_env
         if s.revision:
             kw["revision"] = s.revision
-        return make_judge(**{"judge_url": s.url, "judge_model": s.model, "served_model": s.served_model,
-                             "tokenizer": s.tokenizer, "config": config or self.judge_config(), "cache": cache,
-                             "judge_api": s.api, **kw, **backend})
+        judge = make_judge(**{"judge_url": s.url, "judge_model": s.model, "served_model": s.served_model,
+                              "tokenizer": s.tokenizer, "config": config or self.judge_config(), "cache": cache,
+                              "judge_api": s.api, **kw, **backend})
+        judge.built_from = self  # what a panel's second judge inherits (reward.stages.panel)
+        return judge
+
+    def for_another_judge(self, spec: str) -> JudgeSettings:
+        """These settings for the judge at ``spec`` (a URL: served; else a model path: in process):
+        how it is asked and bounded (mode, temperature, template, timeouts, retries, deadline,
+        breaker, probes, concurrency) carried over, who it is (url, model, served name, tokenizer,
+        API, key, revision) its own."""
+        own = {"url", "model", "served_model", "tokenizer", "api", "api_key_env", "revision", "in_process"}
+        kept = {k: v for k, v in self.model_dump().items() if k not in own}
+        return JudgeSettings(**kept, **({"url": spec} if "://" in spec else {"model": spec}))
 
 
 def _value_type(annotation: Any) -> Any:

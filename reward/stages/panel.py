@@ -71,10 +71,13 @@ def _record_of(judge, *, required: bool, what: str):
 
 def build_panel_judge(spec: str, judge) -> Any:
     """The second judge named by ``spec`` (a URL: served; else a model path: in process), sharing the
-    first judge's verdict cache (its own identity keys its own verdicts)."""
+    first judge's verdict cache (its own identity keys its own verdicts) and how the first is asked
+    and bounded (``JudgeSettings.for_another_judge``: mode, template, timeouts, deadline, probes),
+    when the first was built from settings."""
     from reward.judge.settings import JudgeSettings
 
-    settings = JudgeSettings(url=spec) if "://" in spec else JudgeSettings(model=spec)
+    base = getattr(judge, "built_from", None)
+    settings = base.for_another_judge(spec) if isinstance(base, JudgeSettings) else JudgeSettings().for_another_judge(spec)
     return settings.build(cache=judge.cache if getattr(judge, "cache", None) is not None else False)
 
 

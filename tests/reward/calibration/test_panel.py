@@ -68,3 +68,27 @@ def test_the_panel_reads_the_leaves_it_names(world):
     assert panel.leaves == "flagged" and panel.n_panel_leaves >= critical
     everything, _, _ = _panel(world, _judge(world, "A"), _judge(world, "B"), leaves="all")
     assert everything.n_panel_leaves is None
+
+
+def test_the_panels_second_judge_is_asked_and_bounded_as_the_first_but_is_itself(monkeypatch):
+    """The second judge inherits how the first is asked (mode, template) and bounded (timeouts,
+    deadline, probes), and none of who the first is (url, served name, revision, key)."""
+    from reward.judge.settings import JudgeSettings
+    from reward.stages.panel import build_panel_judge
+
+    first = JudgeSettings(url="http://a:1", served_model="a", mode="explain", timeout_s=7.0, deadline_s=99.0,
+                          probe_idle_s=0.0, max_retries=1, revision="r1", api_key_env="A_KEY")
+    built: list[JudgeSettings] = []
+    monkeypatch.setattr(JudgeSettings, "build", lambda self, **kw: built.append(self) or "judge")
+
+    class First:
+        cache = None
+        built_from = first
+
+    build_panel_judge("http://b:2", First())
+    build_panel_judge("/models/other", First())
+    served, local = built
+    assert (served.url, served.served_model, served.revision, served.api_key_env) == ("http://b:2", None, None, None)
+    assert (served.mode, served.timeout_s, served.deadline_s, served.probe_idle_s, served.max_retries) == (
+        "explain", 7.0, 99.0, 0.0, 1)
+    assert local.url is None and local.model == "/models/other" and local.mode == "explain"
