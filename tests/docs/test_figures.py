@@ -56,6 +56,8 @@ FIGURES.append(("reach {} of {} critical leaves on `test` ({} on the bundled cas
                  "sets/bundled/by_severity/critical/with_a_failing_item",
                  "sets/blind:test/by_severity/critical/meeting_the_threshold",
                  "sets/bundled/by_severity/critical/meeting_the_threshold"], None))
+FIGURES.append(("graded on a median of {} leaves (English) / {} (other)", "routing_hard.json",
+                ["with_reply_guards/english", "with_reply_guards/other"], None))
 for rate in ("0.05", "0.1"):
     FIGURES.append(("| " + ("0.10" if rate == "0.1" else rate) + " | {} / {} | {} / {} | {} / {} |", NOISE,
                     [f"sets/blind:test/rows/{rate}/{model}/{k}" for model in
@@ -88,3 +90,13 @@ def test_the_checker_catches_a_figure_the_source_does_not_hold():
     data = json.loads((RESULTS / BLIND).read_text(encoding="utf-8"))
     wrong = _f(_get(data, "parts/blind:test/detection_rate") + 0.01, 3)
     assert f"detection {wrong} (" not in _readme()
+
+
+def test_the_readme_states_the_gates_own_threshold_and_the_bundled_noise_figure():
+    from reward.calibration.gate import JudgeGateSettings
+
+    bar = JudgeGateSettings().min_detection
+    assert f"predicted detection may lie below {bar:.2f}" in _readme()
+    data = json.loads((RESULTS / NOISE).read_text(encoding="utf-8"))
+    bundled = data["sets"]["bundled"]["rows"]["0.05"]["independent"]["detection_rate"]
+    assert f"bundled: {bundled:.3f} at 0.05" in _readme()
