@@ -44,7 +44,7 @@ from verl.experimental.reward_loop.reward_manager.registry import (
 from reward.integrations.verl.advantage import ESTIMATOR
 from reward.integrations.verl.context import RewardContext
 from reward.integrations.verl.policy import group_policy
-from reward.integrations.verl.settings import load_settings, refuse_a_replaced_reward_block, refuse_legacy_reward_keys
+from reward.integrations.verl.settings import load_settings, refuse_legacy_reward_keys
 from reward.integrations.verl.sources import Sample, score_samples
 from reward.integrations.verl.streaming import StreamingScorer
 from reward.stages.rollout_text import to_plain
@@ -86,7 +86,6 @@ class RubricsTreeRewardManager(RewardManagerBase):
         super().__init__(config, tokenizer, compute_score)
         if config is not None:  # verl's older reward keys would bypass these settings: said, not ignored
             refuse_legacy_reward_keys(config)
-            refuse_a_replaced_reward_block(config)  # ... or have replaced our block already (fully-async)
         if context is None:
             kw = reward_kwargs_of(config)
             context = RewardContext(load_settings(kw.pop("config", None), **kw))

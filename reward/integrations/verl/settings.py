@@ -33,7 +33,7 @@ from reward.stages.rollout_text import to_plain
 from reward.textio import load_yaml
 
 __all__ = ["CONFIG_ENV", "JUDGE_URL_ENV", "LEGACY_REWARD_KEYS", "VerlRewardSettings", "legacy_reward_keys",
-           "load_settings", "refuse_a_replaced_reward_block", "refuse_legacy_reward_keys"]
+           "load_settings", "refuse_legacy_reward_keys"]
 
 CONFIG_ENV = "RUBRICSTREE_VERL_CONFIG"
 JUDGE_URL_ENV = "RUBRICSTREE_JUDGE_URL"
@@ -189,31 +189,3 @@ def refuse_legacy_reward_keys(config: Any, *, file: str | None = None) -> None:
                      "trainer ignores them and its fully-async trainer lets them replace the reward block, and with "
                      "it our reward settings, judge gate and failure policy; the stage configs keep everything under "
                      "reward: (docs/verl.md)", file=file, field=found[0][0])
-
-
-# How our reward block names its function: a block that names another (or none) was replaced, e.g.
-# by verl's fully-async trainer moving an older top-level custom_reward_function over it
-# (migrate_legacy_reward_impl runs before any worker starts, so the older key is gone by then).
-OUR_COMPUTE_SCORE = "reward.integrations.verl.compute_score"
-
-
-def refuse_a_replaced_reward_block(config: Any) -> None:
-    """Refuse a config whose ``reward.custom_reward_function.path`` is not our ``compute_score``
-    while our reward manager runs: its settings, judge gate and failure policy are not ours.
-
-    Raises:
-        InputError: the path names another module or none.
-    """
-    try:
-        node = config.get("reward") if hasattr(config, "get") else None
-        crf = to_plain(node.get("custom_reward_function")) if node is not None and hasattr(node, "get") else None
-    except Exception:  # an interpolation that does not resolve: the settings loader says which
-        return
-    path = str((crf or {}).get("path") or "")
-    if path.removeprefix("pkg://").removesuffix(".py").replace("/", ".").endswith(OUR_COMPUTE_SCORE):
-        return
-    raise InputError(f"reward.custom_reward_function.path is {path or 'not set'}, not pkg://{OUR_COMPUTE_SCORE}, "
-                     "while the rubricstree reward manager runs: the reward block is not ours (verl's fully-async "
-                     "trainer moves an older top-level custom_reward_function over it, and with it our reward "
-                     "settings, judge gate and failure policy go). Keep the reward under reward: as the stage "
-                     "configs do (docs/verl.md)", field="reward.custom_reward_function.path")

@@ -213,27 +213,3 @@ def test_clinical_and_error_rubric_against_judge_server(tokenizer, judge_url, ti
     assert all(not i["unscored"] and 0.0 <= i["points_score"] <= 1.0 for i in clin_out)  # a live judge answers
     assert [o["reward_extra_info"]["acc"] for o in out[2:]] == [1.0, 0.0]
     assert manager.context.judge.stats.requests >= 2 * 3
-
-
-def test_our_manager_refuses_a_reward_block_an_older_key_replaced(tokenizer):
-    """verl's fully-async trainer runs migrate_legacy_reward_impl before any worker starts: an older
-    top-level custom_reward_function then replaces our reward block (our settings, judge gate and
-    failure policy with it) and is gone from the config, so the manager cannot see the older key. It
-    sees that the block no longer names our compute_score, and refuses."""
-    from rt_paths import REPO_ROOT
-    from verl.experimental.reward_loop import migrate_legacy_reward_impl
-
-    from reward.errors import InputError
-    from reward.integrations.verl.manager import RubricsTreeRewardManager
-    from training.verl_preflight import compose
-
-    config = compose(str(REPO_ROOT / "configs" / "verl" / "stage3_clinical_rubric.yaml"),
-                     ["actor_rollout_ref.model.path=Qwen/Qwen3-8B",
-                      "+custom_reward_function.reward_kwargs.on_failure=raise"])
-    OmegaConf.set_struct(config, False)
-    migrated = migrate_legacy_reward_impl(config)
-    assert "custom_reward_function" not in migrated  # the older key is gone: only the replaced block tells
-    with pytest.raises(InputError, match=r"custom_reward_function\.path is not set.*fully-async"):
-        RubricsTreeRewardManager(migrated, tokenizer)
-    ours = verl_config({"on_failure": "neutral"}, manager="ours")  # our block, as the stage configs write it
-    assert RubricsTreeRewardManager(ours, tokenizer).settings.on_failure == "neutral"
