@@ -10,14 +10,17 @@ full ``RolloutScore`` (verdicts, weights, routing, rubric items) with the rollou
 A line is written whole and flushed, so a killed run loses at most the call in flight.
 
 A run resumed from a checkpoint writes the steps after it again, into the same folder. Each row
-carries its writer's ``session`` (when the writer started, sortable), the inspector keeps, per step
-and rank, only the latest session's rows (the earlier ones were undone by the resume), and a
-writer that finds a file ending in a line cut by the kill starts on a new line, so the fragment
-stays a line of its own, which the inspector skips with a warning.
+carries its writer's ``session`` (when the writer started, sortable; the monitors' lines too), the
+inspector leaves out an earlier session's rows from the step a later session started at (the
+resume undid them), and a writer that finds a file ending in a line cut by the kill starts on a new
+line, so the fragment stays a line of its own, which the inspector skips with a warning. Sessions
+are ordered by the writers' clocks: a resumed node whose clock runs behind the first one's is read
+as the earlier session.
 """
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import time
@@ -33,6 +36,9 @@ MONITORS_FILE = "monitors.jsonl"
 
 def _cut(text: str, limit: int | None) -> str:
     return text if limit is None or len(text) <= limit else text[:limit] + f"\n[… {len(text) - limit} more characters]"
+
+
+_WRITERS = itertools.count()  # two writers of one process started in the same nanosecond differ
 
 
 def _after_cut(path: Path) -> str:
@@ -57,7 +63,7 @@ class RecordWriter:
         self.calls = 0
         # when this writer started, sortable, unique per process: a resumed run's rows supersede the
         # earlier session's rows of the same step and rank (training.inspector.data)
-        self.session = f"{time.time_ns():020d}-{os.getpid()}"
+        self.session = f"{time.time_ns():020d}-{os.getpid()}-{next(_WRITERS)}"
         self._opened: set[Path] = set()
 
     def _rank(self) -> str:
@@ -106,7 +112,9 @@ class RecordWriter:
         step = getattr(trainer_state, "global_step", None)
         step = int(step) if isinstance(step, int) else max(0, self.calls - 1)
         path = self.out_dir / MONITORS_FILE
+        head = "" if path in self._opened else _after_cut(path)
+        self._opened.add(path)
         with path.open("a", encoding="utf-8") as fh:
-            fh.write(json.dumps({"step": step, "rank": self._rank(), **figures}) + "\n")
+            fh.write(head + json.dumps({"step": step, "rank": self._rank(), "session": self.session, **figures}) + "\n")
             fh.flush()
         return path

@@ -223,27 +223,46 @@ def verl_dump_record(row: dict[str, Any], lineno: int, path: Path) -> dict[str, 
 _RANK = re.compile(r"^s\d+-r([^-]+)-")
 
 
-def _latest_sessions(read: list[tuple[Path, int, dict[str, Any]]], warnings: list[str]
-                     ) -> list[tuple[Path, int, dict[str, Any]]]:
-    """Per step and rank, the rows of the latest writer session only: a run resumed from a
-    checkpoint scores the steps after it again, and the earlier session's rows of those steps were
-    undone with it (``reward.integrations.records``). Rows without a session (older records) count
-    as the earliest."""
-    def key(rec: dict[str, Any]) -> tuple[str, str]:
+def _undone(rows: Iterable[dict[str, Any]]) -> dict[str, int]:
+    """session -> the first step a later session scored again, for every writer session a resume
+    undid (``reward.integrations.records``): session B undoes session A's steps from B's first step on
+    when B started later (sessions sort by start time), B's first step is not after A's last, and B
+    is not a rank of A's own launch (the ranks of one launch start at the same step; a rank's later
+    session at the same first step is a restart from that step). Rows without a session are one
+    session, the earliest."""
+    spans: dict[str, list] = {}  # session -> [first step, last step, ranks]
+    for rec in rows:
+        step = rec.get("step")
+        if not isinstance(step, int) or isinstance(step, bool):
+            continue
         m = _RANK.match(str(rec.get("id", "")))
-        return str(rec.get("step")), m.group(1) if m else ""
+        rank = str(rec.get("rank", m.group(1) if m else ""))
+        span = spans.setdefault(str(rec.get("session") or ""), [step, step, set()])
+        span[0], span[1] = min(span[0], step), max(span[1], step)
+        span[2].add(rank)
+    out: dict[str, int] = {}
+    for a, (a_first, a_last, a_ranks) in spans.items():
+        for b, (b_first, _, b_ranks) in spans.items():
+            if b > a and b_first <= a_last and (b_first > a_first or a_ranks & b_ranks):
+                out[a] = min(out.get(a, b_first), b_first)
+    return out
 
-    latest: dict[tuple[str, str], str] = {}
-    for _, _, rec in read:
-        k, session = key(rec), str(rec.get("session") or "")
-        latest[k] = max(latest.get(k, ""), session)
-    kept = [t for t in read if str(t[2].get("session") or "") == latest[key(t[2])]]
+
+def _drop_undone(read: list, undone: dict[str, int], warnings: list[str], what: str) -> list:
+    """``read`` without the rows a resume undid (``_undone``), said with a count per file."""
+    def gone(rec: dict[str, Any]) -> bool:
+        cut = undone.get(str(rec.get("session") or ""))
+        step = rec.get("step")
+        return cut is not None and isinstance(step, int) and step >= cut
+
+    kept = [t for t in read if not gone(t[-1])]
     if len(kept) < len(read):
         dropped: dict[str, int] = {}
-        for path, _, rec in read:
-            if str(rec.get("session") or "") != latest[key(rec)]:
-                dropped[path.name] = dropped.get(path.name, 0) + 1
-        note = ("records of an earlier session left out (the run resumed from a checkpoint and scored these steps "
+        for t in read:
+            if gone(t[-1]):
+                name = t[0].name if isinstance(t[0], Path) else what
+                dropped[name] = dropped.get(name, 0) + 1
+        note = (f"{what} of an earlier session left out (the run resumed from a checkpoint and scored these steps "
                 "again): " + ", ".join(f"{n} in {name}" for name, n in sorted(dropped.items())))
         log.warning("%s", note)
         warnings.append(note)
@@ -261,7 +280,7 @@ def load_run(scores: Path, rollouts: Path | None = None, name: str | None = None
     resumable = scores.is_dir()
     read = [(f, n, r) for f in files for n, r in _records(f, run.warnings, resumable=resumable)]
     if resumable:
-        read = _latest_sessions(read, run.warnings)
+        read = _drop_undone(read, _undone(r for _, _, r in read), run.warnings, "records")
     for path, lineno, rec in read:
         where = f"line {lineno}" if path == scores else f"{path.name} line {lineno}"
         if "id" not in rec and "input" in rec and "output" in rec:
@@ -324,14 +343,19 @@ def read_monitors(scores: Path, settings: dict[str, Any],
     from reward.integrations.records import MONITORS_FILE
     from reward.settings import MonitorSettings
 
-    path = scores / MONITORS_FILE
-    if not scores.is_dir() or not path.is_file():
+    if not scores.is_dir():
         return [], {}
-    rows = [rec for _, rec in _records(path, warnings)]
+    folder = scores / "rubric_records" if (scores / "rubric_records").is_dir() else scores  # a TRL output_dir
+    path = folder / MONITORS_FILE
+    if not path.is_file():
+        return [], {}
+    notes: list[str] = warnings if warnings is not None else []
+    read = [(path, rec) for _, rec in _records(path, notes, resumable=True)]  # appended across resumes
+    rows = [rec for _, rec in _drop_undone(read, _undone(rec for _, rec in read), notes, "monitor lines")]
     rows.sort(key=lambda r: (r.get("step") if isinstance(r.get("step"), int) else 0,
                              r.get("rank") if isinstance(r.get("rank"), int) else 0))
     recorded = settings.get("monitors") if isinstance(settings.get("monitors"), dict) else {}
-    head = scores / "settings.json"
+    head = folder / "settings.json"
     if head.is_file():
         try:
             data = json.loads(head.read_text(encoding="utf-8"))
