@@ -97,7 +97,8 @@ def calibrate_command(
         if len(parts) != 1:
             raise typer.BadParameter("calibrate on one part of the blind set: --cases blind:dev (the default) or "
                                      "blind:test")
-        rows = load_cases(parts[0][1], tree)[:limit_cases]
+        every = load_cases(parts[0][1], tree)
+        rows = every[:limit_cases]
         from reward.judge import VerdictCache
 
         vcache = None if no_cache else VerdictCache(cache_dir / "verdicts.sqlite" if cache_dir else None)
@@ -111,7 +112,7 @@ def calibrate_command(
             rt = CachedRouter(build_router(reward, tree, None), vcache)
     except (RubricsTreeError, ValueError, OSError) as exc:
         raise fail(exc, 2) from exc
-    label = f"{cases} ({len(rows)}{' of ' + str(limit_cases) if limit_cases else ''})"
+    label = f"{cases} ({len(rows)}{f' of {len(every)}' if len(rows) < len(every) else ''})"
     info = {k: v for k, v in settings.model_dump(mode="json").items() if v not in (None, "", [], {})}
 
     async def go():

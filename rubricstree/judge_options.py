@@ -67,14 +67,16 @@ def judge_options(*, defaults: dict[str, Any] | None = None) -> Callable[[Callab
             given = {k[len(_PREFIX):]: kwargs.pop(k) for k in list(kwargs) if k.startswith(_PREFIX)}
             values = {k: v for k, v in given.items() if "__" not in k}
             ctx = kwargs.pop(_CTX, None)
+            older: dict[str, int] = {}
             for key, v in given.items():  # a deprecated spelling counts when the new one was not given
                 field = key.split("__")[0]
                 if "__" not in key or v is None:
                     continue
+                older[field] = older.get(field, 0) + 1
                 source = ctx.get_parameter_source(f"{_PREFIX}{field}") if ctx is not None else None
-                if source is not None and source.name in ("COMMANDLINE", "ENVIRONMENT"):
+                if older[field] > 1 or (source is not None and source.name == "COMMANDLINE"):
                     flag = flags()[field]["flag"]
-                    typer.secho(f"error: {flag} and its older spelling were both given: give {flag} alone",
+                    typer.secho(f"error: {flag} was given more than once, in its older spellings: give {flag} alone",
                                 err=True, fg="red")
                     raise typer.Exit(2)
                 values[field] = v

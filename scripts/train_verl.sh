@@ -19,8 +19,13 @@
 # refused without one (or an explicit path).
 set -euo pipefail
 
-CONFIG=${1:?usage: scripts/train_verl.sh CONFIG.yaml [hydra overrides ...]}
+CONFIG=${1:?usage: scripts/train_verl.sh CONFIG.yaml [hydra overrides ...] [--debug]}
 shift
+# --debug is ours (the preflight's traceback), not Hydra's: verl's main_ppo would refuse it
+DEBUG=()
+ARGS=()
+for a in "$@"; do if [ "$a" = --debug ]; then DEBUG=(--debug); else ARGS+=("$a"); fi; done
+set -- ${ARGS[@]+"${ARGS[@]}"}
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 [ -f "$CONFIG" ] || { echo "train_verl: no such config: $CONFIG" >&2; exit 2; }
 CONFIG_DIR=$(cd "$(dirname "$CONFIG")" && pwd)
@@ -118,7 +123,7 @@ fi
 # The preflight checks first what would fail only later (training/verl_preflight.py): no checkpoint
 # saved (save_freq <= 0), a judge that does not answer, a start folder without weights, a rerun
 # whose new start model verl's resume_mode=auto would ignore for the old run's checkpoint.
-CKPT=$("$PY" -m training.verl_preflight "$CONFIG_DIR/$CONFIG_NAME.yaml" "$@" | tail -n 1) || {
+CKPT=$("$PY" -m training.verl_preflight "$CONFIG_DIR/$CONFIG_NAME.yaml" "$@" ${DEBUG[@]+"${DEBUG[@]}"} | tail -n 1) || {
   echo "train_verl: $CONFIG_NAME did not pass the preflight (above); nothing was started" >&2; exit 2; }
 "$PY" -m verl.trainer.main_ppo --config-path "$CONFIG_DIR" --config-name "$CONFIG_NAME" "$@"
 echo "train_verl: exporting the last checkpoint in $CKPT to $CKPT/hf (verl.model_merger)" >&2

@@ -168,6 +168,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--flash-attn", action="store_true", help="the run loads the model with FlashAttention-2")
     p.add_argument("--gpu", action="store_true", help="a GPU machine: check the driver, torch's CUDA build and "
                                                       "import every module the run will (scripts pass it)")
+    p.add_argument("--debug", action="store_true", help="a bad config raises with its traceback (scripts/train.sh "
+                                                        "passes its own --debug on)")
     a = p.parse_args(argv)
     want = needs({}, a.sharding, verl=True, flash_attn=a.flash_attn) if a.verl else []
     for path in a.config or []:
@@ -176,6 +178,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         try:
             want = merge(want, needs(load_config(path, a.overrides).grpo, a.sharding, flash_attn=a.flash_attn))
         except InputError as exc:
+            if a.debug:
+                raise
             print(f"error: {exc}", file=sys.stderr)
             return 2
     problems = version_problems(want, _version)

@@ -38,7 +38,11 @@ def calibrate_on_blind(judge_args: list[str], report) -> dict:
                               "--json", "--quiet", "--report", str(report)])
     assert res.exit_code == 0, res.output
     rec = json.loads(res.stdout.strip().splitlines()[-1])
-    assert rec["cases"].startswith("blind:dev (2 of 2)"), rec["cases"]
+    from reward.stress import load_cases
+    from reward.tree import load_tree
+
+    total = len(load_cases(blind_dir() / "dev", load_tree()))
+    assert rec["cases"] == f"blind:dev (2 of {total})", rec["cases"]
     wanted = labelled_failures("dev", 2)
     assert wanted, "the first two dev cases carry labelled failures"
     for lid, n in wanted.items():

@@ -79,10 +79,11 @@ def test_old_spellings_are_hidden_aliases_and_never_silently_beside_the_new_one(
     assert res.exit_code == 0, res.output
     s = seen[-1]
     assert (s.served_model, s.timeout_s, s.mode, s.tokenizer) == ("a", 5.0, "choice", "tok")
-    for both in (["--served-model", "new", "--judge-served-model", "old"],
-                 ["--judge-mode", "choice", "--mode", "explain"]):  # the new one at its default, given: not overridden
+    for both, flag in ((["--served-model", "new", "--judge-served-model", "old"], "--served-model"),
+                       (["--judge-mode", "choice", "--mode", "explain"], "--judge-mode"),  # the new one at its default
+                       (["--served-judge", "a", "--judge-served-model", "b"], "--served-model")):  # two older ones
         res = CliRunner().invoke(probe, both)
-        assert res.exit_code == 2 and f"{both[0]} and its older spelling were both given" in res.output, res.output
+        assert res.exit_code == 2 and f"{flag} was given more than once" in res.output, res.output
     assert len(seen) == 1  # neither ran
     help_text = CliRunner().invoke(probe, ["--help"]).output
     assert "--served-model" in help_text and "--served-judge" not in help_text and "--timeout " not in help_text

@@ -248,3 +248,15 @@ def test_verl_needs_vllm_with_its_allocator_and_flash_attn_unless_told_otherwise
     assert got["flash-attn"].modules == ("flash_attn", "flash_attn_2_cuda")
     assert "attn_implementation=sdpa" in got["flash-attn"].fix
     assert {n.package for n in needs({}, "zero3", verl=True)} == {"vllm"}
+
+
+def test_env_check_takes_the_debug_that_train_sh_passes_on(tmp_path, capsys):
+    """scripts/train.sh passes its whole line (a --debug too) to training.env_check."""
+    from reward.errors import InputError
+    from training.env_check import main
+
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("stage: clinical_rubric\n", encoding="utf-8")
+    assert main(["--config", str(bad)]) == 2 and "bad.yaml" in capsys.readouterr().err
+    with pytest.raises(InputError, match="bad.yaml"):
+        main(["--config", str(bad), "--debug"])

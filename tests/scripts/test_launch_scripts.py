@@ -60,8 +60,8 @@ def test_train_sh_refuses_to_start_a_judge_without_its_own_gpus(fake_gpu):
 def test_train_verl_sh_reads_a_relative_data_folder_from_the_callers_directory(tmp_path):
     pytest.importorskip("verl")
     (tmp_path / "mydata").mkdir()
-    res = run("train_verl.sh", str(REPO / "configs/verl/stage1_mcq.yaml"), "--cfg", "job", "--resolve", cwd=tmp_path,
-              env={"RUBRICSTREE_VERL_DATA": "mydata"})
+    res = run("train_verl.sh", str(REPO / "configs/verl/stage1_mcq.yaml"), "--cfg", "job", "--resolve", "--debug",
+              cwd=tmp_path, env={"RUBRICSTREE_VERL_DATA": "mydata"})  # --debug is ours: Hydra never sees it
     assert res.returncode == 0, res.stderr[-2000:]
     assert f"train_files: {tmp_path}/mydata/stage1_train.parquet" in res.stdout
 

@@ -101,6 +101,7 @@ def test_eval_against_a_hung_policy_server_exits_at_its_deadline(judge_url, tmp_
     assert check.exit_code == 0, check.output
     deadline = int(3 * (time.monotonic() - t0)) + 20
     server = _hung_server("hang")
+    t0 = time.monotonic()
     try:
         res = CliRunner().invoke(app, [
             "eval", "healthbench", "--model", "policy", "--generate-url", f"http://127.0.0.1:{server.server_address[1]}",
@@ -108,5 +109,7 @@ def test_eval_against_a_hung_policy_server_exits_at_its_deadline(judge_url, tmp_
             "--out", str(tmp_path / "out"), "--no-cache", "--deadline", str(deadline), "--no-thinking"])
     finally:
         server.shutdown()
+    elapsed = time.monotonic() - t0
     assert res.exit_code == 4, res.output
+    assert elapsed < 2 * deadline + 60, (elapsed, deadline)  # it stopped at its deadline, not long after
     assert "waiting on the policy server" in res.output
