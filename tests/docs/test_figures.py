@@ -47,7 +47,7 @@ FIGURES.append(("Correlated re-reads (0.10) keep the good reply above the gaming
                  "sets/blind:test/rows/0.1/re-read correlation 0.5/gaming/cases"], None))
 ROUTE = "blind_route_eval.json"
 COVERAGE = "calibration_coverage.json"
-FIGURES.append(("label recall {} (`dev` {}), critical recall {} ({})", ROUTE,
+FIGURES.append(("recall of applicable leaves {} (`dev` {}), critical {} ({})", ROUTE,
                 ["parts/blind:test/recall", "parts/blind:dev/recall", "parts/blind:test/recall_critical",
                  "parts/blind:dev/recall_critical"], 3))
 FIGURES.append(("reach {} of {} critical leaves on `test` ({} on the bundled cases), {} with 10 failing and 10 passing "
