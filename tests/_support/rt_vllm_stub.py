@@ -31,6 +31,14 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 CLAMP = -9999.0
 
 
+
+class _Server(ThreadingHTTPServer):
+    """The stdlib server with a listen backlog for a judge's concurrent requests: the default of 5
+    reset connections under a burst on a loaded machine (ReadError on every retry)."""
+
+    daemon_threads = True
+    request_queue_size = 256
+
 class HashTokenizer:
     """A word tokenizer with a fixed vocabulary: ``yes`` and ``no`` at ``yes_id``/``no_id``, every
     other whitespace-separated word at an id hashed with ``salt`` (another salt: another tokenizer)."""
@@ -140,8 +148,7 @@ class VLLMStub:
                     return self._send(200, stub._chat(body))
                 return self._send(404, {"detail": "Not Found"})
 
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._httpd.daemon_threads = True
+        self._httpd = _Server(("127.0.0.1", 0), Handler)
         self.url = f"http://127.0.0.1:{self._httpd.server_address[1]}"
         self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
 
@@ -163,8 +170,7 @@ class VLLMStub:
         for k, v in changes.items():
             setattr(self, k, v)
         port = int(self.url.rsplit(":", 1)[1])
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", port), self._httpd.RequestHandlerClass)
-        self._httpd.daemon_threads = True
+        self._httpd = _Server(("127.0.0.1", port), self._httpd.RequestHandlerClass)
         self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
         self._thread.start()
 

@@ -58,7 +58,9 @@ def _chat(url: str, cache=None, **kw) -> ChatJudge:
 
 def _truth(srv: VLLMStub, judge, items):
     """The p_yes each item gets from ``srv``'s current weights, asked fresh (no cache)."""
-    return [v.p_yes for v in judge.grade_sync(items, use_cache=False)]
+    fresh = judge.grade_sync(items, use_cache=False)
+    assert all(v.ok for v in fresh), sorted({v.failure for v in fresh if not v.ok})
+    return [v.p_yes for v in fresh]
 
 
 # ---------------------------------------------------------------- 1: the start-up probe fails closed
