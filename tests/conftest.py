@@ -10,11 +10,17 @@ from __future__ import annotations
 import inspect
 import os
 import re
+import socketserver
 from pathlib import Path
 
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
+
+# The tests' own HTTP servers (stubs, proxies, fault servers: stdlib servers in a thread) listen with
+# a backlog of 256, not the stdlib's 5: a judge's burst of concurrent requests on a loaded machine
+# otherwise had connections reset (a ReadError on every retry; two clean-clone runs failed on it).
+socketserver.TCPServer.request_queue_size = 256
 
 
 @pytest.fixture(scope="session")
