@@ -69,7 +69,7 @@ def test_decoding_errors_are_retried_by_both_backends(kind):
 
     judge = _judge(kind, handler)
     [v] = judge.grade_sync(_items(1))
-    assert v.ok and v.p_yes == pytest.approx(0.8), v.failure
+    assert v.ok and v.p_yes == pytest.approx(0.8, abs=1e-6), v.failure  # the fake endpoint's fixed answer
     assert judge.stats.retries == 3
 
 
